@@ -1,0 +1,353 @@
+// Counterpart of the allocation half of block/bio.c: bioset_init/exit, bio_alloc_bioset,
+// bio_alloc_percpu_cache, bio_put_percpu_cache, bio_alloc_clone, bvec_alloc and bio_free.
+#include "bio_set.h"
+
+#include <cassert>
+#include <stdexcept>
+
+namespace biofs {
+
+namespace {
+
+// Each thread has one slot per live cached bio set. A slot names its set by generation (never
+// reused), so a slot left behind by a destroyed set can never be mistaken for a new one.
+constexpr int kMaxCachedSets = 64;
+struct ThreadCacheSlot {
+  uint64_t gen;
+  BioAllocCache* cache;
+};
+// Trivially constructed and destroyed, so reaching it costs no TLS init guard on the hot path.
+constinit thread_local ThreadCacheSlot tls_slots[kMaxCachedSets] = {};
+
+// Cold-path state: attaching and detaching domains, set creation and teardown, statistics.
+std::mutex g_cache_lock;
+struct SlotOwner {
+  uint64_t gen;
+  BioSet* set;
+};
+SlotOwner g_slot_owner[kMaxCachedSets];  // guarded by g_cache_lock
+uint64_t g_next_gen = 1;                 // guarded by g_cache_lock
+
+}  // namespace
+
+const void* current_thread_token() { return &tls_slots[0]; }
+
+BioCacheCounters& BioCacheCounters::operator+=(const BioCacheCounters& o) {
+  alloc_hits += o.alloc_hits;
+  alloc_misses += o.alloc_misses;
+  put_local += o.put_local;
+  put_remote += o.put_remote;
+  put_full += o.put_full;
+  splices += o.splices;
+  pruned += o.pruned;
+  cached += o.cached;
+  return *this;
+}
+
+BioCacheCounters BioAllocCache::counters() const {
+  const uintptr_t head = free_list_remote.load(std::memory_order_relaxed);
+  const unsigned on_remote = remote_count(head);
+  BioCacheCounters c;
+  c.alloc_hits = alloc_hits.get();
+  c.alloc_misses = alloc_misses.get();
+  c.put_local = put_local.get();
+  c.put_remote = remote_received.get() + on_remote;
+  c.put_full = put_full.get();
+  c.splices = splices.get();
+  c.pruned = pruned.get();
+  c.cached = nr.load(std::memory_order_relaxed) + on_remote;
+  return c;
+}
+
+// Runs when a thread that used a cache exits: rule 5, its bios go back to the mempools.
+struct ThreadCacheExit {
+  ~ThreadCacheExit() {
+    std::lock_guard guard(g_cache_lock);
+    for (int i = 0; i < kMaxCachedSets; i++) {
+      ThreadCacheSlot& slot = tls_slots[i];
+      if (slot.cache && g_slot_owner[i].gen == slot.gen) g_slot_owner[i].set->detach(slot.cache);
+      slot = ThreadCacheSlot{};
+    }
+  }
+};
+thread_local ThreadCacheExit tls_cache_exit;
+
+static void bio_free(Bio* bio);
+
+// Frees a whole list linked by bi_next; returns how many.
+static uint64_t bio_free_list(Bio* bio) {
+  uint64_t n = 0;
+  while (bio) {
+    Bio* next = bio->bi_next;
+    bio_free(bio);
+    bio = next;
+    n++;
+  }
+  return n;
+}
+
+BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, AllocatorKind allocator)
+    : allocator_(allocator),
+      front_pad_((front_pad + 63) & ~63u),  // keeps the bio's first line a real cache line
+      flags_(flags),
+      bio_pool_(pool_size, front_pad_ + sizeof(Bio), allocator_) {
+  if (flags_ & BIOSET_NEED_BVECS)
+    bvec_pool_ = std::make_unique<Mempool>(pool_size, BIO_MAX_VECS * sizeof(BioVec), allocator_);
+  if (flags_ & BIOSET_PERCPU_CACHE) {
+    std::lock_guard guard(g_cache_lock);
+    for (int i = 0; i < kMaxCachedSets; i++) {
+      if (g_slot_owner[i].set == nullptr) {
+        cache_slot_ = i;
+        cache_gen_ = g_next_gen++;
+        g_slot_owner[i] = SlotOwner{cache_gen_, this};
+        break;
+      }
+    }
+    if (cache_slot_ < 0)
+      throw std::runtime_error("biofs: more than 64 bio sets with a per-CPU cache at once");
+  }
+}
+
+BioSet::~BioSet() {
+  if (cache_slot_ < 0) return;
+  std::lock_guard guard(g_cache_lock);
+  g_slot_owner[cache_slot_] = SlotOwner{};
+  for (auto& cache : caches_) {
+    bio_free_list(cache->free_list);
+    bio_free_list(BioAllocCache::remote_top(cache->free_list_remote.exchange(REMOTE_CLOSED)));
+    cache->free_list = nullptr;
+  }
+}
+
+BioAllocCache* BioSet::attach_this_thread() {
+  (void)&tls_cache_exit;  // first use in this thread registers the exit hook
+  std::lock_guard guard(g_cache_lock);
+  BioAllocCache* cache = nullptr;
+  for (auto& c : caches_) {  // adopt a domain whose thread has exited
+    if (c->owner.load(std::memory_order_relaxed) == nullptr) {
+      cache = c.get();
+      break;
+    }
+  }
+  if (!cache) cache = caches_.emplace_back(std::make_unique<BioAllocCache>()).get();
+  cache->owner.store(current_thread_token(), std::memory_order_relaxed);
+  cache->free_list_remote.store(0, std::memory_order_release);  // reopen for remote puts
+  tls_slots[cache_slot_] = ThreadCacheSlot{cache_gen_, cache};
+  return cache;
+}
+
+void BioSet::detach(BioAllocCache* cache) {
+  cache->owner.store(nullptr, std::memory_order_relaxed);
+  uint64_t n = bio_free_list(cache->free_list);
+  cache->free_list = nullptr;
+  cache->nr.store(0, std::memory_order_relaxed);
+  const uintptr_t head = cache->free_list_remote.exchange(REMOTE_CLOSED, std::memory_order_acquire);
+  const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
+  cache->remote_received.add(remote);
+  cache->pruned.add(n + remote);
+}
+
+BioAllocCache* BioSet::this_thread_cache() {
+  const ThreadCacheSlot& slot = tls_slots[cache_slot_];
+  if (slot.gen == cache_gen_) [[likely]]
+    return slot.cache;
+  return attach_this_thread();
+}
+
+// bio_alloc_irq_cache_splice(): the owner takes the whole remote list in one exchange.
+static void bio_alloc_cache_splice(BioAllocCache* cache) {
+  const uintptr_t head = cache->free_list_remote.exchange(0, std::memory_order_acquire);
+  const unsigned n = BioAllocCache::remote_count(head);
+  cache->free_list = BioAllocCache::remote_top(head);  // the owner's list is empty here
+  cache->nr.store(cache->nr.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  cache->remote_received.add(n);
+  cache->splices.add();
+}
+
+void BioSet::prune_this_thread_cache() {
+  if (!has_cache()) return;
+  BioAllocCache* cache = this_thread_cache();
+  uint64_t n = bio_free_list(cache->free_list);
+  cache->free_list = nullptr;
+  cache->nr.store(0, std::memory_order_relaxed);
+  const uintptr_t head = cache->free_list_remote.exchange(0, std::memory_order_acquire);
+  const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
+  cache->remote_received.add(remote);
+  cache->pruned.add(n + remote);
+}
+
+BioSetStats BioSet::stats() const {
+  BioSetStats s;
+  {
+    std::lock_guard guard(g_cache_lock);
+    for (const auto& cache : caches_) {
+      s.domains.push_back(cache->counters());
+      s.total += s.domains.back();
+    }
+  }
+  s.reserve_allocs = bio_pool_.reserve_allocs();
+  s.reserve_waits = bio_pool_.waits();
+  s.remote_put_full = remote_put_full_.load(std::memory_order_relaxed);
+  return s;
+}
+
+// bvec_alloc(): tables come in the kernel's biovec slab sizes; all but the largest are tried
+// on the allocator alone and fall back to a BIO_MAX_VECS table from the mempool.
+BioVec* BioSet::bvec_alloc(uint16_t* nr_vecs, gfp_t gfp) {
+  static constexpr uint16_t kSizes[] = {16, 64, 128, BIO_MAX_VECS};
+  uint16_t size = BIO_MAX_VECS;
+  for (uint16_t s : kSizes) {
+    if (*nr_vecs <= s) {
+      size = s;
+      break;
+    }
+  }
+  *nr_vecs = size;
+  if (size < BIO_MAX_VECS) {
+    if (void* p = allocator_.alloc(size * sizeof(BioVec))) return static_cast<BioVec*>(p);
+    if (gfp == GFP_NOWAIT) return nullptr;
+    *nr_vecs = BIO_MAX_VECS;
+  }
+  return static_cast<BioVec*>(bvec_pool_->alloc(gfp));
+}
+
+void BioSet::bvec_free(BioVec* table, uint16_t nr_vecs) {
+  if (nr_vecs == BIO_MAX_VECS)
+    bvec_pool_->free(table);
+  else
+    allocator_.free(table);
+}
+
+// bio_free(): back to the mempool (and its bvec table, unless inline or shared by a clone).
+static void bio_free(Bio* bio) {
+  BioSet* bs = bio->bi_pool;
+  assert(bs && "bio_put on a bio that was not allocated from a bio set");
+  if (bio->bi_max_vecs > BIO_INLINE_VECS) bs->bvec_free(bio->bi_io_vec, bio->bi_max_vecs);
+  bs->bio_pool().free(bs->front_of(bio));
+}
+
+// A put from a thread that does not own the domain: push onto its remote list, unless the
+// domain is full or its owner has gone, in which case the bio goes back to the mempool.
+static void bio_put_remote(BioAllocCache* cache, Bio* bio) {
+  const uintptr_t self = reinterpret_cast<uintptr_t>(bio);
+  uintptr_t head = cache->free_list_remote.load(std::memory_order_relaxed);
+  for (;;) {
+    const unsigned count = BioAllocCache::remote_count(head);
+    if (head == REMOTE_CLOSED || (self & ~REMOTE_PTR_MASK) ||
+        count + cache->nr.load(std::memory_order_relaxed) >= ALLOC_CACHE_MAX) [[unlikely]] {
+      bio->bi_pool->count_remote_put_full();
+      bio_free(bio);
+      return;
+    }
+    bio->bi_next = BioAllocCache::remote_top(head);
+    const uintptr_t next = (uintptr_t(count + 1) << REMOTE_COUNT_SHIFT) | self;
+    if (cache->free_list_remote.compare_exchange_weak(head, next, std::memory_order_release,
+                                                      std::memory_order_relaxed))
+      return;
+  }
+}
+
+// bio_put_percpu_cache()
+static void bio_put_percpu_cache(Bio* bio) {
+  BioAllocCache* cache = bio->bi_cache;
+  if (cache->owner.load(std::memory_order_relaxed) != current_thread_token()) {
+    bio_put_remote(cache, bio);
+    return;
+  }
+  const unsigned nr = cache->nr.load(std::memory_order_relaxed);
+  const unsigned remote = BioAllocCache::remote_count(cache->free_list_remote.load(std::memory_order_relaxed));
+  if (nr + remote >= ALLOC_CACHE_MAX) [[unlikely]] {
+    cache->put_full.add();
+    bio_free(bio);
+    return;
+  }
+  bio->bi_next = cache->free_list;
+  cache->free_list = bio;
+  cache->nr.store(nr + 1, std::memory_order_relaxed);
+  cache->put_local.add();
+}
+
+void bio_put(Bio* bio) {
+  if (bio_flagged(bio, BIO_REFFED)) [[unlikely]] {
+    assert(bio->bi_cnt.load(std::memory_order_relaxed) > 0);
+    if (bio->bi_cnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  }
+  if (bio->bi_opf & REQ_ALLOC_CACHE)
+    bio_put_percpu_cache(bio);
+  else
+    bio_free(bio);
+}
+
+// bio_alloc_percpu_cache(): a bio from the owner's list, splicing the remote list in when the
+// owner's is empty and enough has gathered there. nullptr on a miss.
+static Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
+  Bio* bio = cache->free_list;
+  if (!bio) [[unlikely]] {
+    const uintptr_t head = cache->free_list_remote.load(std::memory_order_relaxed);
+    if (BioAllocCache::remote_count(head) >= ALLOC_CACHE_THRESHOLD) bio_alloc_cache_splice(cache);
+    bio = cache->free_list;
+    if (!bio) {
+      cache->alloc_misses.add();
+      return nullptr;
+    }
+  }
+  cache->free_list = bio->bi_next;
+  cache->nr.store(cache->nr.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  cache->alloc_hits.add();
+  return bio;
+}
+
+Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs) {
+  assert((nr_vecs <= BIO_INLINE_VECS || bs->bvec_pool_ready()) && "set lacks BIOSET_NEED_BVECS");
+  BioAllocCache* cache = nullptr;
+  if (bs->has_cache() && nr_vecs <= BIO_INLINE_VECS) {
+    // Rule 2: the flag is set here, in the eligible branch, for a hit and a miss alike.
+    opf |= REQ_ALLOC_CACHE;
+    cache = bs->this_thread_cache();
+    if (Bio* bio = bio_alloc_percpu_cache(cache)) [[likely]] {
+      bio_init(bio, bdev, nr_vecs ? bio->bi_inline_vecs : nullptr, nr_vecs ? BIO_INLINE_VECS : 0, opf);
+      bio->bi_pool = bs;
+      bio->bi_cache = cache;
+      return bio;
+    }
+  } else {
+    opf &= ~REQ_ALLOC_CACHE;
+  }
+
+  void* p = bs->bio_pool().alloc(gfp);
+  if (!p) [[unlikely]]
+    return nullptr;
+  // Rule 3: while the reserve is in use, give this bio back to the mempool, not to a cache.
+  if (!bs->bio_pool().is_saturated()) [[unlikely]]
+    opf &= ~REQ_ALLOC_CACHE;
+
+  Bio* bio = bs->bio_from_element(p);
+  if (nr_vecs > BIO_INLINE_VECS) {
+    BioVec* table = bs->bvec_alloc(&nr_vecs, gfp);
+    if (!table) {
+      bs->bio_pool().free(p);
+      return nullptr;
+    }
+    bio_init(bio, bdev, table, nr_vecs, opf);
+  } else if (nr_vecs) {
+    bio_init(bio, bdev, bio->bi_inline_vecs, BIO_INLINE_VECS, opf);
+  } else {
+    bio_init(bio, bdev, nullptr, 0, opf);
+  }
+  bio->bi_pool = bs;
+  bio->bi_cache = cache;
+  return bio;
+}
+
+Bio* bio_alloc_clone(BlockDevice* bdev, Bio* src, gfp_t gfp, BioSet* bs) {
+  // src->bi_opf may carry REQ_ALLOC_CACHE; bio_alloc_bioset decides the clone's own (rule 6).
+  Bio* bio = bio_alloc_bioset(bdev, 0, src->bi_opf, gfp, bs);
+  if (!bio) return nullptr;
+  bio_set_flag(bio, BIO_CLONED);  // __bio_clone()
+  bio->bi_ioprio = src->bi_ioprio;
+  bio->bi_iter = src->bi_iter;
+  bio->bi_io_vec = src->bi_io_vec;
+  return bio;
+}
+
+}  // namespace biofs

@@ -1,0 +1,106 @@
+// Counterpart of struct bio_set and the allocation half of block/bio.c: bioset_init/exit,
+// bio_alloc_bioset, bio_alloc_clone, bvec_alloc/bvec_free and the per-CPU cache's rules.
+//
+// The rules (the seeds' review, kernel v6.19 behaviour):
+//  1. Every set created with BIOSET_PERCPU_CACHE uses its cache for every bio with
+//     nr_vecs <= BIO_INLINE_VECS; callers need not ask for it.
+//  2. REQ_ALLOC_CACHE is set exactly on such cache-eligible allocations, hit or miss (a bio made
+//     on a miss joins the cache when put), and cleared on every other allocation — set inside
+//     the eligible branch, never set blindly and cleared later.
+//  3. An allocation made while the mempool is not saturated (its reserve is in use) loses the
+//     flag, so its final put refills the reserve instead of a cache (kernel commit 759aa12f19155,
+//     "bio: don't rob starving biosets of bios"). A bio without the flag goes back to the
+//     mempool on its final put; a flagged one goes to its cache domain unless that is full.
+//  4. A put from a thread other than the allocating one goes to the domain's remote list (the
+//     kernel's IRQ list), spliced in by the owner; see bio_alloc_cache.h.
+//  5. A thread that exits gives its cached bios back to the mempool; bioset teardown frees all.
+//  6. bio_alloc_clone shares the source's bvec table and iterator and gets REQ_ALLOC_CACHE by
+//     rules 1-3 for its own set, never from the source.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "allocator.h"
+#include "bio.h"
+#include "bio_alloc_cache.h"
+#include "mempool.h"
+
+namespace biofs {
+
+enum bioset_flags : unsigned {
+  BIOSET_NEED_BVECS = 1u << 0,      // bios may carry more than BIO_INLINE_VECS vecs
+  BIOSET_PERCPU_CACHE = 1u << 2,    // keep a per-CPU (per-thread) bio cache
+};
+
+struct BioSetStats {
+  BioCacheCounters total;                  // all cache domains together
+  std::vector<BioCacheCounters> domains;   // one entry per cache domain, live or ended
+  uint64_t reserve_allocs = 0;             // bios the mempool served from its reserve
+  uint64_t reserve_waits = 0;              // times an allocation waited for the reserve
+  uint64_t remote_put_full = 0;            // remote puts that found the domain full or gone
+};
+
+class BioSet {
+ public:
+  // bioset_init(): pool_size is the reserve (min_nr) of both the bio and the bvec mempool;
+  // front_pad bytes precede each bio for the caller's own structure (container_of style).
+  BioSet(unsigned pool_size, unsigned front_pad, unsigned flags,
+         AllocatorKind allocator = Allocator::default_kind());
+  ~BioSet();  // bioset_exit(): frees every cached bio. Every bio must have been put.
+  BioSet(const BioSet&) = delete;
+  BioSet& operator=(const BioSet&) = delete;
+
+  bool has_cache() const { return cache_slot_ >= 0; }
+  unsigned front_pad() const { return front_pad_; }
+  Allocator& allocator() { return allocator_; }
+  Mempool& bio_pool() { return bio_pool_; }
+  BioSetStats stats() const;
+  // Bytes one bio occupies in the set (front pad, bio, inline vecs): the unit of the cache's
+  // worst-case footprint, ALLOC_CACHE_MAX * bio_alloc_size() per domain.
+  size_t bio_alloc_size() const { return bio_pool_.elem_size(); }
+
+  // The calling thread's cache domain for this set (created on first use). Set must have a cache.
+  BioAllocCache* this_thread_cache();
+  // Gives every bio in the calling thread's domain back to the mempool (e.g. when a thread
+  // goes idle; the kernel does this when a CPU goes offline).
+  void prune_this_thread_cache();
+
+  // The caller's structure in front of a bio, and back (container_of for front_pad users).
+  void* front_of(Bio* bio) const { return reinterpret_cast<uint8_t*>(bio) - front_pad_; }
+
+  // Internals shared with bio.cc.
+  Bio* bio_from_element(void* p) const {
+    return reinterpret_cast<Bio*>(static_cast<uint8_t*>(p) + front_pad_);
+  }
+  BioVec* bvec_alloc(uint16_t* nr_vecs, gfp_t gfp);
+  void bvec_free(BioVec* table, uint16_t nr_vecs);
+  bool bvec_pool_ready() const { return bvec_pool_ != nullptr; }
+  void count_remote_put_full() { remote_put_full_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  friend struct ThreadCacheExit;
+  BioAllocCache* attach_this_thread();
+  void detach(BioAllocCache* cache);  // the owner thread exited: empty and close the domain
+
+  Allocator allocator_;
+  const unsigned front_pad_;
+  const unsigned flags_;
+  Mempool bio_pool_;
+  std::unique_ptr<Mempool> bvec_pool_;  // BIO_MAX_VECS tables; only with BIOSET_NEED_BVECS
+  int cache_slot_ = -1;                 // index into each thread's cache slots, -1: no cache
+  uint64_t cache_gen_ = 0;              // unique per set: tells a slot's owner set apart
+  std::vector<std::unique_ptr<BioAllocCache>> caches_;  // guarded by the global cache lock
+  std::atomic<uint64_t> remote_put_full_{0};
+};
+
+// bio_alloc_bioset(): a bio with room for nr_vecs vecs (0 for clones), or nullptr only with
+// GFP_NOWAIT when memory and the reserve are both exhausted.
+Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs);
+// bio_alloc_clone(): a bio sharing src's bvec table, with src's iterator and op, marked
+// BIO_CLONED. bi_vcnt of a clone is 0 and means nothing: walk it with its iterator.
+Bio* bio_alloc_clone(BlockDevice* bdev, Bio* src, gfp_t gfp, BioSet* bs);
+
+}  // namespace biofs

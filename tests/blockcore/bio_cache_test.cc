@@ -1,0 +1,285 @@
+// The per-CPU (per-thread) bio cache rules of bio_set.h, one test case (or more) per rule.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "blockcore/bio_set.h"
+
+using namespace biofs;
+
+namespace {
+bool fail_always(void*) { return true; }
+
+// Runs fn on a fresh thread and waits for it (the thread's exit ends its cache domain).
+template <typename Fn>
+void on_thread(Fn fn) {
+  std::thread(fn).join();
+}
+
+BioCacheCounters my_domain(BioSet& bs) { return bs.this_thread_cache()->counters(); }
+}  // namespace
+
+TEST_CASE("rule 1: a cached set uses its cache for every bio with up to BIO_INLINE_VECS vecs") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  for (uint16_t nr = 0; nr <= BIO_INLINE_VECS; nr++) {
+    Bio* bio = bio_alloc_bioset(nullptr, nr, REQ_OP_READ, GFP_KERNEL, &bs);  // no flag asked for
+    CHECK((bio->bi_opf & REQ_ALLOC_CACHE) != 0);
+    bio_put(bio);
+    Bio* again = bio_alloc_bioset(nullptr, nr, REQ_OP_READ, GFP_KERNEL, &bs);
+    CHECK(again == bio);  // the put bio came straight back from the cache
+    CHECK(again->bi_max_vecs == (nr ? BIO_INLINE_VECS : 0));
+    bio_put(again);
+  }
+  const BioCacheCounters c = my_domain(bs);
+  CHECK(c.alloc_misses == 1);
+  CHECK(c.alloc_hits == 2 * BIO_INLINE_VECS + 1);
+  CHECK(c.put_local == 2 * (BIO_INLINE_VECS + 1));
+}
+
+TEST_CASE("rule 2: REQ_ALLOC_CACHE is set on eligible hits and misses, cleared elsewhere") {
+  BioSet cached(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  BioSet plain(4, 0, BIOSET_NEED_BVECS);
+
+  Bio* miss = bio_alloc_bioset(nullptr, 1, REQ_OP_WRITE, GFP_KERNEL, &cached);
+  CHECK((miss->bi_opf & REQ_ALLOC_CACHE) != 0);
+  CHECK(my_domain(cached).alloc_misses == 1);
+  bio_put(miss);  // a bio made on a miss joins the cache
+  CHECK(my_domain(cached).cached == 1);
+  Bio* hit = bio_alloc_bioset(nullptr, 1, REQ_OP_WRITE, GFP_KERNEL, &cached);
+  CHECK((hit->bi_opf & REQ_ALLOC_CACHE) != 0);
+  CHECK(my_domain(cached).alloc_hits == 1);
+
+  // Too big for the cache: cleared even when the caller passes the flag in.
+  Bio* big = bio_alloc_bioset(nullptr, BIO_INLINE_VECS + 1, REQ_OP_WRITE | REQ_ALLOC_CACHE,
+                              GFP_KERNEL, &cached);
+  CHECK((big->bi_opf & REQ_ALLOC_CACHE) == 0);
+  // A set without a cache: cleared too.
+  Bio* other = bio_alloc_bioset(nullptr, 1, REQ_OP_WRITE | REQ_ALLOC_CACHE, GFP_KERNEL, &plain);
+  CHECK((other->bi_opf & REQ_ALLOC_CACHE) == 0);
+  CHECK(bio_op(other) == REQ_OP_WRITE);  // the op itself is untouched
+  bio_put(big);
+  bio_put(other);
+  bio_put(hit);
+  CHECK(plain.stats().domains.empty());  // no cache domain was ever made for the plain set
+}
+
+TEST_CASE("rule 3: an allocation made while the reserve is in use loses the flag") {
+  BioSet bs(2, 0, BIOSET_PERCPU_CACHE);
+  bs.allocator().set_fail_hook(fail_always, nullptr);
+  Bio* starving = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);  // a cache miss
+  REQUIRE(starving);
+  CHECK((starving->bi_opf & REQ_ALLOC_CACHE) == 0);
+  CHECK(bs.bio_pool().curr_nr() == 1);
+  CHECK(bs.stats().reserve_allocs == 1);
+  bio_put(starving);  // refills the reserve, not this thread's cache
+  CHECK(bs.bio_pool().curr_nr() == 2);
+  CHECK(my_domain(bs).cached == 0);
+  bs.allocator().set_fail_hook(nullptr, nullptr);
+}
+
+TEST_CASE("rule 3: while the reserve is short, even allocator-served misses lose the flag") {
+  BioSet bs(2, 0, BIOSET_PERCPU_CACHE);
+  bs.allocator().set_fail_hook(fail_always, nullptr);
+  Bio* from_reserve = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  bs.allocator().set_fail_hook(nullptr, nullptr);
+  // The allocator works again, but the pool is not saturated (mempool_is_saturated): this
+  // bio too must refill the reserve rather than a cache, as the kernel's check does.
+  Bio* next = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  CHECK((next->bi_opf & REQ_ALLOC_CACHE) == 0);
+  bio_put(next);
+  CHECK(bs.bio_pool().is_saturated());
+  Bio* normal = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  CHECK((normal->bi_opf & REQ_ALLOC_CACHE) != 0);
+  bio_put(normal);
+  bio_put(from_reserve);  // the reserve is full again: this one goes to the allocator
+  CHECK(my_domain(bs).cached == 1);
+}
+
+TEST_CASE("rule 3: a flagged bio goes to the cache unless it is full, then to the mempool") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> bios;
+  for (unsigned i = 0; i < ALLOC_CACHE_MAX + 44; i++)
+    bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+  for (Bio* b : bios) bio_put(b);
+  const BioCacheCounters c = my_domain(bs);
+  CHECK(c.cached == ALLOC_CACHE_MAX);
+  CHECK(c.put_local == ALLOC_CACHE_MAX);
+  CHECK(c.put_full == 44);
+  CHECK(bs.bio_alloc_size() >= sizeof(Bio));
+}
+
+TEST_CASE("rule 4: puts from another thread reach the owner's remote list and are spliced in") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> bios;
+  for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD + 4; i++)
+    bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+  on_thread([&] {
+    for (Bio* b : bios) bio_put(b);
+  });
+  BioCacheCounters c = my_domain(bs);
+  CHECK(c.put_remote == ALLOC_CACHE_THRESHOLD + 4);
+  CHECK(c.put_local == 0);
+  CHECK(c.cached == ALLOC_CACHE_THRESHOLD + 4);
+  // The owner's own list is empty, the remote one is over the threshold: one splice, and
+  // every following allocation hits.
+  for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD + 4; i++)
+    bios[i] = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  c = my_domain(bs);
+  CHECK(c.splices == 1);
+  CHECK(c.alloc_hits == ALLOC_CACHE_THRESHOLD + 4);
+  CHECK(c.cached == 0);
+  for (Bio* b : bios) bio_put(b);
+}
+
+TEST_CASE("rule 4: below the threshold the remote list is left alone and the owner misses") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> bios;
+  for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD - 1; i++)
+    bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+  on_thread([&] {
+    for (Bio* b : bios) bio_put(b);
+  });
+  Bio* fresh = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  const BioCacheCounters c = my_domain(bs);
+  CHECK(c.splices == 0);
+  CHECK(c.alloc_misses == ALLOC_CACHE_THRESHOLD);
+  CHECK(c.cached == ALLOC_CACHE_THRESHOLD - 1);
+  bio_put(fresh);
+}
+
+TEST_CASE("rule 4: the cache stays bounded when local and remote puts add up") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> local, remote;
+  for (unsigned i = 0; i < 200; i++) local.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
+  for (unsigned i = 0; i < 200; i++) remote.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
+  on_thread([&] {
+    for (Bio* b : remote) bio_put(b);
+  });
+  for (Bio* b : local) bio_put(b);
+  const BioCacheCounters c = my_domain(bs);
+  CHECK(c.cached == ALLOC_CACHE_MAX);
+  CHECK(c.put_remote == 200);
+  CHECK(c.put_local == ALLOC_CACHE_MAX - 200);
+  CHECK(c.put_full == 400 - ALLOC_CACHE_MAX);
+}
+
+TEST_CASE("rule 5: a thread's exit gives its cached bios back and its domain is reused") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> in_flight;
+  on_thread([&] {
+    std::vector<Bio*> bios;
+    for (int i = 0; i < 50; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
+    for (int i = 0; i < 40; i++) bio_put(bios[i]);
+    in_flight.assign(bios.begin() + 40, bios.end());  // still held when the thread exits
+  });
+  BioSetStats s = bs.stats();
+  REQUIRE(s.domains.size() == 1);
+  CHECK(s.domains[0].pruned == 40);
+  CHECK(s.domains[0].cached == 0);
+  // Bios the dead thread allocated can still be put: they go to the mempool.
+  for (Bio* b : in_flight) bio_put(b);
+  s = bs.stats();
+  CHECK(s.remote_put_full == 10);
+  CHECK(s.domains[0].cached == 0);
+  // A new thread adopts the ended domain instead of growing the list.
+  on_thread([&] { bio_put(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs)); });
+  CHECK(bs.stats().domains.size() == 1);
+}
+
+TEST_CASE("rule 5: explicit pruning empties the caller's domain, both lists") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> bios;
+  for (int i = 0; i < 40; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
+  for (int i = 0; i < 20; i++) bio_put(bios[i]);
+  on_thread([&] {
+    for (int i = 20; i < 40; i++) bio_put(bios[i]);
+  });
+  CHECK(my_domain(bs).cached == 40);
+  bs.prune_this_thread_cache();
+  const BioCacheCounters c = my_domain(bs);
+  CHECK(c.cached == 0);
+  CHECK(c.pruned == 40);
+}
+
+TEST_CASE("rule 5: a set may be torn down before the threads that used it exit") {
+  std::promise<void> set_gone;
+  std::promise<void> used;
+  std::thread user;
+  {
+    BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+    user = std::thread([&] {
+      bio_put(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));  // leaves one cached bio
+      used.set_value();
+      set_gone.get_future().wait();  // exit after the set is gone: its slot must be ignored
+    });
+    used.get_future().wait();
+  }  // ~BioSet frees the cached bio (LeakSanitizer checks nothing is left)
+  BioSet reuse(4, 0, BIOSET_PERCPU_CACHE);  // likely takes the same slot: a new generation
+  bio_put(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &reuse));
+  set_gone.set_value();
+  user.join();
+  CHECK(my_domain(reuse).cached == 1);
+}
+
+TEST_CASE("rule 6: clones share the vec table and take the flag from their own set") {
+  alignas(PAGE_SIZE) static uint8_t page[2 * PAGE_SIZE];
+  BioSet cached(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  BioSet plain(4, 0, BIOSET_NEED_BVECS);
+
+  Bio* src = bio_alloc_bioset(nullptr, 2, REQ_OP_WRITE | REQ_FUA, GFP_KERNEL, &cached);
+  bio_add_page(src, page, 1024, 0);
+  bio_add_page(src, page + PAGE_SIZE, 2048, 0);
+  src->bi_iter.bi_sector = 77;
+  REQUIRE((src->bi_opf & REQ_ALLOC_CACHE) != 0);
+
+  Bio* clone = bio_alloc_clone(nullptr, src, GFP_KERNEL, &plain);
+  CHECK((clone->bi_opf & REQ_ALLOC_CACHE) == 0);  // not inherited from the cached source
+  CHECK(bio_flagged(clone, BIO_CLONED));
+  CHECK(clone->bi_io_vec == src->bi_io_vec);
+  CHECK(clone->bi_iter.bi_sector == 77);
+  CHECK(clone->bi_iter.bi_size == 3072);
+  CHECK(clone->bi_vcnt == 0);
+  CHECK(clone->bi_opf == (REQ_OP_WRITE | REQ_FUA));
+  CHECK(bio_add_page(clone, page, 8, 0) == 0);  // a clone's table is not its own
+  bio_put(clone);  // must not free src's table
+  CHECK(src->bi_io_vec[1].bv_len == 2048);
+
+  Bio* plain_src = bio_alloc_bioset(nullptr, 1, REQ_OP_READ, GFP_KERNEL, &plain);
+  Bio* cached_clone = bio_alloc_clone(nullptr, plain_src, GFP_KERNEL, &cached);
+  CHECK((cached_clone->bi_opf & REQ_ALLOC_CACHE) != 0);  // eligible in its own set
+  bio_put(cached_clone);
+  bio_put(plain_src);
+  bio_put(src);
+}
+
+TEST_CASE("rule 8: with the allocator failing, allocations complete from the reserve") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  bs.allocator().set_fail_hook(fail_always, nullptr);
+  std::atomic<long> completed{0};
+  auto work = [&](uint16_t nr_vecs) {
+    for (int i = 0; i < 300; i++) {
+      Bio* bio = bio_alloc_bioset(nullptr, nr_vecs, REQ_OP_READ, GFP_KERNEL, &bs);
+      // No bio that came from a starving pool may be kept in any cache.
+      CHECK((bio->bi_opf & REQ_ALLOC_CACHE) == 0);
+      std::this_thread::yield();
+      bio_put(bio);
+      completed++;
+    }
+  };
+  auto run = std::async(std::launch::async, [&] {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; t++) threads.emplace_back(work, uint16_t(t % 2 ? 0 : 8));
+    for (auto& t : threads) t.join();
+  });
+  REQUIRE(run.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  CHECK(completed == 8 * 300);
+  const BioSetStats s = bs.stats();
+  CHECK(s.reserve_allocs == 8 * 300);
+  CHECK(s.total.cached == 0);
+  CHECK(bs.bio_pool().curr_nr() == 4);
+  bs.allocator().set_fail_hook(nullptr, nullptr);
+}

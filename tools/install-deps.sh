@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages biofs needs to build, test and benchmark.
+# Idempotent: packages already present are left alone and apt is not touched at all.
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config   # build
+  libfuse3-dev fuse3                 # fs/: the FUSE daemon
+  liburing-dev                       # nvme/: io_uring transports
+  libtbb-dev                         # blockcore/: scalable allocator
+  doctest-dev                        # tests/
+  clang libclang-rt-14-dev           # sanitizer and fuzzer builds
+  fio                                # benchmarks and comparisons
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
