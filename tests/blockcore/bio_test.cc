@@ -100,7 +100,7 @@ TEST_CASE("bio_get keeps the bio alive until the last bio_put") {
   bs.allocator().set_fail_hook(nullptr, nullptr);
 }
 
-TEST_CASE("bio_advance moves sector and iterator; no-data ops only count bytes") {
+TEST_CASE("bio_advance moves sector and iterator while no-data ops only count bytes") {
   BioSet bs(2, 0, 0);
   Bio* bio = bio_alloc_bioset(nullptr, 2, REQ_OP_READ, GFP_KERNEL, &bs);
   bio_add_page(bio, buf, PAGE_SIZE, 0);

@@ -14,7 +14,7 @@ namespace {
 bool fail_always(void*) { return true; }
 }  // namespace
 
-TEST_CASE("the allocator is used first; the reserve only when it fails") {
+TEST_CASE("the allocator is used first and the reserve only when it fails") {
   Allocator a;
   Mempool pool(3, 128, a);
   CHECK(pool.curr_nr() == 3);
@@ -37,7 +37,7 @@ TEST_CASE("the allocator is used first; the reserve only when it fails") {
   CHECK(pool.curr_nr() == 3);
 }
 
-TEST_CASE("GFP_NOWAIT fails on an empty reserve; GFP_KERNEL waits for a free") {
+TEST_CASE("GFP_NOWAIT fails on an empty reserve while GFP_KERNEL waits for a free") {
   Allocator a;
   Mempool pool(1, 64, a);
   a.set_fail_hook(fail_always, nullptr);
