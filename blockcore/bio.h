@@ -62,7 +62,24 @@ inline bool bio_has_data(const Bio* bio) {
 
 // Sets every field for a fresh bio over `table` (which may be null for max_vecs == 0).
 // bi_pool and bi_cache are cleared: only the allocator knows where the bio came from.
-void bio_init(Bio* bio, BlockDevice* bdev, BioVec* table, uint16_t max_vecs, blk_opf_t opf);
+inline void bio_init(Bio* bio, BlockDevice* bdev, BioVec* table, uint16_t max_vecs, blk_opf_t opf) {
+  bio->bi_next = nullptr;
+  bio->bi_bdev = bdev;
+  bio->bi_opf = opf;
+  bio->bi_flags = 0;
+  bio->bi_status = BLK_STS_OK;
+  bio->bi_ioprio = 0;
+  bio->bi_iter = BvecIter{};
+  bio->bi_vcnt = 0;
+  bio->bi_max_vecs = max_vecs;
+  bio->bi_io_vec = table;
+  bio->bi_end_io = nullptr;
+  bio->bi_private = nullptr;
+  bio->bi_remaining.store(1, std::memory_order_relaxed);
+  bio->bi_cnt.store(1, std::memory_order_relaxed);
+  bio->bi_pool = nullptr;
+  bio->bi_cache = nullptr;
+}
 // Readies a bio for reuse by its owner, keeping its vec table, pool and cache domain.
 void bio_reset(Bio* bio, BlockDevice* bdev, blk_opf_t opf);
 

@@ -50,12 +50,16 @@ BioCacheCounters BioAllocCache::counters() const {
   BioCacheCounters c;
   c.alloc_hits = alloc_hits.get();
   c.alloc_misses = alloc_misses.get();
-  c.put_local = put_local.get();
   c.put_remote = remote_received.get() + on_remote;
   c.put_full = put_full.get();
   c.splices = splices.get();
   c.pruned = pruned.get();
-  c.cached = nr.load(std::memory_order_relaxed) + on_remote;
+  const uint64_t on_main = nr.load(std::memory_order_relaxed);
+  c.cached = on_main + on_remote;
+  // The owner's list gains by local puts and splices and loses by hits and pruning, so
+  // put_local = nr + hits + pruned - remote_received (clamped: the reads are not one snapshot).
+  const uint64_t in = on_main + c.alloc_hits + c.pruned, spliced_or_pruned = remote_received.get();
+  c.put_local = in > spliced_or_pruned ? in - spliced_or_pruned : 0;
   return c;
 }
 
@@ -119,7 +123,7 @@ BioSet::~BioSet() {
   }
 }
 
-BioAllocCache* BioSet::attach_this_thread() {
+[[gnu::noinline]] BioAllocCache* BioSet::attach_this_thread() {
   (void)&tls_cache_exit;  // first use in this thread registers the exit hook
   std::lock_guard guard(g_cache_lock);
   BioAllocCache* cache = nullptr;
@@ -264,7 +268,6 @@ static void bio_put_percpu_cache(Bio* bio) {
   bio->bi_next = cache->free_list;
   cache->free_list = bio;
   cache->nr.store(nr + 1, std::memory_order_relaxed);
-  cache->put_local.add();
 }
 
 void bio_put(Bio* bio) {
@@ -278,18 +281,20 @@ void bio_put(Bio* bio) {
     bio_free(bio);
 }
 
-// bio_alloc_percpu_cache(): a bio from the owner's list, splicing the remote list in when the
-// owner's is empty and enough has gathered there. nullptr on a miss.
-static Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
+// The owner's list is empty: splice the remote list in if enough has gathered there.
+[[gnu::noinline]] static Bio* bio_alloc_cache_refill(BioAllocCache* cache) {
+  const uintptr_t head = cache->free_list_remote.load(std::memory_order_relaxed);
+  if (BioAllocCache::remote_count(head) >= ALLOC_CACHE_THRESHOLD) bio_alloc_cache_splice(cache);
+  if (!cache->free_list) cache->alloc_misses.add();
+  return cache->free_list;
+}
+
+// bio_alloc_percpu_cache(): a bio from the owner's list, or nullptr on a miss.
+static inline Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
   Bio* bio = cache->free_list;
   if (!bio) [[unlikely]] {
-    const uintptr_t head = cache->free_list_remote.load(std::memory_order_relaxed);
-    if (BioAllocCache::remote_count(head) >= ALLOC_CACHE_THRESHOLD) bio_alloc_cache_splice(cache);
-    bio = cache->free_list;
-    if (!bio) {
-      cache->alloc_misses.add();
-      return nullptr;
-    }
+    bio = bio_alloc_cache_refill(cache);
+    if (!bio) return nullptr;
   }
   cache->free_list = bio->bi_next;
   cache->nr.store(cache->nr.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
@@ -297,23 +302,9 @@ static Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
   return bio;
 }
 
-Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs) {
-  assert((nr_vecs <= BIO_INLINE_VECS || bs->bvec_pool_ready()) && "set lacks BIOSET_NEED_BVECS");
-  BioAllocCache* cache = nullptr;
-  if (bs->has_cache() && nr_vecs <= BIO_INLINE_VECS) {
-    // Rule 2: the flag is set here, in the eligible branch, for a hit and a miss alike.
-    opf |= REQ_ALLOC_CACHE;
-    cache = bs->this_thread_cache();
-    if (Bio* bio = bio_alloc_percpu_cache(cache)) [[likely]] {
-      bio_init(bio, bdev, nr_vecs ? bio->bi_inline_vecs : nullptr, nr_vecs ? BIO_INLINE_VECS : 0, opf);
-      bio->bi_pool = bs;
-      bio->bi_cache = cache;
-      return bio;
-    }
-  } else {
-    opf &= ~REQ_ALLOC_CACHE;
-  }
-
+// The mempool half of bio_alloc_bioset(): cache misses and every bio that is not eligible.
+[[gnu::noinline]] static Bio* bio_alloc_from_pool(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf,
+                                                  gfp_t gfp, BioSet* bs, BioAllocCache* cache) {
   void* p = bs->bio_pool().alloc(gfp);
   if (!p) [[unlikely]]
     return nullptr;
@@ -337,6 +328,25 @@ Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t 
   bio->bi_pool = bs;
   bio->bi_cache = cache;
   return bio;
+}
+
+Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs) {
+  assert((nr_vecs <= BIO_INLINE_VECS || bs->bvec_pool_ready()) && "set lacks BIOSET_NEED_BVECS");
+  if (bs->has_cache() && nr_vecs <= BIO_INLINE_VECS) {
+    // Rule 2: the flag is set here, in the eligible branch, for a hit and a miss alike.
+    opf |= REQ_ALLOC_CACHE;
+    BioAllocCache* cache = bs->this_thread_cache();
+    if (Bio* bio = bio_alloc_percpu_cache(cache)) [[likely]] {
+      bio_init(bio, bdev, nr_vecs ? bio->bi_inline_vecs : nullptr, nr_vecs ? BIO_INLINE_VECS : 0, opf);
+      bio->bi_pool = bs;
+      bio->bi_cache = cache;
+      return bio;
+    }
+    // No cached bio: the one made below keeps the flag and joins the cache when put.
+    return bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, cache);
+  }
+  opf &= ~REQ_ALLOC_CACHE;
+  return bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, nullptr);
 }
 
 Bio* bio_alloc_clone(BlockDevice* bdev, Bio* src, gfp_t gfp, BioSet* bs) {

@@ -1,0 +1,262 @@
+// `biofs-bench alloc`: what the per-CPU bio cache buys on the allocation path.
+//
+// Three shapes of work, each run with the cache off and on in the same process, A and B
+// alternating (off,on / on,off) so drift hits both equally:
+//   local  1 thread   allocate a batch of bios, put them all, repeat (the submit/complete
+//                     pattern of one t/io_uring thread, batch = its submit batch)
+//   local  N threads  the same on every CPU at once, one set shared by all
+//   remote 2 threads  one thread allocates, another puts (the seeds' worst case: allocate on
+//                     CPU A, free on CPU B); batches cross through a lock-free ring
+// A fourth line prices the per-CPU choice itself: the cost of finding the calling thread's
+// cache domain, against sched_getcpu(), the alternative.
+#include "alloc_bench.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blockcore/bio_set.h"
+#include "stats.h"
+
+namespace biofs::bench {
+namespace {
+
+struct Config {
+  unsigned batch = 32;
+  double seconds = 0.3;
+  unsigned repeats = 5;
+  unsigned threads = 2;
+  uint16_t nr_vecs = 1;
+  AllocatorKind allocator = Allocator::default_kind();
+  bool json = false;
+};
+
+struct Result {
+  double ns_per_op = 0;
+  uint64_t ops = 0;
+  BioCacheCounters cache;
+};
+
+// One thread's loop: allocate `batch`, put `batch`, until the deadline.
+uint64_t local_loop(BioSet& bs, const Config& cfg, uint64_t deadline) {
+  std::vector<Bio*> bios(cfg.batch);
+  uint64_t ops = 0;
+  do {
+    for (unsigned i = 0; i < cfg.batch; i++)
+      bios[i] = bio_alloc_bioset(nullptr, cfg.nr_vecs, REQ_OP_READ, GFP_KERNEL, &bs);
+    for (unsigned i = 0; i < cfg.batch; i++) bio_put(bios[i]);
+    ops += cfg.batch;
+  } while (now_ns() < deadline);
+  return ops;
+}
+
+Result run_local(bool cache, unsigned threads, const Config& cfg) {
+  BioSet bs(64, 0, BIOSET_NEED_BVECS | (cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u), cfg.allocator);
+  std::atomic<uint64_t> total{0};
+  std::atomic<unsigned> ready{0};
+  std::atomic<uint64_t> start_at{0};
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < threads; t++)
+    ts.emplace_back([&, t] {
+      pin_to_cpu(int(t));
+      local_loop(bs, cfg, now_ns() + 20'000'000);  // warm up: fill caches and heaps
+      ready++;
+      while (start_at.load() == 0) std::this_thread::yield();
+      total += local_loop(bs, cfg, start_at.load() + uint64_t(cfg.seconds * 1e9));
+    });
+  while (ready.load() < threads) std::this_thread::yield();
+  const uint64_t t0 = now_ns();
+  start_at = t0;
+  for (auto& t : ts) t.join();
+  const double elapsed = double(now_ns() - t0);
+  Result r;
+  r.ops = total;
+  r.ns_per_op = elapsed * threads / double(total);  // per thread: ns of one CPU per pair
+  r.cache = bs.stats().total;
+  return r;
+}
+
+// Single-producer single-consumer ring of bio pointers.
+class Ring {
+ public:
+  explicit Ring(unsigned order) : mask_((1u << order) - 1), slots_(1u << order) {}
+  bool push(Bio* const* bios, unsigned n) {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail + n - head_.load(std::memory_order_acquire) > slots_.size()) return false;
+    for (unsigned i = 0; i < n; i++) slots_[(tail + i) & mask_] = bios[i];
+    tail_.store(tail + n, std::memory_order_release);
+    return true;
+  }
+  template <typename Fn>
+  unsigned pop_all(Fn&& fn) {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const uint64_t tail = tail_.load(std::memory_order_acquire);
+    for (uint64_t i = head; i < tail; i++) fn(slots_[i & mask_]);
+    head_.store(tail, std::memory_order_release);
+    return unsigned(tail - head);
+  }
+
+ private:
+  const unsigned mask_;
+  std::vector<Bio*> slots_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+Result run_remote(bool cache, const Config& cfg) {
+  BioSet bs(64, 0, BIOSET_NEED_BVECS | (cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u), cfg.allocator);
+  Ring ring(12);
+  std::atomic<bool> producing{true};
+  std::atomic<uint64_t> put{0};
+  std::thread consumer([&] {
+    pin_to_cpu(1);
+    uint64_t n = 0;
+    for (;;) {
+      const bool last = !producing.load(std::memory_order_acquire);
+      const unsigned got = ring.pop_all([](Bio* b) { bio_put(b); });
+      n += got;
+      if (last && got == 0) break;
+    }
+    put = n;
+  });
+  pin_to_cpu(0);
+  std::vector<Bio*> batch(cfg.batch);
+  uint64_t ops = 0;
+  const uint64_t warm = now_ns() + 20'000'000;
+  uint64_t t0 = 0, deadline = ~0ull, ops_at_start = 0;
+  for (;;) {
+    for (unsigned i = 0; i < cfg.batch; i++)
+      batch[i] = bio_alloc_bioset(nullptr, cfg.nr_vecs, REQ_OP_READ, GFP_KERNEL, &bs);
+    while (!ring.push(batch.data(), cfg.batch)) std::this_thread::yield();
+    ops += cfg.batch;
+    const uint64_t now = now_ns();
+    if (!t0 && now >= warm) {
+      t0 = now;
+      ops_at_start = ops;
+      deadline = t0 + uint64_t(cfg.seconds * 1e9);
+    }
+    if (now >= deadline) break;
+  }
+  const double elapsed = double(now_ns() - t0);
+  producing.store(false, std::memory_order_release);
+  consumer.join();
+  Result r;
+  r.ops = ops - ops_at_start;
+  r.ns_per_op = elapsed / double(r.ops);  // wall ns per bio through the pipeline
+  r.cache = bs.stats().total;
+  return r;
+}
+
+// Cost of the per-CPU decision: finding this thread's domain vs asking for the CPU number.
+void price_domain_lookup(const Config& cfg) {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE, cfg.allocator);
+  constexpr int kCalls = 20'000'000;
+  uintptr_t sink = 0;
+  uint64_t t0 = now_ns();
+  for (int i = 0; i < kCalls; i++) {
+    sink += reinterpret_cast<uintptr_t>(bs.this_thread_cache());
+    asm volatile("" ::: "memory");
+  }
+  const double tls_ns = double(now_ns() - t0) / kCalls;
+  t0 = now_ns();
+  for (int i = 0; i < kCalls; i++) sink += unsigned(sched_getcpu());
+  const double cpu_ns = double(now_ns() - t0) / kCalls;
+  if (cfg.json) {
+    std::printf("{\"kind\":\"domain_lookup\",\"per_thread_ns\":%.2f,\"sched_getcpu_ns\":%.2f}\n", tls_ns, cpu_ns);
+  } else {
+    std::printf("\ncache domain lookup: per-thread slot %.2f ns, sched_getcpu() %.2f ns (sink %lu)\n",
+                tls_ns, cpu_ns, (unsigned long)(sink & 1));
+  }
+}
+
+struct Case {
+  const char* mode;  // "alloc+put"
+  const char* free;  // local | remote
+  unsigned threads;
+};
+
+}  // namespace
+
+int alloc_main(int argc, char** argv) {
+  Config cfg;
+  Args args(argc, argv, 1);
+  if (args.flag("help")) {
+    std::printf(
+        "usage: biofs-bench alloc [--batch N] [--seconds S] [--repeats R] [--threads N]\n"
+        "                         [--nr-vecs N] [--allocator tbb|system] [--json]\n");
+    return 0;
+  }
+  cfg.batch = unsigned(args.integer("batch", 32, 1, 4096));
+  cfg.seconds = args.real("seconds", 0.3, 0.01, 600);
+  cfg.repeats = unsigned(args.integer("repeats", 5, 1, 1000));
+  cfg.threads = unsigned(args.integer("threads", online_cpus(), 1, 1024));
+  cfg.nr_vecs = uint16_t(args.integer("nr-vecs", 1, 0, BIO_INLINE_VECS));
+  const std::string alloc = args.str("allocator", allocator_kind_name(Allocator::default_kind()));
+  if (alloc != "tbb" && alloc != "system")
+    throw std::invalid_argument("option --allocator=" + alloc + ": expected tbb or system");
+  cfg.allocator = alloc == "tbb" ? AllocatorKind::tbb : AllocatorKind::system;
+  cfg.json = args.flag("json");
+  args.finish();
+
+  const Case cases[] = {{"alloc+put", "local", 1}, {"alloc+put", "local", cfg.threads}, {"alloc+put", "remote", 2}};
+  const size_t ncases = cfg.threads == 1 ? 1 : 3;
+  BioSet probe(1, 0, 0, cfg.allocator);
+  if (!cfg.json) {
+    std::printf("biofs-bench alloc: batch=%u seconds=%.2f repeats=%u nr_vecs=%u allocator=%s cpus=%d\n",
+                cfg.batch, cfg.seconds, cfg.repeats, cfg.nr_vecs, allocator_kind_name(cfg.allocator),
+                online_cpus());
+    std::printf("sizeof(Bio)=%zu bytes, per-bio allocation=%zu bytes, cache worst case=%u bios = %zu KiB per domain\n",
+                sizeof(Bio), probe.bio_alloc_size(), ALLOC_CACHE_MAX,
+                ALLOC_CACHE_MAX * probe.bio_alloc_size() / 1024);
+    std::printf("threads pinned to CPUs 0..n-1 (remote: allocator on CPU 0, putter on CPU 1)\n");
+  }
+
+  std::vector<double> ns[3][2];
+  std::vector<double> hit_rate[3];
+  for (unsigned rep = 0; rep < cfg.repeats; rep++) {
+    for (size_t c = 0; c < ncases; c++) {
+      for (int k = 0; k < 2; k++) {
+        const bool cache = (rep % 2 == 0) ? k == 1 : k == 0;  // off,on then on,off
+        const Case& cs = cases[c];
+        const Result r = std::string(cs.free) == "remote" ? run_remote(cache, cfg)
+                                                          : run_local(cache, cs.threads, cfg);
+        ns[c][cache].push_back(r.ns_per_op);
+        const uint64_t eligible = r.cache.alloc_hits + r.cache.alloc_misses;
+        if (cache && eligible) hit_rate[c].push_back(double(r.cache.alloc_hits) / double(eligible));
+        if (cfg.json)
+          std::printf("{\"kind\":\"run\",\"mode\":\"%s\",\"free\":\"%s\",\"threads\":%u,\"bio_cache\":\"%s\","
+                      "\"repeat\":%u,\"ns_per_op\":%.3f,\"ops\":%lu,\"cache_hits\":%lu,\"cache_misses\":%lu,"
+                      "\"remote_puts\":%lu,\"splices\":%lu}\n",
+                      cs.mode, cs.free, cs.threads, cache ? "on" : "off", rep, r.ns_per_op,
+                      (unsigned long)r.ops, (unsigned long)r.cache.alloc_hits,
+                      (unsigned long)r.cache.alloc_misses, (unsigned long)r.cache.put_remote,
+                      (unsigned long)r.cache.splices);
+      }
+    }
+  }
+
+  if (!cfg.json)
+    std::printf("\n%-10s %-7s %7s %14s %14s %9s %9s %8s\n", "mode", "free", "threads", "off ns/op",
+                "on ns/op", "off/on", "spread", "hits");
+  for (size_t c = 0; c < ncases; c++) {
+    const double off = median(ns[c][0]), on = median(ns[c][1]);
+    const double sp = std::max(spread(ns[c][0]), spread(ns[c][1]));
+    const double hr = median(hit_rate[c]);
+    if (cfg.json)
+      std::printf("{\"kind\":\"median\",\"mode\":\"%s\",\"free\":\"%s\",\"threads\":%u,\"off_ns_per_op\":%.3f,"
+                  "\"on_ns_per_op\":%.3f,\"ratio_off_on\":%.3f,\"spread\":%.3f,\"hit_rate\":%.4f}\n",
+                  cases[c].mode, cases[c].free, cases[c].threads, off, on, off / on, sp, hr);
+    else
+      std::printf("%-10s %-7s %7u %14.2f %14.2f %8.2fx %8.1f%% %7.1f%%\n", cases[c].mode, cases[c].free,
+                  cases[c].threads, off, on, off / on, sp * 100, hr * 100);
+  }
+  price_domain_lookup(cfg);
+  return 0;
+}
+
+}  // namespace biofs::bench
