@@ -3,9 +3,11 @@
 // checks no bio is handed out while still in use and every one is put exactly once. Run under
 // TSan and ASan by the sanitizer configurations.
 #include <doctest/doctest.h>
-#include <tbb/concurrent_queue.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -24,6 +26,30 @@ struct Tag {  // the caller's structure in front of the bio, as fs_bio_set users
   uint64_t seq;
 };
 
+// A plain blocking queue between threads. (TBB's queues are not instrumented for TSan.)
+class BioQueue {
+ public:
+  void push(Bio* bio) {
+    std::unique_lock lock(mu_);
+    not_full_.wait(lock, [&] { return q_.size() < 1024; });
+    q_.push_back(bio);
+    not_empty_.notify_one();
+  }
+  Bio* pop() {
+    std::unique_lock lock(mu_);
+    not_empty_.wait(lock, [&] { return !q_.empty(); });
+    Bio* bio = q_.front();
+    q_.pop_front();
+    not_full_.notify_one();
+    return bio;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<Bio*> q_;
+};
+
 double stress_seconds() {
   const char* s = std::getenv("BIOFS_STRESS_SECONDS");
   return s ? std::atof(s) : 1.0;
@@ -35,8 +61,7 @@ struct Run {
 
 void stress(unsigned flags, unsigned producers, unsigned consumers, double seconds) {
   BioSet bs(16, sizeof(Tag), flags);
-  tbb::concurrent_bounded_queue<Bio*> queue;
-  queue.set_capacity(1024);
+  BioQueue queue;
   Run run;
   std::atomic<bool> stop{false};
 
@@ -75,10 +100,7 @@ void stress(unsigned flags, unsigned producers, unsigned consumers, double secon
     });
   for (unsigned c = 0; c < consumers; c++)
     threads.emplace_back([&] {
-      Bio* bio = nullptr;
-      for (;;) {
-        queue.pop(bio);
-        if (!bio) break;
+      while (Bio* bio = queue.pop()) {
         if (bio->bi_pool != &bs) run.bad_put++;
         put_checked(bio);
       }
@@ -125,13 +147,10 @@ TEST_CASE("stress: 1 producer, 7 consumers, cache on (alloc on one CPU, free on 
 TEST_CASE("stress: producers churn threads, so domains end and are adopted while bios fly") {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stress_seconds() / 2);
   BioSet bs(8, 0, BIOSET_PERCPU_CACHE);
-  tbb::concurrent_bounded_queue<Bio*> queue;
+  BioQueue queue;
   std::atomic<uint64_t> allocated{0}, put{0};
   std::thread consumer([&] {
-    Bio* bio = nullptr;
-    for (;;) {
-      queue.pop(bio);
-      if (!bio) break;
+    while (Bio* bio = queue.pop()) {
       bio_put(bio);
       put++;
     }
