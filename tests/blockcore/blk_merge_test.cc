@@ -1,0 +1,231 @@
+// Split checks and splitting (blk_merge.h): the corner cases seed 001's reviewers raised and
+// every limit the full walk must honour.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "blockcore/blk_merge.h"
+
+using namespace biofs;
+
+namespace {
+alignas(1 << 16) uint8_t mem[1 << 20];  // 64 KiB aligned so boundary masks line up with offsets
+
+uint8_t* page(int i) { return mem + i * PAGE_SIZE; }
+
+QueueLimits nvme_like() {
+  QueueLimits lim;
+  lim.max_hw_sectors = 1024;  // 512 KiB (MDTS)
+  lim.max_sectors = 1024;
+  lim.max_segments = 128;
+  lim.virt_boundary_mask = PAGE_SIZE - 1;  // PRP
+  REQUIRE(blk_validate_limits(lim).empty());
+  return lim;
+}
+
+struct Fixture {
+  BioSet bs{8, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE};
+  BioSet split_bs{8, 0, 0};
+  SplitCounters counters;
+
+  Bio* bio_with(std::initializer_list<BioVec> vecs, blk_opf_t op = REQ_OP_WRITE) {
+    Bio* bio = bio_alloc_bioset(nullptr, uint16_t(vecs.size()), op, GFP_KERNEL, &bs);
+    for (const BioVec& v : vecs) REQUIRE(bio_add_page(bio, v.bv_page, v.bv_len, v.bv_offset) == v.bv_len);
+    return bio;
+  }
+  // The split loop blk_mq_submit_bio runs: returns the sizes (bytes) of the pieces issued.
+  std::vector<uint32_t> split_all(Bio* bio, const QueueLimits& lim) {
+    std::vector<uint32_t> pieces;
+    for (;;) {
+      unsigned segs = 0;
+      Bio* front = bio_split_to_limits(bio, lim, &segs, &split_bs, &counters);
+      REQUIRE(front);
+      pieces.push_back(front->bi_iter.bi_size);
+      const bool last = front == bio;
+      bio_endio(front);  // the device completes it at once
+      if (last) break;
+    }
+    return pieces;
+  }
+};
+
+int ended = 0;
+void count_end(Bio*) { ended++; }
+}  // namespace
+
+TEST_CASE_FIXTURE(Fixture, "a bio whose bi_vcnt disagrees with its iterator: only the iterator check is right") {
+  const QueueLimits lim = nvme_like();
+  // A caller's table: vec 0 ends mid-page, vec 1 is elsewhere. The window starts 1 KiB into
+  // vec 0 and runs 2 KiB into vec 1, but bi_vcnt says 1 (bio_iov_bvec_set style).
+  BioVec table[2] = {{page(0), 3072, 0}, {page(8), PAGE_SIZE, 0}};
+  Bio* bio = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
+  bio_iov_bvec_set(bio, table, 1, 1024, 4096);
+  REQUIRE(bio->bi_vcnt == 1);
+  CHECK_FALSE(bio_may_need_split_fast(bio, lim));  // wrong: the window has a PRP gap
+  CHECK(bio_may_need_split_iter(bio, lim));
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == 4);  // at the gap
+  bio_put(bio);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a real clone has bi_vcnt 0: the fast check always walks, the iterator check need not") {
+  const QueueLimits lim = nvme_like();
+  Bio* src = bio_with({{page(0), 4096, 0}});
+  Bio* clone = bio_alloc_clone(nullptr, src, GFP_KERNEL, &split_bs);
+  CHECK(clone->bi_vcnt == 0);
+  CHECK(bio_may_need_split_fast(clone, lim));
+  CHECK_FALSE(bio_may_need_split_iter(clone, lim));
+  CHECK_FALSE(bio_may_need_split_iter(src, lim));
+  CHECK_FALSE(bio_may_need_split_fast(src, lim));
+  bio_put(clone);
+  bio_put(src);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a bvec that ends inside a virtual boundary forces a split before the next one") {
+  const QueueLimits lim = nvme_like();
+  Bio* bio = bio_with({{page(0), 4096, 0}, {page(2), 1024, 0}, {page(4), 4096, 0}});
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == (5120 >> 9));
+  CHECK(segs == 2);
+  CHECK(split_all(bio, lim) == std::vector<uint32_t>{5120, 4096});
+  CHECK(counters.splits == 1);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a multi-page bvec does not cross a virtual boundary: no split") {
+  const QueueLimits lim = nvme_like();
+  Bio* bio = bio_with({{page(0), 3 * PAGE_SIZE + 512, 1024}});  // contiguous memory
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == 0);
+  bio_put(bio);
+}
+
+TEST_CASE_FIXTURE(Fixture, "exactly max_segments fits and one more splits") {
+  QueueLimits lim;
+  lim.max_segments = 4;
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* four = bio_alloc_bioset(nullptr, 8, REQ_OP_READ, GFP_KERNEL, &bs);
+  for (int i = 0; i < 4; i++) bio_add_page(four, page(2 * i), PAGE_SIZE, 0);
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(four, lim, &segs, get_max_io_size(four, lim)) == 0);
+  CHECK(segs == 4);
+  bio_add_page(four, page(10), PAGE_SIZE, 0);
+  CHECK(bio_split_rw_at(four, lim, &segs, get_max_io_size(four, lim)) == 4 * PAGE_SIZE / 512);
+  CHECK(segs == 4);
+  bio_put(four);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a split point rounds down to the logical block size") {
+  QueueLimits lim;
+  lim.logical_block_size = 4096;
+  lim.max_segments = 2;
+  REQUIRE(blk_validate_limits(lim).empty());
+  // 4096 + 3072 fit in two segments, but 7168 is not a whole number of 4 KiB blocks.
+  Bio* bio = bio_with({{page(0), 4096, 0}, {page(2), 3072, 0}, {page(4), 1024, 0}, {page(6), 4096, 0}});
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == 8);
+  std::vector<uint32_t> pieces = split_all(bio, lim);
+  REQUIRE(pieces.size() >= 2);
+  CHECK(pieces[0] == 4096);
+  for (uint32_t p : pieces) CHECK(p % 4096 == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "I/O never crosses a chunk boundary") {
+  QueueLimits lim;
+  lim.chunk_sectors = 16;  // 8 KiB chunks
+  lim.max_segments = 64;
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* bio = bio_with({{page(0), 16 * 1024, 0}});
+  bio->bi_iter.bi_sector = 8;  // starts half way into chunk 0
+  CHECK(get_max_io_size(bio, lim) == 4096);
+  CHECK(bio_may_need_split_iter(bio, lim));  // any chunked queue walks
+  CHECK(split_all(bio, lim) == std::vector<uint32_t>{4096, 8192, 4096});
+}
+
+TEST_CASE_FIXTURE(Fixture, "max_sectors and a segment boundary cut a large bvec") {
+  QueueLimits lim;
+  lim.max_sectors = 64;  // 32 KiB
+  lim.max_hw_sectors = 64;
+  lim.seg_boundary_mask = 0xFFFF;  // no segment crosses 64 KiB
+  lim.max_segment_size = 1 << 20;
+  lim.max_segments = 1;
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* bio = bio_with({{mem, 48 * 1024, 48 * 1024}});  // 48..96 KiB: crosses 64 KiB
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == 32);  // boundary first
+  CHECK(split_all(bio, lim) == std::vector<uint32_t>{16384, 32768});
+}
+
+TEST_CASE_FIXTURE(Fixture, "flush and zero-length bios pass untouched") {
+  const QueueLimits lim = nvme_like();
+  Bio* flush = bio_alloc_bioset(nullptr, 0, REQ_OP_FLUSH | REQ_PREFLUSH, GFP_KERNEL, &bs);
+  unsigned segs = 7;
+  CHECK(bio_split_to_limits(flush, lim, &segs, &split_bs, &counters) == flush);
+  CHECK(segs == 0);
+  CHECK(counters.checks == 0);
+  bio_put(flush);
+  Bio* empty = bio_alloc_bioset(nullptr, 1, REQ_OP_WRITE, GFP_KERNEL, &bs);
+  CHECK(bio_split_to_limits(empty, lim, &segs, &split_bs, &counters) == empty);
+  CHECK(counters.splits == 0);
+  bio_put(empty);
+}
+
+TEST_CASE_FIXTURE(Fixture, "the parent of a split ends once, after every piece") {
+  QueueLimits lim;
+  lim.max_sectors = 8;  // 4 KiB pieces
+  lim.max_hw_sectors = 8;
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* bio = bio_with({{page(0), 5 * PAGE_SIZE, 0}});
+  bio->bi_end_io = count_end;
+  ended = 0;
+  CHECK(split_all(bio, lim).size() == 5);
+  CHECK(ended == 1);
+  CHECK(counters.splits == 4);
+  bio_put(bio);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a REQ_NOWAIT bio that needs a split ends with BLK_STS_AGAIN") {
+  QueueLimits lim;
+  lim.max_sectors = 8;
+  lim.max_hw_sectors = 8;
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* bio = bio_with({{page(0), 2 * PAGE_SIZE, 0}}, REQ_OP_READ | REQ_NOWAIT);
+  bio_get(bio);  // keep it to look at after it ends
+  unsigned segs = 0;
+  CHECK(bio_split_to_limits(bio, lim, &segs, &split_bs, &counters) == nullptr);
+  CHECK(bio->bi_status == BLK_STS_AGAIN);
+  bio_put(bio);
+  bio_put(bio);
+}
+
+TEST_CASE_FIXTURE(Fixture, "discard splits by max_discard_sectors and is refused where unsupported") {
+  QueueLimits lim;
+  lim.max_discard_sectors = 2048;  // 1 MiB
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* discard = bio_alloc_bioset(nullptr, 0, REQ_OP_DISCARD, GFP_KERNEL, &bs);
+  discard->bi_iter.bi_size = 3 << 20;
+  CHECK(split_all(discard, lim) == std::vector<uint32_t>{1 << 20, 1 << 20, 1 << 20});
+  QueueLimits none;
+  REQUIRE(blk_validate_limits(none).empty());
+  Bio* refused = bio_alloc_bioset(nullptr, 0, REQ_OP_DISCARD, GFP_KERNEL, &bs);
+  refused->bi_iter.bi_size = 4096;
+  bio_get(refused);
+  unsigned segs = 0;
+  CHECK(bio_split_to_limits(refused, none, &segs, &split_bs, &counters) == nullptr);
+  CHECK(refused->bi_status == BLK_STS_NOTSUPP);
+  bio_put(refused);
+  bio_put(refused);
+}
+
+TEST_CASE("blk_validate_limits names the wrong limit") {
+  QueueLimits lim;
+  lim.logical_block_size = 1000;
+  CHECK(blk_validate_limits(lim).find("logical_block_size") != std::string::npos);
+  QueueLimits vb;
+  vb.virt_boundary_mask = 100;
+  CHECK(blk_validate_limits(vb).find("virt_boundary_mask") != std::string::npos);
+  QueueLimits ok;
+  ok.virt_boundary_mask = PAGE_SIZE - 1;
+  CHECK(blk_validate_limits(ok).empty());
+  CHECK(ok.max_segment_size == UINT32_MAX);
+  CHECK(ok.max_fast_segment_size == PAGE_SIZE);
+}
