@@ -32,9 +32,14 @@ struct alignas(64) Bio {
   BvecIter bi_iter;
   uint16_t bi_vcnt;       // vecs filled in bi_io_vec; meaningless for BIO_CLONED bios
   uint16_t bi_max_vecs;   // capacity of bi_io_vec (0 for a clone: it owns no table)
+#ifndef BIOFS_BIO_IOVEC_SECOND_LINE
   BioVec* bi_io_vec;
+#endif
   bio_end_io_t bi_end_io;
   // ---- second cache line ----
+#ifdef BIOFS_BIO_IOVEC_SECOND_LINE
+  BioVec* bi_io_vec;  // where it sat before seed 001's follow-up: a build for measuring only
+#endif
   void* bi_private;
   std::atomic<int> bi_remaining;  // __bi_remaining: 1 + chained children not yet ended
   std::atomic<int> bi_cnt;        // __bi_cnt: references, used once BIO_REFFED is set
@@ -42,7 +47,11 @@ struct alignas(64) Bio {
   BioAllocCache* bi_cache;        // the cache domain it returns to when REQ_ALLOC_CACHE is set
   BioVec bi_inline_vecs[BIO_INLINE_VECS];
 };
+#ifndef BIOFS_BIO_IOVEC_SECOND_LINE
 static_assert(offsetof(Bio, bi_io_vec) + sizeof(BioVec*) <= 64, "bi_io_vec must sit in line 1");
+#else
+static_assert(offsetof(Bio, bi_io_vec) >= 64, "the measuring build moves bi_io_vec to line 2");
+#endif
 static_assert(offsetof(Bio, bi_iter) + sizeof(BvecIter) <= 64, "bi_iter must sit in line 1");
 
 inline bool bio_flagged(const Bio* bio, unsigned bit) { return (bio->bi_flags & (1u << bit)) != 0; }

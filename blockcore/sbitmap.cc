@@ -206,12 +206,10 @@ int get_bit(Sbitmap* sb, unsigned cpu, unsigned shallow, GetCtx& ctx) {
   return nr;
 }
 
-// The batch window in one word (rule 4): up to nr_tags bits from the word's first free bit.
-// A window that would run past the word's end is cut there with `shorten`; without it the word
-// is passed over and *had_free says it had a free bit. Returns the bits obtained, shifted down
-// by *nr (the window's first bit).
-unsigned long get_bits_in_word(SbitmapWord& w, unsigned depth, unsigned nr_tags, bool shorten, unsigned* nr,
-                               bool* had_free, GetCtx& ctx) {
+// The batch window in one word (rule 4): nr_tags bits from the word's first free bit. A window
+// that would run past the word's end means this word is passed over (returns 0). Returns the
+// bits obtained, shifted down by *nr (the window's first bit).
+unsigned long get_bits_in_word(SbitmapWord& w, unsigned depth, unsigned nr_tags, unsigned* nr, GetCtx& ctx) {
   const unsigned long in_depth = low_bits(depth);
   unsigned long val = w.word.load(std::memory_order_relaxed);
   for (;;) {
@@ -222,19 +220,14 @@ unsigned long get_bits_in_word(SbitmapWord& w, unsigned depth, unsigned nr_tags,
       continue;
     }
     const unsigned bit = unsigned(std::countr_zero(free));
-    unsigned n = nr_tags;
-    if (bit + n > depth) {
+    if (bit + nr_tags > depth) {
       if (fold_cleared(w, ctx)) {  // folded bits may start a window that fits
         val = w.word.load(std::memory_order_relaxed);
         continue;
       }
-      if (!shorten) {
-        *had_free = true;
-        return 0;
-      }
-      n = depth - bit;
+      return 0;
     }
-    const unsigned long window = low_bits(n) << bit;
+    const unsigned long window = low_bits(nr_tags) << bit;
     // One CAS; on failure val holds the new word and the window is chosen again from it.
     if (w.word.compare_exchange_strong(val, val | window, std::memory_order_acquire, std::memory_order_relaxed)) {
       *nr = bit;
@@ -481,18 +474,12 @@ unsigned long sbitmap_queue_get_batch(SbitmapQueue* sbq, int nr_tags, unsigned* 
     const unsigned want = std::min(unsigned(nr_tags), 1u << sb->shift);
     const unsigned hint = hint_before_get(me, c, depth);
     unsigned index = SB_NR_TO_INDEX(sb, hint), nr = 0;
-    int shortened = -1;  // first word passed over although it had a free bit
+    // As the kernel: only a word where the whole window fits is used; if none does the batch
+    // fails and blk-mq falls back to a single tag.
     for (unsigned i = 0; i < map_nr; i++) {
-      bool had_free = false;
-      got = get_bits_in_word(sb->map[index], sbitmap_word_depth(sb, depth, index), want, false, &nr, &had_free, ctx);
+      got = get_bits_in_word(sb->map[index], sbitmap_word_depth(sb, depth, index), want, &nr, ctx);
       if (got) break;
-      if (had_free && shortened < 0) shortened = int(index);
       if (++index >= map_nr) index = 0;
-    }
-    if (!got && shortened >= 0) {
-      bool had_free = false;
-      index = unsigned(shortened);
-      got = get_bits_in_word(sb->map[index], sbitmap_word_depth(sb, depth, index), want, true, &nr, &had_free, ctx);
     }
     if (got) {
       *offset = (index << sb->shift) + nr;

@@ -20,10 +20,9 @@
 //     nr_tags bits starting at the first free bit of one word, with one compare-and-swap,
 //     retried only if the word changed under it. Bits of the window that were already taken
 //     are simply not obtained: the returned mask (relative to *offset) says which bits the
-//     caller got, and may have holes. It prefers a word where the whole window fits before the
-//     word's end; if none does, it takes the shortened window of the first word that had a free
-//     bit (the kernel gives up there and returns 0). 0 means no word had a free bit when it was
-//     looked at. This "fewer than asked" result is what seed 002 is about.
+//     caller got, and may have holes. Only a word where the whole window fits before the word's
+//     end is used; if none does the call returns 0 (and blk-mq falls back to a single tag), as
+//     the kernel's does. This "fewer than asked" result is what seed 002 is about.
 //  5. sbitmap_queue_clear_batch() frees straight into `word`, one atomic per word touched (up
 //     to eight words per call; a batch spread wider costs one more atomic per extra group).
 //  6. Waiting: a caller that found the map full queues itself on one of SBQ_WAIT_QUEUES wait

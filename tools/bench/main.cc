@@ -4,17 +4,22 @@
 #include <stdexcept>
 
 #include "alloc_bench.h"
+#include "io_bench.h"
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::printf("usage: biofs-bench alloc [options]   bio alloc+put cost, cache off vs on\n"
-                "       biofs-bench alloc --help      options of a mode\n");
-    return argc < 2 ? 2 : 0;
+  if (argc >= 2 && (!std::strcmp(argv[1], "-h"))) {
+    std::printf("usage: biofs-bench [io] [options]      the block core, t/io_uring style (--help)\n"
+                "       biofs-bench alloc [options]     bio alloc+put cost, cache off vs on (--help)\n");
+    return 0;
   }
   try {
-    if (!std::strcmp(argv[1], "alloc")) return biofs::bench::alloc_main(argc - 1, argv + 1);
-    std::fprintf(stderr, "biofs-bench: unknown mode '%s' (try --help)\n", argv[1]);
-    return 2;
+    if (argc >= 2 && !std::strcmp(argv[1], "alloc")) return biofs::bench::alloc_main(argc - 1, argv + 1);
+    if (argc >= 2 && !std::strcmp(argv[1], "io")) return biofs::bench::io_main(argc - 1, argv + 1);
+    if (argc >= 2 && argv[1][0] != '-') {
+      std::fprintf(stderr, "biofs-bench: unknown mode '%s' (modes: io, alloc; try -h)\n", argv[1]);
+      return 2;
+    }
+    return biofs::bench::io_main(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "biofs-bench: %s\n", e.what());
     return 2;

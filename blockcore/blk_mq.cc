@@ -1,0 +1,417 @@
+// Counterpart of block/blk-mq.c, block/blk-mq-tag.c and the plugging half of block/blk-core.c.
+#include "blk_mq.h"
+
+#include <sched.h>
+
+#include <cassert>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include "sbitmap.h"
+
+namespace biofs {
+
+namespace {
+thread_local BlkPlug* tls_plug = nullptr;  // current->plug
+thread_local int tls_cpu = -1;             // the CPU this thread first submitted from
+}  // namespace
+
+const char* tag_batch_name(TagBatch mode) {
+  switch (mode) {
+    case TagBatch::off: return "off";
+    case TagBatch::plain: return "plain";
+    case TagBatch::retain: return "retain";
+    default: return "loop";
+  }
+}
+
+bool parse_tag_batch(const std::string& text, TagBatch* mode) {
+  if (text == "off") *mode = TagBatch::off;
+  else if (text == "plain") *mode = TagBatch::plain;
+  else if (text == "retain") *mode = TagBatch::retain;
+  else if (text == "loop") *mode = TagBatch::loop;
+  else return false;
+  return true;
+}
+
+QueueCounters& QueueCounters::operator+=(const QueueCounters& o) {
+  requests += o.requests;
+  plug_flushes += o.plug_flushes;
+  split_checks += o.split_checks;
+  splits += o.splits;
+  tag_waits += o.tag_waits;
+  tag_calls += o.tag_calls;
+  tag_batch_calls += o.tag_batch_calls;
+  tags += o.tags;
+  return *this;
+}
+
+// ---- tags and requests -----------------------------------------------------------------
+
+BlkMqTags::BlkMqTags(unsigned nr, size_t rq_size)
+    : nr_tags(nr), bitmap_tags(std::make_unique<SbitmapQueue>(nr)) {
+  rq_size = (rq_size + 63) & ~size_t(63);
+  rq_memory = std::aligned_alloc(64, rq_size * nr);
+  if (!rq_memory) throw std::bad_alloc();
+  static_rqs.resize(nr);
+  for (unsigned i = 0; i < nr; i++) {
+    static_rqs[i] = new (static_cast<uint8_t*>(rq_memory) + i * rq_size) Request{};
+    static_rqs[i]->tag = int(i);
+  }
+}
+
+BlkMqTags::~BlkMqTags() { std::free(rq_memory); }
+
+void BlkMqOps::queue_rqs(RqList* rqs) {
+  // The default: one queue_rq per request, ringing the doorbell at the end of each hctx's run.
+  while (Request* rq = rqs->pop()) {
+    Request* next = rqs->peek();
+    const bool last = !next || next->mq_hctx != rq->mq_hctx;
+    for (;;) {
+      const blk_status_t st = queue_rq(rq->mq_hctx, rq, last);
+      if (st == BLK_STS_OK) break;
+      if (st != BLK_STS_RESOURCE && st != BLK_STS_AGAIN) {
+        blk_mq_end_request(rq, st);
+        break;
+      }
+      commit_rqs(rq->mq_hctx);  // busy: let the device see what it has, then retry
+      std::this_thread::yield();
+    }
+  }
+}
+
+RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, QueueToggles toggles)
+    : limits_(limits), toggles_(toggles), ops_(ops), bio_split_(4, 0, 0) {
+  if (std::string err = blk_validate_limits(limits_); !err.empty())
+    throw std::invalid_argument("queue limits: " + err);
+  if (set.nr_hw_queues == 0 || set.nr_hw_queues > 256)
+    throw std::invalid_argument("queues=" + std::to_string(set.nr_hw_queues) + ": expected 1..256");
+  if (set.queue_depth == 0 || set.queue_depth > 65536)
+    throw std::invalid_argument("qd=" + std::to_string(set.queue_depth) + ": expected 1..65536");
+  for (unsigned i = 0; i < set.nr_hw_queues; i++) {
+    auto hctx = std::make_unique<BlkMqHwCtx>();
+    hctx->queue = this;
+    hctx->queue_num = i;
+    hctx->tags = std::make_unique<BlkMqTags>(set.queue_depth, sizeof(Request) + set.cmd_size);
+    if (ops_->init_hctx(hctx.get(), i) != 0)
+      throw std::invalid_argument("driver refused hardware queue " + std::to_string(i));
+    hctxs_.push_back(std::move(hctx));
+  }
+}
+
+RequestQueue::~RequestQueue() = default;
+
+BlkMqHwCtx* RequestQueue::map_queue() {
+  if (tls_cpu < 0) [[unlikely]] {
+    const int cpu = sched_getcpu();
+    tls_cpu = cpu < 0 ? 0 : cpu;
+  }
+  return hctxs_[unsigned(tls_cpu) % hctxs_.size()].get();
+}
+
+void RequestQueue::add_counters(const QueueCounters& c) {
+  if (c.requests) requests_.fetch_add(c.requests, std::memory_order_relaxed);
+  if (c.plug_flushes) plug_flushes_.fetch_add(c.plug_flushes, std::memory_order_relaxed);
+  if (c.split_checks) split_checks_.fetch_add(c.split_checks, std::memory_order_relaxed);
+  if (c.splits) splits_.fetch_add(c.splits, std::memory_order_relaxed);
+  if (c.tag_waits) tag_waits_.fetch_add(c.tag_waits, std::memory_order_relaxed);
+}
+
+QueueCounters RequestQueue::counters() const {
+  QueueCounters c;
+  c.requests = requests_.load(std::memory_order_relaxed);
+  c.plug_flushes = plug_flushes_.load(std::memory_order_relaxed);
+  c.split_checks = split_checks_.load(std::memory_order_relaxed);
+  c.splits = splits_.load(std::memory_order_relaxed);
+  c.tag_waits = tag_waits_.load(std::memory_order_relaxed);
+  for (const auto& hctx : hctxs_) {
+    const SbitmapStats s = sbitmap_queue_stats(hctx->tags->bitmap_tags.get());
+    c.tag_calls += s.alloc_calls();
+    c.tag_batch_calls += s.batch_gets;
+    c.tags += s.tags_obtained();
+  }
+  return c;
+}
+
+// struct blk_mq_alloc_data
+struct BlkMqAllocData {
+  RequestQueue* q;
+  BlkMqHwCtx* hctx;
+  blk_opf_t cmd_flags;
+  unsigned nr_tags;
+  RqList* cached_rqs;
+  QueueCounters* counters;
+};
+
+// blk_mq_rq_ctx_init()
+static Request* blk_mq_rq_ctx_init(BlkMqAllocData* data, int tag, unsigned cpu) {
+  Request* rq = data->hctx->tags->static_rqs[tag];
+  rq->q = data->q;
+  rq->mq_hctx = data->hctx;
+  rq->cmd_flags = data->cmd_flags;
+  rq->bio = rq->biotail = nullptr;
+  rq->rq_next = nullptr;
+  rq->status = BLK_STS_OK;
+  rq->alloc_cpu = uint16_t(cpu);
+  return rq;
+}
+
+// __blk_mq_alloc_requests_batch(): tags for up to data->nr_tags requests; all but the one
+// returned go to data->cached_rqs. `loop` keeps asking until it has them all (6.19); without
+// it one sbitmap call is made and a partial batch is what it is. data->nr_tags is left holding
+// how many are still missing, which is what seed 002 keeps in plug->nr_ios.
+static Request* blk_mq_alloc_requests_batch(BlkMqAllocData* data, bool loop) {
+  SbitmapQueue* sbq = data->hctx->tags->bitmap_tags.get();
+  const unsigned cpu = sbitmap_current_cpu();
+  unsigned nr = 0;
+  do {
+    unsigned offset = 0;
+    unsigned long mask = sbitmap_queue_get_batch(sbq, int(data->nr_tags - nr), &offset);
+    if (!mask) {
+      if (!nr) return nullptr;
+      break;
+    }
+    for (; mask; mask &= mask - 1) {
+      const int tag = int(offset) + __builtin_ctzl(mask);
+      data->cached_rqs->add_head(blk_mq_rq_ctx_init(data, tag, cpu));
+      nr++;
+    }
+  } while (loop && data->nr_tags > nr);
+  data->nr_tags -= nr;
+  return data->cached_rqs->pop();
+}
+
+// blk_mq_get_tag(): one tag; waits for one unless REQ_NOWAIT. Before sleeping, the caller's plug
+// is flushed (the kernel's io_schedule() does it): its requests may hold the tags we wait for.
+static int blk_mq_get_tag(BlkMqAllocData* data, unsigned* cpu) {
+  SbitmapQueue* sbq = data->hctx->tags->bitmap_tags.get();
+  int tag = sbitmap_queue_get(sbq, cpu);
+  if (tag >= 0) [[likely]]
+    return tag;
+  if (data->cmd_flags & REQ_NOWAIT) return -1;
+  data->counters->tag_waits++;
+  if (tls_plug) blk_flush_plug(tls_plug);
+  return sbitmap_queue_get_wait(sbq, cpu);
+}
+
+// __blk_mq_alloc_requests()
+static Request* blk_mq_alloc_requests(BlkMqAllocData* data, bool loop) {
+  if (data->nr_tags > 1) {
+    if (Request* rq = blk_mq_alloc_requests_batch(data, loop)) return rq;
+    data->nr_tags = 1;
+  }
+  unsigned cpu = 0;
+  const int tag = blk_mq_get_tag(data, &cpu);
+  if (tag < 0) return nullptr;
+  return blk_mq_rq_ctx_init(data, tag, cpu);
+}
+
+// blk_mq_get_new_requests(): the tag_batch toggle lives here.
+static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio, QueueCounters* counters) {
+  BlkMqAllocData data{q, q->map_queue(), bio->bi_opf, 1, nullptr, counters};
+  const TagBatch mode = q->toggles().tag_batch;
+  RqList unused;
+  data.cached_rqs = &unused;
+  if (plug && mode != TagBatch::off) {
+    data.nr_tags = plug->nr_ios;
+    if (mode != TagBatch::retain) plug->nr_ios = 1;  // plain, loop: only the first asks for more
+    data.cached_rqs = &plug->cached_rqs;
+  }
+  Request* rq = blk_mq_alloc_requests(&data, mode == TagBatch::loop);
+  if (plug && mode == TagBatch::retain) plug->nr_ios = (unsigned short)data.nr_tags;  // seed 002
+  return rq;
+}
+
+// The plug's cached request, if it suits this bio (blk_mq_peek_cached_request).
+static Request* blk_mq_take_cached_request(BlkPlug* plug, RequestQueue* q, const Bio* bio) {
+  Request* rq = plug->cached_rqs.peek();
+  if (!rq || rq->q != q) return nullptr;
+  plug->cached_rqs.pop();
+  rq->cmd_flags = bio->bi_opf;
+  return rq;
+}
+
+// blk_mq_bio_to_request()
+static void blk_mq_bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
+  rq->cmd_flags = bio->bi_opf;
+  rq->__sector = bio->bi_iter.bi_sector;
+  rq->__data_len = bio->bi_iter.bi_size;
+  rq->nr_phys_segments = uint16_t(nr_segs);
+  bio->bi_next = nullptr;
+  rq->bio = rq->biotail = bio;
+}
+
+static void blk_mq_free_request(Request* rq) {
+  sbitmap_queue_clear(rq->mq_hctx->tags->bitmap_tags.get(), unsigned(rq->tag), rq->alloc_cpu);
+}
+
+// ---- plugging ------------------------------------------------------------------------------
+
+BlkPlug* current_plug() { return tls_plug; }
+
+void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios) {
+  if (tls_plug) return;  // nested plugs are ignored; the outermost one flushes
+  plug->mq_list = RqList{};
+  plug->cached_rqs = RqList{};
+  plug->nr_ios = nr_ios < BLK_MAX_REQUEST_COUNT ? (nr_ios ? nr_ios : 1) : BLK_MAX_REQUEST_COUNT;
+  plug->rq_count = 0;
+  plug->multiple_queues = false;
+  plug->counted_queue = nullptr;
+  plug->counters = QueueCounters{};
+  tls_plug = plug;
+}
+
+static void publish_counters(BlkPlug* plug) {
+  if (plug->counted_queue) plug->counted_queue->add_counters(plug->counters);
+  plug->counters = QueueCounters{};
+}
+
+// The counters to charge a bio for `q` to: the plug's, republishing if the queue changed.
+static QueueCounters* plug_counters(BlkPlug* plug, RequestQueue* q) {
+  if (plug->counted_queue != q) {
+    publish_counters(plug);
+    plug->counted_queue = q;
+  }
+  return &plug->counters;
+}
+
+// Hands one queue's requests to its driver in one call; what it leaves goes one by one.
+static void blk_mq_dispatch_queue_list(RqList* list) {
+  RequestQueue* q = list->peek()->q;
+  q->ops()->queue_rqs(list);
+  if (!list->empty()) q->ops()->BlkMqOps::queue_rqs(list);
+}
+
+void blk_flush_plug(BlkPlug* plug) {
+  if (!plug->rq_count) return;
+  RqList list = plug->mq_list;
+  const bool multiple = plug->multiple_queues;
+  plug->mq_list = RqList{};
+  plug->rq_count = 0;
+  plug->multiple_queues = false;
+  plug->counters.plug_flushes++;
+  publish_counters(plug);
+  if (!multiple) {
+    blk_mq_dispatch_queue_list(&list);
+    return;
+  }
+  // Several queues: dispatch each queue's requests in submission order, one list per queue.
+  while (!list.empty()) {
+    RequestQueue* q = list.peek()->q;
+    RqList mine, others;
+    while (Request* rq = list.pop()) (rq->q == q ? mine : others).add_tail(rq);
+    blk_mq_dispatch_queue_list(&mine);
+    list = others;
+  }
+}
+
+// blk_add_rq_to_plug()
+static void blk_add_rq_to_plug(BlkPlug* plug, Request* rq) {
+  Request* last = plug->mq_list.tail;
+  const unsigned max = plug->multiple_queues ? 2 * BLK_MAX_REQUEST_COUNT : BLK_MAX_REQUEST_COUNT;
+  if (plug->rq_count && (plug->rq_count >= max || blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE)) {
+    blk_flush_plug(plug);
+    last = nullptr;
+  }
+  if (!plug->multiple_queues && last && last->q != rq->q) plug->multiple_queues = true;
+  plug->mq_list.add_tail(rq);
+  plug->rq_count++;
+}
+
+void blk_finish_plug(BlkPlug* plug) {
+  if (plug != tls_plug) return;
+  blk_flush_plug(plug);
+  while (Request* rq = plug->cached_rqs.pop()) blk_mq_free_request(rq);  // blk_mq_free_plug_rqs
+  publish_counters(plug);
+  tls_plug = nullptr;
+}
+
+// ---- submission ----------------------------------------------------------------------------
+
+void submit_bio(Bio* bio) {
+  BlockDevice* bdev = bio->bi_bdev;
+  if (bdev->queue) [[likely]]
+    blk_mq_submit_bio(bio);
+  else
+    bdev->submit_bio_fn(bdev, bio);
+}
+
+void blk_mq_submit_bio(Bio* bio) {
+  RequestQueue* q = bio->bi_bdev->queue;
+  BlkPlug* plug = tls_plug;
+  QueueCounters local;
+  QueueCounters* counters = plug ? plug_counters(plug, q) : &local;
+  for (;;) {
+    unsigned nr_segs = 1;
+    Bio* issue = bio;
+    if (bio_may_need_split(bio, q->limits(), q->toggles().split_check)) {
+      SplitCounters sc;
+      issue = bio_split_to_limits(bio, q->limits(), &nr_segs, &q->bio_split(), &sc);
+      counters->split_checks += sc.checks;
+      counters->splits += sc.splits;
+      if (!issue) break;  // ended with an error
+    }
+    Request* rq = plug ? blk_mq_take_cached_request(plug, q, issue) : nullptr;
+    if (!rq) rq = blk_mq_get_new_requests(q, plug, issue, counters);
+    if (!rq) [[unlikely]] {  // REQ_NOWAIT and no tag
+      issue->bi_status = BLK_STS_AGAIN;
+      bio_endio(issue);
+      if (issue == bio) break;
+      continue;
+    }
+    blk_mq_bio_to_request(rq, issue, nr_segs);
+    counters->requests++;
+    if (plug) {
+      blk_add_rq_to_plug(plug, rq);
+    } else {
+      RqList one;
+      one.add_tail(rq);
+      blk_mq_dispatch_queue_list(&one);
+    }
+    if (issue == bio) break;
+  }
+  if (!plug) q->add_counters(local);
+}
+
+// ---- completion ----------------------------------------------------------------------------
+
+// blk_update_request() for a whole request: ends every bio with the request's status.
+static void blk_mq_end_bios(Request* rq, blk_status_t status) {
+  Bio* bio = rq->bio;
+  rq->bio = rq->biotail = nullptr;
+  while (bio) {
+    Bio* next = bio->bi_next;
+    bio->bi_next = nullptr;
+    if (status != BLK_STS_OK) bio->bi_status = status;
+    bio_endio(bio);
+    bio = next;
+  }
+}
+
+void blk_mq_end_request(Request* rq, blk_status_t status) {
+  blk_mq_end_bios(rq, status);
+  blk_mq_free_request(rq);
+}
+
+void blk_mq_end_request_batch(IoCompBatch* iob) {
+  int tags[TAG_COMP_BATCH];
+  int nr = 0;
+  SbitmapQueue* cur = nullptr;
+  while (Request* rq = iob->req_list.pop()) {
+    SbitmapQueue* sbq = rq->mq_hctx->tags->bitmap_tags.get();
+    const int tag = rq->tag;
+    blk_mq_end_bios(rq, rq->status);
+    if (nr == int(TAG_COMP_BATCH) || (cur && sbq != cur)) {  // blk_mq_flush_tag_batch()
+      sbitmap_queue_clear_batch(cur, 0, tags, nr);
+      nr = 0;
+    }
+    cur = sbq;
+    tags[nr++] = tag;
+  }
+  if (nr) sbitmap_queue_clear_batch(cur, 0, tags, nr);
+  iob->count = 0;
+}
+
+}  // namespace biofs

@@ -1,0 +1,183 @@
+// Counterpart of block/blk-mq.c, block/blk-mq-tag.c and block/blk-core.c (plugging): hardware
+// queues with preallocated tagged requests, the driver interface (struct blk_mq_ops), bio
+// submission with split checks and batched tag allocation, plugging, and batched completion.
+//
+// Thread-to-hardware-queue map: a submitting thread is mapped by the CPU it first submitted
+// from (sched_getcpu() once, then cached for the thread): hctx = cpu % nr_hw_queues. Threads are
+// pinned in the daemon and the benchmarks, so this is the kernel's CPU map; an unpinned thread
+// keeps the queue of the CPU it started on.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bio_set.h"
+#include "blk_merge.h"
+#include "queue_limits.h"
+#include "request.h"
+
+namespace biofs {
+
+struct SbitmapQueue;
+struct IoCompBatch;
+
+// The `tag_batch=` toggle: how a plugged submitter asks for tags (seed 002).
+enum class TagBatch : uint8_t {
+  off,     // one tag per allocation call
+  plain,   // before seed 002: the plug's first allocation asks for nr_ios, then nr_ios = 1
+  retain,  // seed 002: after a batch the plug keeps data.nr_tags (what is still missing)
+  loop,    // upstream 6.19: the batch allocator takes word after word until it has them all
+};
+const char* tag_batch_name(TagBatch mode);
+bool parse_tag_batch(const std::string& text, TagBatch* mode);
+
+inline constexpr unsigned BLK_MAX_REQUEST_COUNT = 32;         // requests a plug holds
+inline constexpr uint32_t BLK_PLUG_FLUSH_SIZE = 128 * 1024;   // bytes that flush a plug early
+inline constexpr unsigned TAG_COMP_BATCH = 32;                // tags freed per batch
+
+// struct blk_mq_ops: what a driver implements. One virtual call per plug flush (queue_rqs)
+// and per completion batch, not per bio.
+class BlkMqOps {
+ public:
+  virtual ~BlkMqOps() = default;
+  // Queues one request; `last` says no more follow in this dispatch (ring the doorbell).
+  // BLK_STS_RESOURCE/AGAIN: the device is busy, the request is retried later.
+  virtual blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) = 0;
+  // Queues a list of requests (possibly for several hardware queues of this queue). Requests
+  // the driver could not take are left in `rqs`; the core then issues them one by one.
+  virtual void queue_rqs(RqList* rqs);
+  // Rings the doorbell for requests queued with last == false.
+  virtual void commit_rqs(BlkMqHwCtx*) {}
+  // Reaps completions on a polled queue into `iob`; returns how many were found.
+  virtual int poll(BlkMqHwCtx*, IoCompBatch*) { return 0; }
+  virtual int init_hctx(BlkMqHwCtx*, unsigned /*hctx_idx*/) { return 0; }
+};
+
+// struct blk_mq_tags: a tag space and its preallocated requests.
+struct BlkMqTags {
+  BlkMqTags(unsigned nr_tags, size_t rq_size);
+  ~BlkMqTags();
+  unsigned nr_tags;
+  std::unique_ptr<SbitmapQueue> bitmap_tags;
+  std::vector<Request*> static_rqs;
+  void* rq_memory;
+};
+
+// Counts a plug gathers privately and publishes to its queue at each flush (a few atomic adds
+// per flush, none per bio); the tag counts come from the sbitmaps' own per-slot counters.
+struct QueueCounters {
+  uint64_t requests = 0;       // requests made from bios
+  uint64_t plug_flushes = 0;
+  uint64_t split_checks = 0;   // bios that took the full split walk
+  uint64_t splits = 0;
+  uint64_t tag_waits = 0;      // allocations that had to wait for a free tag
+  // Filled in by RequestQueue::counters() from the tag maps:
+  uint64_t tag_calls = 0;      // sbitmap get calls (single and batch)
+  uint64_t tag_batch_calls = 0;
+  uint64_t tags = 0;           // tags those calls obtained
+  QueueCounters& operator+=(const QueueCounters& o);
+  double tags_per_call() const { return tag_calls ? double(tags) / double(tag_calls) : 0; }
+};
+
+// struct blk_mq_hw_ctx
+struct alignas(64) BlkMqHwCtx {
+  RequestQueue* queue;
+  unsigned queue_num;
+  std::unique_ptr<BlkMqTags> tags;
+  void* driver_data = nullptr;
+};
+
+struct TagSetConfig {  // struct blk_mq_tag_set
+  unsigned nr_hw_queues = 1;
+  unsigned queue_depth = 128;
+  unsigned cmd_size = 0;  // driver bytes after each request
+};
+
+struct QueueToggles {
+  TagBatch tag_batch = TagBatch::loop;
+  SplitCheck split_check = SplitCheck::iter;
+};
+
+struct BlkPlug;
+
+// struct request_queue + its tag set. Also the BlockDevice bios are aimed at (bi_bdev).
+class RequestQueue {
+ public:
+  // Throws std::invalid_argument with one line if the limits or the config are invalid.
+  RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, QueueToggles toggles = {});
+  ~RequestQueue();
+  RequestQueue(const RequestQueue&) = delete;
+  RequestQueue& operator=(const RequestQueue&) = delete;
+
+  const QueueLimits& limits() const { return limits_; }
+  const QueueToggles& toggles() const { return toggles_; }
+  BlkMqOps* ops() const { return ops_; }
+  unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }
+  BlkMqHwCtx* hctx(unsigned i) { return hctxs_[i].get(); }
+  BlkMqHwCtx* map_queue();  // the calling thread's hardware queue
+  BioSet& bio_split() { return bio_split_; }
+  QueueCounters counters() const;
+  void add_counters(const QueueCounters& c);  // a plug's counts, at finish or flush
+
+ private:
+  QueueLimits limits_;
+  QueueToggles toggles_;
+  BlkMqOps* ops_;
+  std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
+  BioSet bio_split_;
+  std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};
+};
+
+// The block device a bio is aimed at (bi_bdev): a blk-mq queue, or a bio-based driver such as
+// the striped target, which takes bios itself (the kernel's fops->submit_bio).
+struct BlockDevice {
+  RequestQueue* queue = nullptr;
+  void (*submit_bio_fn)(BlockDevice* bdev, Bio* bio) = nullptr;  // bio-based drivers only
+  void* private_data = nullptr;
+  sector_t capacity = 0;  // sectors
+  std::string name;
+};
+
+// submit_bio(): hands a bio to its device. The bio's bi_end_io runs when it completes (perhaps
+// before submit_bio returns, perhaps on another thread).
+void submit_bio(Bio* bio);
+void blk_mq_submit_bio(Bio* bio);
+
+// struct blk_plug: per-thread batching of requests and of tag allocation.
+struct BlkPlug {
+  RqList mq_list;       // requests waiting for the flush
+  RqList cached_rqs;    // requests allocated in a batch, not yet used
+  unsigned short nr_ios = 1;
+  unsigned short rq_count = 0;
+  bool multiple_queues = false;
+  RequestQueue* counted_queue = nullptr;  // the queue `counters` belong to
+  QueueCounters counters;
+};
+void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios);
+inline void blk_start_plug(BlkPlug* plug) { blk_start_plug_nr_ios(plug, 1); }
+void blk_finish_plug(BlkPlug* plug);            // flushes, frees cached requests, publishes counts
+void blk_flush_plug(BlkPlug* plug);             // dispatches what is plugged
+BlkPlug* current_plug();
+
+// struct io_comp_batch: completions gathered so that tags are freed in batches.
+struct IoCompBatch {
+  RqList req_list;
+  unsigned count = 0;
+};
+// Ends every request in the batch (their bios first), freeing tags TAG_COMP_BATCH at a time.
+void blk_mq_end_request_batch(IoCompBatch* iob);
+// Adds a finished request to a batch. Requests with an error are not batched: returns false
+// and the caller ends them with blk_mq_end_request().
+inline bool blk_mq_add_to_batch(Request* rq, IoCompBatch* iob, blk_status_t status) {
+  if (status != BLK_STS_OK) return false;
+  iob->req_list.add_tail(rq);
+  iob->count++;
+  return true;
+}
+// Ends one request: completes its bios with `status`, then frees its tag.
+void blk_mq_end_request(Request* rq, blk_status_t status);
+
+}  // namespace biofs

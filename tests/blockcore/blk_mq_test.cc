@@ -1,0 +1,344 @@
+// blk-mq: tag_batch modes, plugging, batched completion, tag exhaustion, splits through a
+// queue, the null device and the striped target.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "blockcore/blk_mq.h"
+#include "blockcore/null_blk.h"
+#include "blockcore/sbitmap.h"
+#include "blockcore/stripe.h"
+
+using namespace biofs;
+
+namespace {
+
+alignas(PAGE_SIZE) uint8_t buf[64 * PAGE_SIZE];
+
+// A driver that records what it is given and completes inline.
+class RecordingDriver : public BlkMqOps {
+ public:
+  struct Seen {
+    sector_t sector;
+    uint32_t bytes;
+    int tag;
+  };
+  blk_status_t fail_with = BLK_STS_OK;
+  std::mutex lock;
+  std::vector<Seen> seen;
+  int queue_rqs_calls = 0;
+
+  blk_status_t queue_rq(BlkMqHwCtx*, Request* rq, bool) override {
+    record(rq);
+    blk_mq_end_request(rq, fail_with);
+    return BLK_STS_OK;
+  }
+  void queue_rqs(RqList* rqs) override {
+    queue_rqs_calls++;
+    IoCompBatch iob;
+    while (Request* rq = rqs->pop()) {
+      record(rq);
+      if (!blk_mq_add_to_batch(rq, &iob, fail_with)) blk_mq_end_request(rq, fail_with);
+    }
+    blk_mq_end_request_batch(&iob);
+  }
+
+ private:
+  void record(Request* rq) {
+    std::lock_guard g(lock);
+    seen.push_back({blk_rq_pos(rq), blk_rq_bytes(rq), rq->tag});
+  }
+};
+
+struct Done {
+  std::atomic<int> count{0};
+  std::atomic<int> errors{0};
+};
+void on_done(Bio* bio) {
+  auto* d = static_cast<Done*>(bio->bi_private);
+  if (bio->bi_status != BLK_STS_OK) d->errors++;
+  bio_put(bio);  // before counting: once the count is seen, the bio set may go away
+  d->count++;
+}
+
+Bio* make_read(BlockDevice* bdev, BioSet& bs, sector_t sector, uint32_t bytes, Done* done,
+               blk_opf_t extra = 0) {
+  Bio* bio = bio_alloc_bioset(bdev, uint16_t((bytes + PAGE_SIZE - 1) / PAGE_SIZE), REQ_OP_READ | extra, GFP_KERNEL, &bs);
+  REQUIRE(bio_add_virt(bio, buf, bytes) == bytes);
+  bio->bi_iter.bi_sector = sector;
+  bio->bi_end_io = on_done;
+  bio->bi_private = done;
+  return bio;
+}
+
+SbitmapQueue* tags_of(RequestQueue* q) { return q->hctx(0)->tags->bitmap_tags.get(); }
+
+struct Queue {
+  RecordingDriver driver;
+  std::unique_ptr<RequestQueue> q;
+  BlockDevice bdev;
+  BioSet bs{16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE};
+  explicit Queue(QueueToggles toggles = {}, unsigned depth = 64, QueueLimits lim = {}) {
+    TagSetConfig set;
+    set.queue_depth = depth;
+    q = std::make_unique<RequestQueue>(set, lim, &driver, toggles);
+    bdev.queue = q.get();
+    bdev.capacity = 1 << 30;
+  }
+};
+
+// Runs 8 plugged reads with tags 2 and 5 of word 0 already taken, so the first batch of 8
+// comes back with two holes. Returns the tag calls made after the first bio and in all.
+std::pair<uint64_t, uint64_t> partial_batch_run(TagBatch mode) {
+  QueueToggles t;
+  t.tag_batch = mode;
+  Queue qu(t);
+  SbitmapQueue* sbq = tags_of(qu.q.get());
+  sbq->sb.cpu[sbitmap_current_cpu()].alloc_hint.store(0);  // start the search at word 0
+  sbitmap_set_bit(&sbq->sb, 2);
+  sbitmap_set_bit(&sbq->sb, 5);
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 8);
+  submit_bio(make_read(&qu.bdev, qu.bs, 0, 4096, &done));
+  const uint64_t after_first = qu.q->counters().tag_calls;
+  for (int i = 1; i < 8; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  blk_finish_plug(&plug);
+  const QueueCounters c = qu.q->counters();
+  CHECK(done.count == 8);
+  CHECK(c.tags == 8);
+  sbitmap_clear_bit(&sbq->sb, 2);
+  sbitmap_clear_bit(&sbq->sb, 5);
+  CHECK(sbitmap_weight(&sbq->sb) == 0);  // every tag came back
+  return {after_first, c.tag_calls};
+}
+
+}  // namespace
+
+TEST_CASE("tag_batch=off takes one tag per call") {
+  auto [first, total] = partial_batch_run(TagBatch::off);
+  CHECK(first == 1);
+  CHECK(total == 8);
+}
+
+TEST_CASE("tag_batch=plain: after a partial first batch the rest go one tag at a time") {
+  auto [first, total] = partial_batch_run(TagBatch::plain);
+  CHECK(first == 1);  // got 6 of 8
+  CHECK(total == 3);  // then two single gets
+}
+
+TEST_CASE("tag_batch=retain: the plug keeps the missing count and batches again later") {
+  auto [first, total] = partial_batch_run(TagBatch::retain);
+  CHECK(first == 1);  // 6 of 8 now; nr_ios = 2
+  CHECK(total == 2);  // the 7th bio asks for 2 in one batch
+}
+
+TEST_CASE("tag_batch=loop: the first allocation keeps batching until it has them all") {
+  auto [first, total] = partial_batch_run(TagBatch::loop);
+  CHECK(first == 2);  // 6, then 2, both for the first bio
+  CHECK(total == 2);
+}
+
+TEST_CASE("a plug dispatches in submission order, in one driver call per flush, and flushes at 32") {
+  Queue qu;
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 32);
+  for (int i = 0; i < 40; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(39 - i) * 8, 4096, &done));
+  CHECK(done.count == 32);  // the 33rd request flushed the first 32
+  blk_finish_plug(&plug);
+  CHECK(done.count == 40);
+  CHECK(qu.driver.queue_rqs_calls == 2);
+  REQUIRE(qu.driver.seen.size() == 40);
+  for (int i = 0; i < 40; i++) CHECK(qu.driver.seen[i].sector == sector_t(39 - i) * 8);
+  const QueueCounters c = qu.q->counters();
+  CHECK(c.plug_flushes == 2);
+  CHECK(c.requests == 40);
+  CHECK(sbitmap_weight(&tags_of(qu.q.get())->sb) == 0);
+}
+
+TEST_CASE("without a plug each bio is dispatched at once") {
+  Queue qu;
+  Done done;
+  submit_bio(make_read(&qu.bdev, qu.bs, 0, 4096, &done));
+  CHECK(done.count == 1);
+  CHECK(qu.q->counters().requests == 1);
+}
+
+TEST_CASE("a bio larger than max_sectors becomes several requests and ends once") {
+  QueueLimits lim;
+  lim.max_sectors = lim.max_hw_sectors = 16;  // 8 KiB
+  Queue qu({}, 64, lim);
+  Done done;
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  submit_bio(make_read(&qu.bdev, qu.bs, 100, 32 * 1024, &done));
+  blk_finish_plug(&plug);
+  CHECK(done.count == 1);
+  REQUIRE(qu.driver.seen.size() == 4);
+  for (int i = 0; i < 4; i++) {
+    CHECK(qu.driver.seen[i].sector == 100 + sector_t(i) * 16);
+    CHECK(qu.driver.seen[i].bytes == 8192);
+  }
+  CHECK(qu.q->counters().splits == 3);
+}
+
+TEST_CASE("a driver error reaches the bio") {
+  Queue qu;
+  qu.driver.fail_with = BLK_STS_MEDIUM;
+  Done done;
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  submit_bio(make_read(&qu.bdev, qu.bs, 0, 4096, &done));
+  blk_finish_plug(&plug);
+  CHECK(done.errors == 1);
+}
+
+TEST_CASE("REQ_NOWAIT with every tag taken ends with BLK_STS_AGAIN instead of waiting") {
+  Queue qu({}, 4);
+  SbitmapQueue* sbq = tags_of(qu.q.get());
+  for (unsigned i = 0; i < 4; i++) sbitmap_set_bit(&sbq->sb, i);
+  Done done;
+  Bio* bio = make_read(&qu.bdev, qu.bs, 0, 4096, &done, REQ_NOWAIT);
+  bio_get(bio);
+  submit_bio(bio);
+  CHECK(done.count == 1);
+  CHECK(bio->bi_status == BLK_STS_AGAIN);
+  bio_put(bio);
+  for (unsigned i = 0; i < 4; i++) sbitmap_clear_bit(&sbq->sb, i);
+}
+
+TEST_CASE("null device in timer mode: submitters wait for tags and are woken by completions") {
+  NullBlkConfig cfg;
+  cfg.queue_depth = 4;
+  cfg.irqmode = NullBlkConfig::IrqMode::timer;
+  cfg.completion_nsec = 2'000'000;  // 2 ms
+  NullBlk dev(cfg);
+  BioSet bs(16, 0, BIOSET_PERCPU_CACHE);
+  Done done;
+  auto run = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 40; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 8, 4096, &done));
+  });
+  REQUIRE(run.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  while (done.count < 40) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(dev.completed() == 40);
+  CHECK(dev.queue()->counters().tag_waits > 0);
+  CHECK(sbitmap_weight(&dev.queue()->hctx(0)->tags->bitmap_tags->sb) == 0);
+}
+
+TEST_CASE("many threads on one small tag space: no tag is in flight twice, all come back") {
+  // A driver that checks tag ownership, completing from a second thread in batches.
+  class CheckingDriver : public BlkMqOps {
+   public:
+    std::atomic<int> owner[16] = {};
+    std::atomic<int> double_use{0};
+    std::mutex lock;
+    RqList pending;
+    std::atomic<bool> stop{false};
+    std::thread completer{[this] {
+      while (!stop) {
+        RqList mine;
+        {
+          std::lock_guard g(lock);
+          mine = pending;
+          pending = RqList{};
+        }
+        IoCompBatch iob;
+        while (Request* rq = mine.pop()) {
+          owner[rq->tag].store(0);
+          blk_mq_add_to_batch(rq, &iob, BLK_STS_OK);
+        }
+        blk_mq_end_request_batch(&iob);
+        std::this_thread::yield();
+      }
+    }};
+    void shutdown() {  // before the queue goes: the completer still frees tags after the last bio
+      stop = true;
+      if (completer.joinable()) completer.join();
+    }
+    ~CheckingDriver() override { shutdown(); }
+    blk_status_t queue_rq(BlkMqHwCtx*, Request* rq, bool) override {
+      if (owner[rq->tag].exchange(1) != 0) double_use++;
+      std::lock_guard g(lock);
+      pending.add_tail(rq);
+      return BLK_STS_OK;
+    }
+  };
+  CheckingDriver driver;
+  TagSetConfig set;
+  set.queue_depth = 16;
+  RequestQueue q(set, QueueLimits{}, &driver);
+  BlockDevice bdev;
+  bdev.queue = &q;
+  bdev.capacity = 1 << 20;
+  BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  Done done;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; t++)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 200; round++) {
+        BlkPlug plug;
+        blk_start_plug_nr_ios(&plug, 8);
+        for (int i = 0; i < 8; i++) submit_bio(make_read(&bdev, bs, sector_t(t * 8 + i) * 8, 4096, &done));
+        blk_finish_plug(&plug);
+      }
+    });
+  for (auto& t : threads) t.join();
+  while (done.count < 6 * 200 * 8) std::this_thread::yield();
+  driver.shutdown();
+  CHECK(driver.double_use == 0);
+  CHECK(sbitmap_weight(&q.hctx(0)->tags->bitmap_tags->sb) == 0);
+  CHECK(q.counters().requests == 6 * 200 * 8);
+}
+
+TEST_CASE("the striped target clones per chunk, maps sectors, and ends the bio once") {
+  RecordingDriver d0, d1;
+  TagSetConfig set;
+  RequestQueue q0(set, QueueLimits{}, &d0), q1(set, QueueLimits{}, &d1);
+  BlockDevice c0, c1;
+  c0.queue = &q0;
+  c1.queue = &q1;
+  c0.capacity = c1.capacity = 1 << 20;
+  StripeTarget stripe({&c0, &c1}, 8);  // 4 KiB chunks
+  CHECK(stripe.bdev()->capacity == 2 << 20);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  Done done;
+  // 20 KiB starting half way into chunk 1: pieces 2K (chunk 1), 4K (2), 4K (3), 4K (4), 4K (5), 2K (6).
+  Bio* bio = make_read(stripe.bdev(), bs, 12, 20 * 1024, &done);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  submit_bio(bio);
+  blk_finish_plug(&plug);
+  CHECK(done.count == 1);
+  CHECK(stripe.clones() == 6);
+  REQUIRE(d1.seen.size() == 3);  // odd chunks 1, 3, 5
+  REQUIRE(d0.seen.size() == 3);  // even chunks 2, 4, 6
+  CHECK(d1.seen[0].sector == 4);   // chunk 1 -> child 1 stripe 0, offset 4
+  CHECK(d1.seen[0].bytes == 2048);
+  CHECK(d0.seen[0].sector == 8);   // chunk 2 -> child 0 stripe 1
+  CHECK(d0.seen[2].sector == 24);  // chunk 6 -> child 0 stripe 3
+  CHECK(d0.seen[2].bytes == 2048);
+  // An error on one child reaches the parent, once.
+  d0.fail_with = BLK_STS_IOERR;
+  Done failed;
+  blk_start_plug(&plug);
+  submit_bio(make_read(stripe.bdev(), bs, 0, 16 * 1024, &failed));
+  blk_finish_plug(&plug);
+  CHECK(failed.count == 1);
+  CHECK(failed.errors == 1);
+}
+
+TEST_CASE("device strings for the null device are checked") {
+  NullBlkConfig cfg;
+  std::string err;
+  CHECK(parse_null_device("null:4G", &cfg, &err));
+  CHECK(cfg.size_bytes == 4ull << 30);
+  CHECK_FALSE(parse_null_device("null:4X", &cfg, &err));
+  CHECK(err.find("4X") != std::string::npos);
+  CHECK_FALSE(parse_null_device("nul", &cfg, &err));
+}

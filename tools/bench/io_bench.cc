@@ -1,0 +1,393 @@
+// `biofs-bench [io]`: t/io_uring for the block core. Each submitter thread keeps `depth` bios in
+// flight: it allocates a batch of bios, submits them under one plug (so tags come in batches),
+// and counts completions, which arrive inline (null irqmode=none) or from the device's
+// completion thread. Prints t/io_uring's lines (IOPS=…, BW=…, IOS/call=s/c, Maximum IOPS=…);
+// `--ab TOGGLE` runs a toggle's two values interleaved and prints medians and the ratio.
+#include "io_bench.h"
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blockcore/blk_mq.h"
+#include "blockcore/null_blk.h"
+#include "blockcore/stripe.h"
+#include "stats.h"
+
+namespace biofs::bench {
+namespace {
+
+struct Options {
+  std::vector<std::string> devices{"null"};
+  unsigned depth = 128, bs = 4096, submit = 32, complete = 32, threads = 1;
+  double runtime = 3;
+  unsigned queues = 1, qd = 256;
+  NullBlkConfig::IrqMode irqmode = NullBlkConfig::IrqMode::none;
+  uint64_t completion_nsec = 10'000;
+  uint32_t chunk_sectors = 256;  // stripe chunk: 128 KiB
+  bool bio_cache = true;
+  QueueToggles toggles;
+  bool random = true, write = false;
+  std::string ab;  // toggle to compare
+  std::string ab_a, ab_b;
+  unsigned repeats = 3;
+  bool json = false, quiet = false;
+};
+
+// The devices one run uses: null devices, optionally striped.
+struct Devices {
+  std::vector<std::unique_ptr<NullBlk>> nulls;
+  std::vector<std::unique_ptr<StripeTarget>> stripes;
+  std::vector<BlockDevice*> targets;  // what submitters aim at
+
+  NullBlk* make_null(const Options& o, const std::string& spec) {
+    NullBlkConfig cfg;
+    std::string err;
+    if (!parse_null_device(spec, &cfg, &err)) throw std::invalid_argument(err);
+    cfg.nr_queues = o.queues;
+    cfg.queue_depth = o.qd;
+    cfg.irqmode = o.irqmode;
+    cfg.completion_nsec = o.completion_nsec;
+    cfg.toggles = o.toggles;
+    nulls.push_back(std::make_unique<NullBlk>(cfg));
+    return nulls.back().get();
+  }
+
+  explicit Devices(const Options& o) {
+    for (const std::string& spec : o.devices) {
+      if (spec.rfind("stripe:", 0) == 0) {
+        const std::string n = spec.substr(7);
+        const unsigned count = unsigned(std::atoi(n.c_str()));
+        if (count < 1 || count > 16 || std::to_string(count) != n)
+          throw std::invalid_argument("device '" + spec + "': expected stripe:N with N in 1..16");
+        std::vector<BlockDevice*> children;
+        for (unsigned i = 0; i < count; i++) children.push_back(make_null(o, "null")->bdev());
+        stripes.push_back(std::make_unique<StripeTarget>(children, o.chunk_sectors, o.bio_cache));
+        targets.push_back(stripes.back()->bdev());
+      } else if (spec.rfind("null", 0) == 0) {
+        targets.push_back(make_null(o, spec)->bdev());
+      } else {
+        throw std::invalid_argument("device '" + spec + "': this build knows null, null:SIZE and stripe:N");
+      }
+    }
+  }
+  QueueCounters counters() const {
+    QueueCounters c;
+    for (const auto& n : nulls) c += n->queue()->counters();
+    return c;
+  }
+};
+
+struct alignas(64) Submitter {
+  std::atomic<uint64_t> remote_done{0};  // completions seen on other threads
+  uint64_t local_done = 0;               // completions on this thread (plain counter)
+  uint64_t submitted = 0, submit_calls = 0, reaps = 0, reaped = 0;
+  std::atomic<uint64_t> published{0};    // done count the sampler reads
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+};
+thread_local Submitter* tls_submitter = nullptr;
+
+void bench_end_io(Bio* bio) {
+  auto* s = static_cast<Submitter*>(bio->bi_private);
+  bio_put(bio);  // before counting: the drain at the end trusts the count
+  if (s == tls_submitter)
+    s->local_done++;
+  else
+    s->remote_done.fetch_add(1, std::memory_order_release);
+}
+
+struct RunResult {
+  double iops = 0;            // over the whole run
+  double max_iops = 0;        // best one-second sample
+  double ios_per_submit = 0, ios_per_reap = 0;
+  QueueCounters queue;
+  BioCacheCounters cache;
+};
+
+RunResult run_once(const Options& o, bool print_lines) {
+  Devices devs(o);
+  BioSet bs(256, 0, BIOSET_NEED_BVECS | (o.bio_cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u));
+  const unsigned pages = (o.bs + PAGE_SIZE - 1) / PAGE_SIZE;
+  std::vector<std::unique_ptr<Submitter>> subs;
+  for (unsigned t = 0; t < o.threads; t++) subs.push_back(std::make_unique<Submitter>());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < o.threads; t++) {
+    threads.emplace_back([&, t] {
+      pin_to_cpu(int(t));
+      Submitter* s = subs[t].get();
+      tls_submitter = s;
+      s->rng ^= uint64_t(t + 1) * 0xBF58476D1CE4E5B9ull;
+      void* buf = std::aligned_alloc(PAGE_SIZE, size_t(pages) * PAGE_SIZE);
+      const blk_opf_t op = o.write ? REQ_OP_WRITE : REQ_OP_READ;
+      uint64_t seq = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t done = s->local_done + s->remote_done.load(std::memory_order_relaxed);
+        const uint64_t inflight = s->submitted - done;
+        const unsigned n = unsigned(std::min<uint64_t>(o.submit, o.depth - inflight));
+        if (n) {
+          BlkPlug plug;
+          blk_start_plug_nr_ios(&plug, (unsigned short)n);
+          for (unsigned i = 0; i < n; i++) {
+            BlockDevice* bdev = devs.targets[(seq + i) % devs.targets.size()];
+            Bio* bio = bio_alloc_bioset(bdev, uint16_t(pages), op, GFP_KERNEL, &bs);
+            bio_add_virt(bio, buf, o.bs);
+            const uint64_t blocks = (bdev->capacity << SECTOR_SHIFT) / o.bs;
+            uint64_t block;
+            if (o.random) {
+              s->rng ^= s->rng << 13;
+              s->rng ^= s->rng >> 7;
+              s->rng ^= s->rng << 17;
+              block = s->rng % blocks;
+            } else {
+              block = (seq + i) % blocks;
+            }
+            bio->bi_iter.bi_sector = block * (o.bs >> SECTOR_SHIFT);
+            bio->bi_end_io = bench_end_io;
+            bio->bi_private = s;
+            submit_bio(bio);
+          }
+          s->submitted += n;
+          s->submit_calls++;
+          seq += n;
+          blk_finish_plug(&plug);
+        }
+        const uint64_t after = s->local_done + s->remote_done.load(std::memory_order_relaxed);
+        if (after > done) {
+          s->reaps++;
+          s->reaped += after - done;
+        } else if (!n) {
+          std::this_thread::yield();  // full and nothing completed yet: wait for the device
+        }
+        s->published.store(after, std::memory_order_relaxed);
+      }
+      // Drain: wait for everything in flight before the devices go away.
+      while (s->local_done + s->remote_done.load(std::memory_order_acquire) < s->submitted) std::this_thread::yield();
+      s->published.store(s->submitted, std::memory_order_relaxed);
+      std::free(buf);
+      bs.prune_this_thread_cache();
+    });
+  }
+
+  RunResult r;
+  auto total_done = [&] {
+    uint64_t d = 0;
+    for (auto& s : subs) d += s->published.load(std::memory_order_relaxed);
+    return d;
+  };
+  const uint64_t t0 = now_ns();
+  uint64_t last_t = t0, last_done = 0;
+  const uint64_t end = t0 + uint64_t(o.runtime * 1e9);
+  while (now_ns() < end) {
+    const uint64_t step = std::min<uint64_t>(end - now_ns(), 1'000'000'000ull);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(step));
+    const uint64_t t = now_ns(), d = total_done();
+    const double iops = double(d - last_done) * 1e9 / double(t - last_t);
+    if (t - last_t > 500'000'000ull) r.max_iops = std::max(r.max_iops, iops);
+    if (print_lines) {
+      uint64_t sub = 0, calls = 0, reaped = 0, reaps = 0;
+      for (auto& s : subs) {  // racy reads of plain counters, for display only
+        sub += s->submitted;
+        calls += s->submit_calls;
+        reaped += s->reaped;
+        reaps += s->reaps;
+      }
+      const double mib = iops * o.bs / (1 << 20);
+      std::printf("IOPS=%.2fM, BW=%.*f%s, IOS/call=%.0f/%.0f\n", iops / 1e6, mib >= 1024 ? 2 : 0,
+                  mib >= 1024 ? mib / 1024 : mib, mib >= 1024 ? "GiB/s" : "MiB/s",
+                  calls ? double(sub) / double(calls) : 0,
+                  reaps ? double(reaped) / double(reaps) : 0);
+      std::fflush(stdout);
+    }
+    last_t = t;
+    last_done = d;
+  }
+  stop = true;
+  for (auto& th : threads) th.join();
+  const uint64_t t1 = now_ns();
+  uint64_t done = 0, calls = 0, sub = 0, reaps = 0, reaped = 0;
+  for (auto& s : subs) {
+    done += s->submitted;
+    calls += s->submit_calls;
+    sub += s->submitted;
+    reaps += s->reaps;
+    reaped += s->reaped;
+  }
+  r.iops = double(done) * 1e9 / double(t1 - t0);
+  if (r.max_iops == 0) r.max_iops = r.iops;
+  r.ios_per_submit = calls ? double(sub) / double(calls) : 0;
+  r.ios_per_reap = reaps ? double(reaped) / double(reaps) : 0;
+  r.queue = devs.counters();
+  r.cache = bs.stats().total;
+  return r;
+}
+
+// Applies `toggle=value` to the options; throws with one line if either is unknown.
+void apply_toggle(Options& o, const std::string& toggle, const std::string& value) {
+  const std::string where = "--" + toggle + "=" + value;
+  if (toggle == "bio-cache" || toggle == "bio_cache") {
+    if (value != "on" && value != "off") throw std::invalid_argument(where + ": expected on or off");
+    o.bio_cache = value == "on";
+  } else if (toggle == "tag-batch" || toggle == "tag_batch") {
+    if (!parse_tag_batch(value, &o.toggles.tag_batch))
+      throw std::invalid_argument(where + ": expected off, plain, retain or loop");
+  } else if (toggle == "split-check" || toggle == "split_check") {
+    if (!parse_split_check(value, &o.toggles.split_check))
+      throw std::invalid_argument(where + ": expected fast or iter");
+  } else {
+    throw std::invalid_argument("--ab " + toggle + ": not a toggle (bio_cache, tag_batch, split_check)");
+  }
+}
+
+void print_json(const Options& o, const std::string& toggle, const std::string& value, unsigned rep,
+                const RunResult& r) {
+  std::printf("{\"kind\":\"run\",\"toggle\":\"%s\",\"value\":\"%s\",\"repeat\":%u,\"iops\":%.0f,"
+              "\"max_iops\":%.0f,\"bs\":%u,\"depth\":%u,\"threads\":%u,\"ios_per_submit\":%.2f,"
+              "\"ios_per_reap\":%.2f,\"tag_calls\":%lu,\"tags\":%lu,\"tags_per_call\":%.3f,"
+              "\"tag_waits\":%lu,\"splits\":%lu,\"plug_flushes\":%lu,\"cache_hits\":%lu,"
+              "\"cache_misses\":%lu,\"remote_puts\":%lu}\n",
+              toggle.c_str(), value.c_str(), rep, r.iops, r.max_iops, o.bs, o.depth, o.threads,
+              r.ios_per_submit, r.ios_per_reap, (unsigned long)r.queue.tag_calls,
+              (unsigned long)r.queue.tags, r.queue.tags_per_call(), (unsigned long)r.queue.tag_waits,
+              (unsigned long)r.queue.splits, (unsigned long)r.queue.plug_flushes,
+              (unsigned long)r.cache.alloc_hits, (unsigned long)r.cache.alloc_misses,
+              (unsigned long)r.cache.put_remote);
+}
+
+void describe(const Options& o) {
+  std::printf("biofs-bench: devices=");
+  for (size_t i = 0; i < o.devices.size(); i++) std::printf("%s%s", i ? "," : "", o.devices[i].c_str());
+  std::printf(" bs=%u depth=%u submit=%u threads=%u queues=%u qd=%u irqmode=%s bio_cache=%s "
+              "tag_batch=%s split_check=%s %s\n",
+              o.bs, o.depth, o.submit, o.threads, o.queues, o.qd,
+              o.irqmode == NullBlkConfig::IrqMode::none ? "none" : "timer", o.bio_cache ? "on" : "off",
+              tag_batch_name(o.toggles.tag_batch), split_check_name(o.toggles.split_check),
+              o.write ? (o.random ? "randwrite" : "write") : (o.random ? "randread" : "read"));
+}
+
+}  // namespace
+
+int io_main(int argc, char** argv) {
+  Options o;
+  Args args(argc, argv, 1);
+  if (args.flag("help")) {
+    std::printf(
+        "usage: biofs-bench [io] [--dev SPEC]... [options]\n"
+        "  --dev SPEC        null | null:SIZE | stripe:N (N null devices striped); repeat for\n"
+        "                    several devices, which each submitter uses in turn (default null)\n"
+        "  --depth N         bios in flight per thread (128)     --bs N   block size (4096)\n"
+        "  --submit N        bios per plug/submit batch (32)      --threads N  submitters (1)\n"
+        "  --runtime S       seconds per run (3)                  --rw randread|read|randwrite|write\n"
+        "  --queues N        hardware queues per device (1)       --qd N   tags per queue (256)\n"
+        "  --irqmode none|timer  --completion-nsec N (10000)      --chunk-kb N  stripe chunk (128)\n"
+        "  --bio-cache on|off  --tag-batch off|plain|retain|loop  --split-check fast|iter\n"
+        "  --ab TOGGLE[=A,B] run A and B interleaved --repeats times (default pairs:\n"
+        "                    bio_cache off,on; tag_batch plain,retain; split_check fast,iter)\n"
+        "  --repeats N (3)   --json   --quiet (no per-second lines)\n");
+    return 0;
+  }
+  std::vector<std::string> devs;
+  for (std::string d; !(d = args.str("dev", "")).empty();) devs.push_back(d);
+  if (!devs.empty()) o.devices = devs;
+  o.depth = unsigned(args.integer("depth", 128, 1, 65536));
+  o.bs = unsigned(args.integer("bs", 4096, 512, 1 << 20));
+  if (o.bs % 512) throw std::invalid_argument("--bs=" + std::to_string(o.bs) + ": not a multiple of 512");
+  o.submit = unsigned(args.integer("submit", 32, 1, 4096));
+  o.threads = unsigned(args.integer("threads", 1, 1, 256));
+  o.runtime = args.real("runtime", 3, 0.05, 3600);
+  o.queues = unsigned(args.integer("queues", 1, 1, 256));
+  o.qd = unsigned(args.integer("qd", 256, 1, 65536));
+  const std::string irq = args.str("irqmode", "none");
+  if (irq == "timer") o.irqmode = NullBlkConfig::IrqMode::timer;
+  else if (irq != "none") throw std::invalid_argument("--irqmode=" + irq + ": expected none or timer");
+  o.completion_nsec = uint64_t(args.integer("completion-nsec", 10'000, 0, 10'000'000'000));
+  o.chunk_sectors = uint32_t(args.integer("chunk-kb", 128, 1, 1 << 20) * 2);
+  const std::string rw = args.str("rw", "randread");
+  if (rw != "randread" && rw != "read" && rw != "randwrite" && rw != "write")
+    throw std::invalid_argument("--rw=" + rw + ": expected randread, read, randwrite or write");
+  o.random = rw.rfind("rand", 0) == 0;
+  o.write = rw.find("write") != std::string::npos;
+  apply_toggle(o, "bio-cache", args.str("bio-cache", "on"));
+  apply_toggle(o, "tag-batch", args.str("tag-batch", "loop"));
+  apply_toggle(o, "split-check", args.str("split-check", "iter"));
+  o.ab = args.str("ab", "");
+  o.repeats = unsigned(args.integer("repeats", 3, 1, 1000));
+  o.json = args.flag("json");
+  o.quiet = args.flag("quiet") || o.json;
+  args.finish();
+
+  if (o.ab.empty()) {
+    if (!o.json) describe(o);
+    const RunResult r = run_once(o, !o.quiet);
+    if (o.json) {
+      print_json(o, "", "", 0, r);
+    } else {
+      std::printf("Maximum IOPS=%.2fM (whole run %.2fM), tags/call=%.2f, cache hits=%lu misses=%lu, splits=%lu\n",
+                  r.max_iops / 1e6, r.iops / 1e6, r.queue.tags_per_call(), (unsigned long)r.cache.alloc_hits,
+                  (unsigned long)r.cache.alloc_misses, (unsigned long)r.queue.splits);
+    }
+    return 0;
+  }
+
+  // --ab TOGGLE[=A,B]
+  std::string toggle = o.ab, a, b;
+  if (const size_t eq = toggle.find('='); eq != std::string::npos) {
+    const std::string vals = toggle.substr(eq + 1);
+    toggle = toggle.substr(0, eq);
+    const size_t comma = vals.find(',');
+    if (comma == std::string::npos) throw std::invalid_argument("--ab " + o.ab + ": expected TOGGLE=A,B");
+    a = vals.substr(0, comma);
+    b = vals.substr(comma + 1);
+  } else if (toggle == "bio_cache" || toggle == "bio-cache") {
+    a = "off", b = "on";
+  } else if (toggle == "tag_batch" || toggle == "tag-batch") {
+    a = "plain", b = "retain";
+  } else if (toggle == "split_check" || toggle == "split-check") {
+    a = "fast", b = "iter";
+  }
+  Options oa = o, ob = o;
+  apply_toggle(oa, toggle, a.empty() ? "?" : a);
+  apply_toggle(ob, toggle, b);
+  if (!o.json) {
+    describe(o);
+    std::printf("A/B: %s=%s vs %s=%s, %u repeats of %.1fs each, interleaved\n", toggle.c_str(), a.c_str(),
+                toggle.c_str(), b.c_str(), o.repeats, o.runtime);
+  }
+  std::vector<double> iops_a, iops_b, tpc_a, tpc_b;
+  for (unsigned rep = 0; rep < o.repeats; rep++) {
+    for (int k = 0; k < 2; k++) {
+      const bool first_a = rep % 2 == 0;
+      const bool is_a = (k == 0) == first_a;
+      const RunResult r = run_once(is_a ? oa : ob, false);
+      (is_a ? iops_a : iops_b).push_back(r.iops);
+      (is_a ? tpc_a : tpc_b).push_back(r.queue.tags_per_call());
+      if (o.json)
+        print_json(o, toggle, is_a ? a : b, rep, r);
+      else
+        std::printf("  repeat %u %s=%-6s IOPS=%.2fM tags/call=%.2f splits=%lu cache hit rate=%.1f%%\n", rep,
+                    toggle.c_str(), (is_a ? a : b).c_str(), r.iops / 1e6, r.queue.tags_per_call(),
+                    (unsigned long)r.queue.splits,
+                    r.cache.alloc_hits + r.cache.alloc_misses
+                        ? 100.0 * double(r.cache.alloc_hits) / double(r.cache.alloc_hits + r.cache.alloc_misses)
+                        : 0.0);
+    }
+  }
+  const double ma = median(iops_a), mb = median(iops_b);
+  if (o.json)
+    std::printf("{\"kind\":\"median\",\"toggle\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",\"iops_a\":%.0f,\"iops_b\":%.0f,"
+                "\"ratio_b_a\":%.4f,\"spread_a\":%.4f,\"spread_b\":%.4f,\"tags_per_call_a\":%.3f,"
+                "\"tags_per_call_b\":%.3f}\n",
+                toggle.c_str(), a.c_str(), b.c_str(), ma, mb, mb / ma, spread(iops_a), spread(iops_b),
+                median(tpc_a), median(tpc_b));
+  else
+    std::printf("median IOPS: %s=%s %.2fM, %s=%s %.2fM, %s/%s = %.3f (spread %.1f%% / %.1f%%), tags/call %.2f / %.2f\n",
+                toggle.c_str(), a.c_str(), ma / 1e6, toggle.c_str(), b.c_str(), mb / 1e6, b.c_str(), a.c_str(),
+                mb / ma, 100 * spread(iops_a), 100 * spread(iops_b), median(tpc_a), median(tpc_b));
+  return 0;
+}
+
+}  // namespace biofs::bench
