@@ -12,6 +12,7 @@ packages=(
   doctest-dev                        # tests/
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons
+  qemu-system-x86 busybox-static cpio xz-utils kmod  # tests/qemu: a guest with a real NVMe controller
 )
 
 missing=()

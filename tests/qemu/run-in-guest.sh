@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Boots Debian's stock kernel under QEMU (TCG: software emulation) with an emulated NVMe
+# controller over a raw image file, runs one command inside, and exits with its status.
+# The guest sees the namespace as /dev/nvme0n1 and its passthrough char device /dev/ng0n1.
+# The command's binary and every shared library it needs are copied into the initramfs.
+#
+# Usage: tests/qemu/run-in-guest.sh [--disk-mb N] [--lba 512|4096] [--timeout S] [--cache DIR] \
+#          -- BINARY [ARGS...]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+disk_mb=256 lba=512 timeout_s=600 cache="$here/../../build/qemu-cache"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --disk-mb) disk_mb=$2; shift 2 ;;
+    --lba) lba=$2; shift 2 ;;
+    --timeout) timeout_s=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "run-in-guest: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+[ $# -ge 1 ] || { echo "run-in-guest: no command given (… -- BINARY ARGS)" >&2; exit 2; }
+bin=$(command -v "$1") || { echo "run-in-guest: '$1' not found" >&2; exit 2; }
+shift
+for tool in qemu-system-x86_64 busybox cpio; do
+  command -v "$tool" >/dev/null || { echo "run-in-guest: $tool missing (tools/install-deps.sh)" >&2; exit 2; }
+done
+
+"$here/guest-kernel.sh" "$cache"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+root="$work/root"
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,modules,test}
+
+cp "$(command -v busybox)" "$root/bin/busybox"
+for app in sh mount insmod sleep poweroff cat ls echo mkdir; do ln -s busybox "$root/bin/$app"; done
+cp "$cache"/modules/*.ko "$root/modules/"
+cp "$cache/modules.order" "$root/modules.order"
+
+# The binary and its shared libraries, each at its own path.
+copy_with_path() { mkdir -p "$root$(dirname "$1")"; cp -L "$1" "$root$1"; }
+cp "$bin" "$root/test/$(basename "$bin")"
+for lib in $(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}'); do
+  copy_with_path "$lib"
+done
+
+# The command line, quoted for the guest's sh.
+cmd="/test/$(basename "$bin")"
+for a in "$@"; do cmd+=" '${a//\'/\'\\\'\'}'"; done
+
+cat > "$root/init" <<INIT
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+for m in \$(cat /modules.order); do insmod /modules/\$m 2>/dev/null || echo "guest: insmod \$m failed"; done
+i=0
+while [ ! -e /dev/ng0n1 ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done
+[ -e /dev/ng0n1 ] || echo "guest: /dev/ng0n1 did not appear"
+cd /test
+$cmd
+echo "BIOFS_GUEST_EXIT=\$?"
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
+
+truncate -s "${disk_mb}M" "$work/nvme.img"
+log="$work/console.log"
+set +e
+timeout "$timeout_s" qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nographic -no-reboot \
+  -kernel "$cache/vmlinuz" -initrd "$work/initrd.gz" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1" \
+  -drive "file=$work/nvme.img,if=none,id=nvm,format=raw" \
+  -device "nvme,serial=biofs0001,drive=nvm,logical_block_size=$lba,physical_block_size=$lba" \
+  </dev/null > "$log" 2>&1
+qemu_rc=$?
+set -e
+# What the guest printed: everything after the firmware's screen, without terminal codes.
+sed -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g' -e 's/\x1bc//g' "$log" |
+  sed -n '/Booting from ROM/,$p' | tail -n +2 | grep -v '^BIOFS_GUEST_EXIT=' || true
+rc=$(sed -n 's/^BIOFS_GUEST_EXIT=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+if [ -z "$rc" ]; then
+  if [ "$qemu_rc" = 124 ]; then echo "run-in-guest: the guest did not finish in ${timeout_s}s" >&2; else echo "run-in-guest: the guest ended without reporting (qemu exit $qemu_rc)" >&2; fi
+  exit 1
+fi
+exit "$rc"
