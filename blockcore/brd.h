@@ -1,0 +1,49 @@
+// Counterpart of drivers/block/brd.c: a RAM-backed blk-mq device that keeps its data. Pages are
+// allocated on first write; a read of a sector never written returns zeros. Requests complete
+// inline in the submitter's dispatch, so a test or a filesystem can run on it without NVMe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "blk_mq.h"
+
+namespace biofs {
+
+class BrdDevice : public BlkMqOps {
+ public:
+  // A device of `bytes` (rounded down to whole logical blocks of `lbs` bytes). Throws
+  // std::invalid_argument if lbs is not a power of two between 512 and 4096 or bytes < lbs.
+  explicit BrdDevice(uint64_t bytes, unsigned lbs = 512, QueueToggles toggles = {},
+                     unsigned nr_queues = 1, unsigned queue_depth = 128);
+  ~BrdDevice() override;
+
+  BlockDevice* bdev() { return &bdev_; }
+  RequestQueue* queue() { return queue_.get(); }
+  uint64_t bytes() const { return bdev_.capacity << SECTOR_SHIFT; }
+  uint64_t pages_allocated() const;  // memory actually held, in PAGE_SIZE pages
+  uint64_t flushes() const { return flushes_; }
+
+  // Test hooks: copy bytes straight in or out of the backing store, bypassing the queue
+  // (to corrupt an image, or to look at what a write left behind).
+  void poke(uint64_t offset, const void* src, uint64_t len);
+  void peek(uint64_t offset, void* dst, uint64_t len) const;
+
+  blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
+  void queue_rqs(RqList* rqs) override;
+
+ private:
+  blk_status_t do_request(Request* rq);
+  void copy(uint64_t offset, uint8_t* mem, uint32_t len, bool write);
+  void copy_from_store(uint64_t offset, uint8_t* dst, uint64_t len) const;
+
+  std::unique_ptr<RequestQueue> queue_;
+  BlockDevice bdev_;
+  mutable std::mutex lock_;  // guards pages_ (brd's xarray); data copies happen under it
+  std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
+  uint64_t flushes_ = 0;
+};
+
+}  // namespace biofs
