@@ -1,0 +1,239 @@
+// Counterpart of drivers/nvme/host/core.c (nvme_identify_ctrl/_ns, nvme_update_ns_info,
+// nvme_set_ctrl_limits, nvme_setup_cmd) and the blk-mq operations of drivers/nvme/host/pci.c.
+#include "nvme_driver.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace biofs {
+
+NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg)
+    : transport_(std::move(transport)), cfg_(cfg) {
+  if (!transport_) throw std::invalid_argument("nvme: no transport");
+  if (cfg_.nr_queues == 0 || cfg_.nr_queues > 256)
+    throw std::invalid_argument("queues=" + std::to_string(cfg_.nr_queues) + ": expected 1..256");
+  if (cfg_.queue_depth == 0 || cfg_.queue_depth > 65535)  // the command id is 16 bits
+    throw std::invalid_argument("qd=" + std::to_string(cfg_.queue_depth) + ": expected 1..65535");
+  identify();
+  for (unsigned i = 0; i < cfg_.nr_queues; i++) {
+    auto nq = std::make_unique<NvmeHctx>();
+    NvmeQueueParams p;
+    p.qid = i + 1;
+    p.depth = cfg_.queue_depth;
+    p.nsid = ns_.nsid;
+    p.lba_shift = ns_.lba_shift;
+    p.max_transfer = max_transfer_;
+    nq->q = transport_->create_queue(p);
+    hctxs_.push_back(std::move(nq));
+  }
+  TagSetConfig set;
+  set.nr_hw_queues = cfg_.nr_queues;
+  set.queue_depth = cfg_.queue_depth;
+  set.cmd_size = sizeof(NvmeIod);
+  queue_ = std::make_unique<RequestQueue>(set, limits(), this, cfg_.toggles);
+  bdev_.queue = queue_.get();
+  bdev_.capacity = nvme_lba_to_sect(ns_, ns_.nsze);
+  bdev_.name = transport_->name();
+  if (cfg_.completion_thread)
+    for (auto& nq : hctxs_) nq->completer = std::thread([this, p = nq.get()] { completion_thread(p); });
+}
+
+NvmeDriver::~NvmeDriver() {
+  stopping_.store(true, std::memory_order_release);
+  if (cfg_.completion_thread) {
+    for (auto& nq : hctxs_) {
+      std::lock_guard guard(nq->sq_lock);
+      nq->q->wake();
+    }
+    for (auto& nq : hctxs_) nq->completer.join();
+  } else {
+    while (inflight()) poll_all(true);
+  }
+  queue_.reset();
+}
+
+// nvme_identify_ctrl() + nvme_identify_ns() + the LBA format checks of nvme_update_ns_info().
+void NvmeDriver::identify() {
+  const std::string where = transport_->name();
+  id_ctrl_ = std::make_unique<NvmeIdCtrl>();
+  id_ns_ = std::make_unique<NvmeIdNs>();
+  if (uint16_t st = transport_->admin_cmd(nvme_identify_cmd(NVME_ID_CNS_CTRL, 0), id_ctrl_.get(), sizeof(NvmeIdCtrl)))
+    throw std::runtime_error(where + ": Identify Controller failed: " + nvme_status_describe(st));
+  ns_.nsid = transport_->nsid();
+  if (uint16_t st = transport_->admin_cmd(nvme_identify_cmd(NVME_ID_CNS_NS, ns_.nsid), id_ns_.get(), sizeof(NvmeIdNs)))
+    throw std::runtime_error(where + ": Identify Namespace " + std::to_string(ns_.nsid) +
+                             " failed: " + nvme_status_describe(st));
+  const NvmeIdNs& id = *id_ns_;
+  const unsigned idx = nvme_lbaf_index(id.flbas);
+  if (idx > id.nlbaf || idx >= 64)
+    throw std::runtime_error(where + ": Identify Namespace: FLBAS selects LBA format " + std::to_string(idx) +
+                             " of " + std::to_string(id.nlbaf + 1));
+  const NvmeLbaf& lbaf = id.lbaf[idx];
+  if (lbaf.ms)
+    throw std::runtime_error(where + ": unsupported LBA format " + std::to_string(idx) + ": " +
+                             std::to_string(lbaf.ms) +
+                             " bytes of metadata per block (biofs supports formats without metadata)");
+  if (lbaf.ds < 9 || lbaf.ds > 16)
+    throw std::runtime_error(where + ": unsupported LBA format " + std::to_string(idx) + ": 2^" +
+                             std::to_string(lbaf.ds) + "-byte blocks (biofs supports 512 to 65536)");
+  if (!id.nsze) throw std::runtime_error(where + ": namespace " + std::to_string(ns_.nsid) + " has no blocks");
+  ns_.lba_shift = lbaf.ds;
+  ns_.nsze = id.nsze;
+  // ctrl->max_hw_sectors: MDTS in controller pages, capped by the driver and by the 16-bit NLB.
+  uint64_t max = NVME_MAX_TRANSFER;
+  if (id_ctrl_->mdts) max = std::min<uint64_t>(max, uint64_t(NVME_CTRL_PAGE_SIZE) << std::min<unsigned>(id_ctrl_->mdts, 31));
+  max = std::min<uint64_t>(max, uint64_t(NVME_MAX_NLB) << ns_.lba_shift);
+  if (max < (1u << ns_.lba_shift))
+    throw std::runtime_error(where + ": MDTS allows " + std::to_string(max) + " bytes, less than one block");
+  max_transfer_ = uint32_t(max);
+}
+
+// nvme_set_ctrl_limits() + nvme_update_disk_info() + nvme_config_discard().
+QueueLimits NvmeDriver::limits() const {
+  QueueLimits lim;
+  lim.logical_block_size = 1u << ns_.lba_shift;
+  lim.max_hw_sectors = max_transfer_ >> SECTOR_SHIFT;
+  // nvme_max_drv_segments(): one PRP entry per controller page, plus one for an offset start.
+  lim.max_segments = std::min<uint32_t>(lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1, NVME_MAX_SEGS);
+  lim.virt_boundary_mask = NVME_CTRL_PAGE_SIZE - 1;
+  lim.max_segment_size = UINT32_MAX;
+  lim.dma_alignment = 3;
+  if (id_ctrl_->oncs & NVME_CTRL_ONCS_DSM) lim.max_discard_sectors = UINT32_MAX >> SECTOR_SHIFT;
+  if (id_ctrl_->oncs & NVME_CTRL_ONCS_WRITE_ZEROES) lim.max_write_zeroes_sectors = lim.max_hw_sectors;
+  return lim;
+}
+
+std::string NvmeDriver::describe() const {
+  char buf[256];
+  const uint64_t bytes = ns_.nsze << ns_.lba_shift;
+  std::snprintf(buf, sizeof(buf), "%s: nsid %u, %llu x %u-byte blocks (%.1f GiB), max transfer %u KiB, vwc %s, %u queue%s x %u",
+                transport_->name().c_str(), ns_.nsid, (unsigned long long)ns_.nsze, 1u << ns_.lba_shift,
+                double(bytes) / double(1ull << 30), max_transfer_ >> 10, write_cache() ? "on" : "off",
+                cfg_.nr_queues, cfg_.nr_queues == 1 ? "" : "s", cfg_.queue_depth);
+  return buf;
+}
+
+int NvmeDriver::init_hctx(BlkMqHwCtx* hctx, unsigned hctx_idx) {
+  if (hctx_idx >= hctxs_.size()) return -1;
+  hctx->driver_data = hctxs_[hctx_idx].get();
+  return 0;
+}
+
+// One hardware queue's run of prepared requests: one lock, one doorbell. What the ring cannot
+// take goes to `requeue` for the core to retry one by one.
+void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
+  unsigned n = 0;
+  for (Request* rq = run->head; rq; rq = rq->rq_next) n++;
+  nq->inflight.fetch_add(n, std::memory_order_relaxed);
+  {
+    std::lock_guard guard(nq->sq_lock);
+    nq->q->submit(run, true);
+  }
+  if (run->empty()) [[likely]]
+    return;
+  unsigned left = 0;
+  while (Request* rq = run->pop()) {
+    requeue->add_tail(rq);
+    left++;
+  }
+  nq->inflight.fetch_sub(left, std::memory_order_relaxed);
+}
+
+// nvme_queue_rqs(): commands for the whole plug list, submitted per hardware queue.
+void NvmeDriver::queue_rqs(RqList* rqs) {
+  RqList run, requeue;
+  BlkMqHwCtx* cur = nullptr;
+  while (Request* rq = rqs->pop()) {
+    if (const blk_status_t st = nvme_setup_cmd(ns_, rq, nvme_iod(rq))) [[unlikely]] {
+      blk_mq_end_request(rq, st);
+      continue;
+    }
+    if (cur && rq->mq_hctx != cur) {
+      submit_run(static_cast<NvmeHctx*>(cur->driver_data), &run, &requeue);
+      run = RqList{};
+    }
+    cur = rq->mq_hctx;
+    run.add_tail(rq);
+  }
+  if (!run.empty()) submit_run(static_cast<NvmeHctx*>(cur->driver_data), &run, &requeue);
+  *rqs = requeue;
+}
+
+// nvme_queue_rq()
+blk_status_t NvmeDriver::queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) {
+  if (const blk_status_t st = nvme_setup_cmd(ns_, rq, nvme_iod(rq))) return st;
+  auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
+  RqList one;
+  one.add_tail(rq);
+  nq->inflight.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard guard(nq->sq_lock);
+    nq->q->submit(&one, last);
+  }
+  if (one.empty()) return BLK_STS_OK;
+  nq->inflight.fetch_sub(1, std::memory_order_relaxed);
+  return BLK_STS_RESOURCE;
+}
+
+void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
+  auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
+  std::lock_guard guard(nq->sq_lock);
+  nq->q->commit();
+}
+
+// nvme_poll()
+int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
+  auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
+  std::unique_lock guard(nq->cq_lock, std::try_to_lock);
+  if (!guard.owns_lock()) return 0;
+  const int n = nq->q->reap(iob, false);
+  if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
+  return n;
+}
+
+int NvmeDriver::reap(NvmeHctx* nq, bool wait) {
+  IoCompBatch iob;
+  int n;
+  {
+    std::unique_lock guard(nq->cq_lock, std::defer_lock);
+    if (wait)
+      guard.lock();
+    else if (!guard.try_lock())
+      return -1;
+    n = nq->q->reap(&iob, wait);
+  }
+  blk_mq_end_request_batch(&iob);
+  if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
+  return n;
+}
+
+int NvmeDriver::poll_all(bool wait) {
+  int total = 0;
+  for (auto& nq : hctxs_) total += std::max(reap(nq.get(), false), 0);
+  while (wait && !total) {
+    bool busy = false;
+    for (auto& nq : hctxs_) {
+      if (!nq->inflight.load(std::memory_order_acquire)) continue;
+      busy = true;
+      total += std::max(reap(nq.get(), true), 0);
+    }
+    if (!busy) break;
+  }
+  return total;
+}
+
+uint64_t NvmeDriver::inflight() const {
+  uint64_t n = 0;
+  for (const auto& nq : hctxs_) n += nq->inflight.load(std::memory_order_acquire);
+  return n;
+}
+
+void NvmeDriver::completion_thread(NvmeHctx* nq) {
+  for (;;) {
+    reap(nq, true);
+    if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
+  }
+}
+
+}  // namespace biofs

@@ -1,0 +1,102 @@
+// Counterpart of drivers/nvme/host/core.c (namespace set-up from Identify, queue limits,
+// nvme_setup_cmd and completion status) and of the blk-mq half of drivers/nvme/host/pci.c
+// (nvme_queue_rq, nvme_queue_rqs, nvme_commit_rqs, nvme_poll, nvme_init_hctx): the block
+// driver over one NVMe namespace, whichever transport carries its commands.
+//
+// Start-up: Identify Controller and Identify Namespace through the transport give the LBA
+// format, capacity, MDTS, ONCS and the volatile write cache, and from them the queue limits.
+// Submission: queue_rqs() builds the command of every request in the plug list and hands each
+// hardware queue's run of requests to its transport queue in one batch (one doorbell).
+// Completion: a completion thread per hardware queue (the default, for callers such as the
+// FUSE daemon that do not poll) or the submitter itself through poll(); either way completions
+// are ended in batches (blk_mq_end_request_batch), errors one by one with their mapped status.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blockcore/blk_mq.h"
+#include "nvme_cmd.h"
+#include "nvme_spec.h"
+#include "nvme_transport.h"
+
+namespace biofs {
+
+struct NvmeDriverConfig {
+  unsigned nr_queues = 1;          // hardware queues (one transport queue each)
+  unsigned queue_depth = 128;      // tags per hardware queue
+  bool completion_thread = true;   // false: the submitter reaps with poll()/poll_all()
+  QueueToggles toggles;
+};
+
+// The driver caps a command at 4 MiB whatever MDTS allows (the kernel's NVME_MAX_KB_SZ).
+inline constexpr uint32_t NVME_MAX_TRANSFER = 4u << 20;
+
+class NvmeDriver : public BlkMqOps {
+ public:
+  // Identifies the namespace and creates the queues. Throws std::runtime_error with one line
+  // (naming the device) if the transport fails or the LBA format is unsupported (metadata,
+  // or a block size outside 512..64K), std::invalid_argument for a bad configuration.
+  NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg);
+  // Waits for every command in flight, then stops the completion threads.
+  ~NvmeDriver() override;
+  NvmeDriver(const NvmeDriver&) = delete;
+  NvmeDriver& operator=(const NvmeDriver&) = delete;
+
+  BlockDevice* bdev() { return &bdev_; }
+  RequestQueue* queue() { return queue_.get(); }
+  NvmeTransport* transport() { return transport_.get(); }
+  const NvmeNsInfo& ns() const { return ns_; }
+  const NvmeIdCtrl& id_ctrl() const { return *id_ctrl_; }
+  const NvmeIdNs& id_ns() const { return *id_ns_; }
+  bool write_cache() const { return (id_ctrl_->vwc & NVME_CTRL_VWC_PRESENT) != 0; }
+  uint32_t lba_size() const { return 1u << ns_.lba_shift; }
+  // One line: "emu:/tmp/x.img: 2097152 x 512-byte blocks (1.0 GiB), mdts 128 KiB, vwc off".
+  std::string describe() const;
+
+  // Reaps every hardware queue once and ends what it found; with `wait`, blocks on each queue
+  // that has commands in flight until one completes. Returns the requests completed. For
+  // submitters without a completion thread.
+  int poll_all(bool wait = false);
+  uint64_t inflight() const;
+
+  blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
+  void queue_rqs(RqList* rqs) override;
+  void commit_rqs(BlkMqHwCtx* hctx) override;
+  // Adds what the hardware queue has completed to iob (the caller ends the batch); 0 if
+  // another thread is reaping it.
+  int poll(BlkMqHwCtx* hctx, IoCompBatch* iob) override;
+  int init_hctx(BlkMqHwCtx* hctx, unsigned hctx_idx) override;
+
+ private:
+  struct alignas(64) NvmeHctx {  // struct nvme_queue
+    std::unique_ptr<NvmeQueue> q;
+    std::mutex sq_lock;  // submit/commit/wake
+    std::mutex cq_lock;  // reap
+    alignas(64) std::atomic<uint64_t> inflight{0};
+    std::thread completer;
+  };
+
+  void identify();
+  QueueLimits limits() const;
+  void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
+  int reap(NvmeHctx* nq, bool wait);  // reaps and ends a batch; -1 if the lock was busy
+  void completion_thread(NvmeHctx* nq);
+
+  std::unique_ptr<NvmeTransport> transport_;
+  NvmeDriverConfig cfg_;
+  std::unique_ptr<NvmeIdCtrl> id_ctrl_;
+  std::unique_ptr<NvmeIdNs> id_ns_;
+  NvmeNsInfo ns_;
+  uint32_t max_transfer_ = 0;
+  std::vector<std::unique_ptr<NvmeHctx>> hctxs_;
+  std::unique_ptr<RequestQueue> queue_;
+  BlockDevice bdev_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace biofs

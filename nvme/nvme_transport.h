@@ -1,0 +1,104 @@
+// The driver's view of an NVMe controller, in two halves as drivers/nvme/host/nvme.h splits
+// struct nvme_ctrl_ops from the queues of pci.c: a transport that answers admin commands and
+// creates I/O queues, and an I/O queue that takes a batch of commands and gives back a batch
+// of completions. One virtual call per batch, none per command. Two transports implement it:
+// uring passthrough to /dev/ngXnY (uring_passthru.h) and the emulated namespace (emu_ns.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "blockcore/blk_mq.h"
+#include "nvme_cmd.h"
+#include "nvme_status.h"
+
+// ThreadSanitizer cannot see the ordering the kernel provides between the thread that submits
+// a command through io_uring and the thread that reaps its completion; these mark it.
+#if defined(__SANITIZE_THREAD__)
+#define BIOFS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BIOFS_TSAN 1
+#endif
+#endif
+#ifdef BIOFS_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define NVME_TSAN_RELEASE(p) __tsan_release(p)
+#define NVME_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define NVME_TSAN_RELEASE(p) ((void)(p))
+#define NVME_TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
+namespace biofs {
+
+struct NvmeQueueParams {
+  unsigned qid = 1;           // I/O queue id, 1-based
+  unsigned depth = 128;       // commands in flight at most (the hardware queue's tags)
+  uint32_t nsid = 1;
+  unsigned lba_shift = 9;
+  uint32_t max_transfer = 0;  // bytes one command moves at most (from MDTS and the driver cap)
+};
+
+// One submission/completion queue pair: here, one io_uring.
+class NvmeQueue {
+ public:
+  explicit NvmeQueue(std::string name) : name_(std::move(name)) {}
+  virtual ~NvmeQueue() = default;
+  NvmeQueue(const NvmeQueue&) = delete;
+  NvmeQueue& operator=(const NvmeQueue&) = delete;
+
+  // Sends the command of every request in `rqs` (built by nvme_setup_cmd()); with `commit`,
+  // rings the doorbell once at the end. Requests that find the submission ring full stay in
+  // `rqs`, in order. The caller serialises submit() and commit() (the kernel's sq_lock).
+  virtual void submit(RqList* rqs, bool commit) = 0;
+  virtual void commit() = 0;
+  // Reaps what has completed: successes go to `iob`, errors are ended at once with
+  // blk_mq_end_request() and the mapped status. With `wait`, blocks until at least one
+  // completion, a wake(), or REAP_WAIT_MS (uring_util.h). Returns the requests completed.
+  // The caller serialises reap().
+  virtual int reap(IoCompBatch* iob, bool wait) = 0;
+  // Makes a reap(wait = true) that is blocked return. Serialised with submit().
+  virtual void wake() = 0;
+
+  const std::string& name() const { return name_; }
+  uint64_t errors() const { return errors_; }  // read after the reaper has stopped
+
+ protected:
+  // nvme_complete_rq() for both transports: `status` is the NVMe status field.
+  void complete(NvmeIod* iod, uint16_t status, IoCompBatch* iob) {
+    Request* rq = nvme_iod_to_rq(iod);
+    if (status == NVME_SC_SUCCESS) [[likely]] {
+      rq->status = BLK_STS_OK;
+      blk_mq_add_to_batch(rq, iob, BLK_STS_OK);
+      return;
+    }
+    complete_error(iod, status);
+  }
+  void complete_error(NvmeIod* iod, uint16_t status);
+
+  std::string name_;
+  uint64_t errors_ = 0;
+};
+
+// nvme_ctrl + its namespace, as the driver sees them at start-up.
+class NvmeTransport {
+ public:
+  virtual ~NvmeTransport() = default;
+  virtual std::string name() const = 0;  // the device string, for messages
+  virtual uint32_t nsid() const = 0;
+  // Runs an admin command synchronously (start-up only); `data` receives `len` bytes from
+  // the controller. Returns the NVMe status field (0: success). Throws std::runtime_error with
+  // one line if the transport itself fails.
+  virtual uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) = 0;
+  // Creates I/O queue p.qid. Throws std::runtime_error with one line on failure.
+  virtual std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) = 0;
+};
+
+// Error lines are printed to stderr, at most `n` per process (default 32), then one line
+// saying the rest are counted but not printed.
+void nvme_set_error_log_limit(int n);
+
+}  // namespace biofs

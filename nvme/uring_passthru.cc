@@ -1,0 +1,277 @@
+// Counterpart of the user side of drivers/nvme/host/ioctl.c: nvme_ns_chr_uring_cmd() takes
+// what this file sends.
+#include "uring_passthru.h"
+
+#include <fcntl.h>
+#include <linux/nvme_ioctl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "bounce.h"
+#include "uring_util.h"
+
+namespace biofs {
+namespace {
+
+enum : uint8_t { PT_XFER_USER = 0, PT_XFER_FIXED = 1 };
+
+class UringQueue final : public NvmeQueue {
+ public:
+  UringQueue(UringPassthru* t, const NvmeQueueParams& p);
+  ~UringQueue() override { io_uring_queue_exit(&ring_); }
+
+  void submit(RqList* rqs, bool commit) override;
+  void commit() override { uring_submit(&ring_); }
+  int reap(IoCompBatch* iob, bool wait) override;
+  void wake() override;
+
+  void probe(const NvmeQueueParams& p);
+
+ private:
+  void prep(io_uring_sqe* sqe, NvmeIod* iod);
+  io_uring_sqe* get_sqe();
+
+  io_uring ring_;
+  BounceArena fixed_;  // registered buffer 0: one slot per command id
+  const int fd_;       // the descriptor or, with regfiles, index 0
+  const bool regfiles_, sqpoll_;
+  const unsigned depth_;
+};
+
+UringQueue::UringQueue(UringPassthru* t, const NvmeQueueParams& p)
+    : NvmeQueue(t->name() + " q" + std::to_string(p.qid)),
+      fd_(t->config().regfiles ? 0 : t->fd()),
+      regfiles_(t->config().regfiles),
+      sqpoll_(t->config().sqpoll),
+      depth_(p.depth) {
+  const UringPassthruConfig& cfg = t->config();
+  io_uring_params params{};
+  params.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_CLAMP;
+  if (cfg.iopoll) params.flags |= IORING_SETUP_IOPOLL;
+  if (cfg.sqpoll) {
+    params.flags |= IORING_SETUP_SQPOLL;
+    params.sq_thread_idle = cfg.sq_thread_idle_ms;
+  }
+  const std::string err = uring_init(&ring_, std::max(2 * p.depth, 64u), &params, 0, name_);
+  if (!err.empty()) throw std::runtime_error(err);
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
+  const bool has_cmd = probe && io_uring_opcode_supported(probe, IORING_OP_URING_CMD);
+  if (probe) io_uring_free_probe(probe);
+  auto fail = [&](const std::string& msg) {
+    io_uring_queue_exit(&ring_);
+    throw std::runtime_error(name_ + ": " + msg);
+  };
+  if (!has_cmd) fail("this kernel's io_uring has no IORING_OP_URING_CMD (NVMe passthrough needs Linux 5.19 or later)");
+  if (regfiles_) {
+    const int fd = t->fd();
+    if (int ret = io_uring_register_files(&ring_, &fd, 1); ret < 0)
+      fail(std::string("registering the device with io_uring failed: ") + std::strerror(-ret));
+  }
+  if (cfg.fixedbufs) {
+    try {
+      fixed_.init(p.depth, p.max_transfer);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    const iovec region{fixed_.base(), fixed_.bytes()};
+    if (int ret = io_uring_register_buffers(&ring_, &region, 1); ret < 0)
+      fail("registering " + std::to_string(fixed_.bytes() >> 20) + " MiB of fixed buffers failed: " +
+           std::strerror(-ret) + (ret == -ENOMEM ? " (raise RLIMIT_MEMLOCK)" : ""));
+  }
+}
+
+void UringQueue::prep(io_uring_sqe* sqe, NvmeIod* iod) {
+  std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));  // SQE128
+  sqe->opcode = IORING_OP_URING_CMD;
+  sqe->fd = fd_;
+  if (regfiles_) sqe->flags |= IOSQE_FIXED_FILE;
+  auto* cmd = reinterpret_cast<nvme_uring_cmd*>(sqe->cmd);
+  nvme_uring_cmd_prep(iod->cmd, iod->vecs, iod->nr_vecs, cmd, &sqe->cmd_op);
+  iod->xfer = PT_XFER_USER;
+  const uint8_t op = iod->cmd.opcode;
+  if (fixed_.ready() && (op == nvme_cmd_read || op == nvme_cmd_write) && iod->cmd.command_id < depth_ &&
+      iod->data_len <= fixed_.slot_size()) {
+    uint8_t* slot = fixed_.slot(iod->cmd.command_id);
+    if (op == nvme_cmd_write) copy_from_iovecs(slot, iod->vecs, iod->nr_vecs);
+    cmd->addr = reinterpret_cast<uintptr_t>(slot);
+    cmd->data_len = iod->data_len;
+    sqe->cmd_op = NVME_URING_CMD_IO;
+    sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+    sqe->buf_index = 0;
+    iod->xfer = PT_XFER_FIXED;
+  }
+  io_uring_sqe_set_data(sqe, iod);
+}
+
+io_uring_sqe* UringQueue::get_sqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe && !sqpoll_) {  // without SQPOLL a submit empties the ring
+    uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+void UringQueue::submit(RqList* rqs, bool commit) {
+  while (Request* rq = rqs->peek()) {
+    io_uring_sqe* sqe = get_sqe();
+    if (!sqe) break;  // SQPOLL ring full: the rest stay with the caller
+    rqs->pop();
+    NvmeIod* iod = nvme_iod(rq);
+    prep(sqe, iod);
+    NVME_TSAN_RELEASE(iod);
+  }
+  if (commit) uring_submit(&ring_);
+}
+
+void UringQueue::wake() {
+  io_uring_sqe* sqe = get_sqe();
+  for (int i = 0; !sqe && i < 1000000; i++) {
+    uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  if (!sqe) return;
+  std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));
+  io_uring_prep_nop(sqe);
+  io_uring_sqe_set_data(sqe, nullptr);
+  uring_submit(&ring_);
+}
+
+int UringQueue::reap(IoCompBatch* iob, bool wait) {
+  int done = 0;
+  bool woken = false, entered = false;
+  for (;;) {
+    unsigned head, seen = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      seen++;
+      auto* iod = static_cast<NvmeIod*>(io_uring_cqe_get_data(cqe));
+      if (!iod) [[unlikely]] {
+        woken = true;
+        continue;
+      }
+      NVME_TSAN_ACQUIRE(iod);
+      // res: 0, the NVMe status field (> 0), or -errno when the host side failed.
+      const int res = cqe->res;
+      const uint16_t status = res >= 0 ? uint16_t(res) : uint16_t(NVME_SC_INTERNAL);
+      if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
+        copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed_.slot(iod->cmd.command_id));
+      complete(iod, status, iob);
+      done++;
+    }
+    io_uring_cq_advance(&ring_, seen);
+    if (done || woken) return done;
+    if (!wait) {
+      // IOPOLL rings complete only when polled; others may have an overflowed CQ to flush.
+      if (seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
+      entered = true;
+      continue;
+    }
+    const int ret = uring_wait(&ring_);
+    if (ret < 0) return done;  // timed out, interrupted, or the ring failed: the caller retries
+  }
+}
+
+// One read of LBA 0: turns "no passthrough here" into a start-up error instead of failed I/O.
+void UringQueue::probe(const NvmeQueueParams& p) {
+  const size_t len = size_t(1) << p.lba_shift;
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) throw std::runtime_error(name_ + ": a new ring has no free entry");
+  void* buf = std::aligned_alloc(4096, std::max<size_t>(len, 4096));
+  std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));
+  sqe->opcode = IORING_OP_URING_CMD;
+  sqe->fd = fd_;
+  if (regfiles_) sqe->flags |= IOSQE_FIXED_FILE;
+  NvmeCommand c{};
+  c.opcode = nvme_cmd_read;
+  c.nsid = p.nsid;
+  const iovec v{buf, len};
+  nvme_uring_cmd_prep(c, &v, 1, reinterpret_cast<nvme_uring_cmd*>(sqe->cmd), &sqe->cmd_op);
+  io_uring_sqe_set_data(sqe, nullptr);
+  int ret = uring_submit(&ring_);
+  io_uring_cqe* cqe = nullptr;
+  if (ret >= 0) ret = io_uring_wait_cqe(&ring_, &cqe);
+  const int res = ret < 0 ? ret : cqe->res;
+  if (cqe) io_uring_cqe_seen(&ring_, cqe);
+  std::free(buf);
+  if (res == 0) return;
+  if (res > 0)
+    throw std::runtime_error(name_ + ": a test read of LBA 0 failed: " + nvme_status_describe(uint16_t(res)));
+  std::string msg = name_ + ": a test read through IORING_OP_URING_CMD failed: " + std::strerror(-res);
+  if (res == -EOPNOTSUPP || res == -EINVAL)
+    msg += ring_.flags & IORING_SETUP_IOPOLL
+               ? " (iopoll needs the device's poll queues: load nvme with poll_queues=N)"
+               : " (this kernel does not offer NVMe passthrough on io_uring: Linux 5.19 or later)";
+  else if (res == -EACCES || res == -EPERM)
+    msg += " (no permission for this command)";
+  throw std::runtime_error(msg);
+}
+
+}  // namespace
+
+UringPassthru::UringPassthru(const UringPassthruConfig& cfg) : cfg_(cfg) {
+  const std::string where = "nvme:" + cfg_.path;
+  struct stat st;
+  if (stat(cfg_.path.c_str(), &st)) {
+    const int err = errno;
+    if (err == ENOENT) throw std::runtime_error(where + ": no such device (is the nvme driver loaded? see ls /dev/ng*)");
+    throw std::runtime_error(where + ": " + std::strerror(err));
+  }
+  if (S_ISBLK(st.st_mode))
+    throw std::runtime_error(where + ": a block device; passthrough needs the generic char device /dev/ngXnY "
+                                     "(emu:" + cfg_.path + " uses the block device)");
+  if (!S_ISCHR(st.st_mode)) throw std::runtime_error(where + ": not an NVMe generic char device (/dev/ngXnY)");
+  fd_ = open(cfg_.path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) {
+    const int err = errno;
+    if (err == EACCES || err == EPERM)
+      throw std::runtime_error(where + ": no permission to open it for reading and writing (root, or a udev rule for the ng device)");
+    throw std::runtime_error(where + ": cannot open: " + std::strerror(err));
+  }
+  const int id = ioctl(fd_, NVME_IOCTL_ID);
+  if (id <= 0) {
+    const int err = errno;
+    close(fd_);
+    fd_ = -1;
+    throw std::runtime_error(where + ": not an NVMe namespace (NVME_IOCTL_ID: " + std::strerror(err) + ")");
+  }
+  nsid_ = uint32_t(id);
+}
+
+UringPassthru::~UringPassthru() {
+  if (fd_ >= 0) close(fd_);
+}
+
+uint16_t UringPassthru::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) {
+  nvme_admin_cmd a{};
+  a.opcode = cmd.opcode;
+  a.nsid = cmd.nsid;
+  a.cdw10 = cmd.cdw10;
+  a.cdw11 = cmd.cdw11;
+  a.addr = reinterpret_cast<uintptr_t>(data);
+  a.data_len = len;
+  const int ret = ioctl(fd_, NVME_IOCTL_ADMIN_CMD, &a);
+  if (ret < 0)
+  {
+    char op[8];
+    std::snprintf(op, sizeof(op), "0x%02x", cmd.opcode);
+    throw std::runtime_error(name() + ": admin command " + op + " failed: " + std::strerror(errno));
+  }
+  return uint16_t(ret);
+}
+
+std::unique_ptr<NvmeQueue> UringPassthru::create_queue(const NvmeQueueParams& p) {
+  auto q = std::make_unique<UringQueue>(this, p);
+  if (p.qid == 1) q->probe(p);
+  return q;
+}
+
+}  // namespace biofs

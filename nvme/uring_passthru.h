@@ -1,0 +1,56 @@
+// The uring passthrough transport (`nvme:/dev/ngXnY`): NVMe commands sent to a real namespace
+// through its generic char device with IORING_OP_URING_CMD, the user side of
+// drivers/nvme/host/ioctl.c (nvme_ns_chr_uring_cmd, nvme_uring_cmd_io). One io_uring per
+// hardware queue, created with IORING_SETUP_SQE128 | IORING_SETUP_CQE32; each command goes as
+// NVME_URING_CMD_IO (one data segment) or NVME_URING_CMD_IO_VEC (several), and its NVMe status
+// and result come back in the 32-byte CQE (res, big_cqe[0]).
+//
+// Discovery uses the kernel's NVMe ioctls on the same char device: NVME_IOCTL_ID for the
+// namespace id and NVME_IOCTL_ADMIN_CMD for Identify (allowed without CAP_SYS_ADMIN).
+//
+// Options: `regfiles` registers the device with each ring (IOSQE_FIXED_FILE); `fixedbufs`
+// moves data through a registered, page-aligned slot per command (IORING_URING_CMD_FIXED;
+// a copy in and out, pinned once instead of per I/O); `iopoll` creates IOPOLL rings (the
+// device needs poll queues: nvme.poll_queues=N); `sqpoll` gives each ring a kernel submission
+// thread.
+#pragma once
+
+#include <string>
+
+#include "nvme_transport.h"
+
+namespace biofs {
+
+struct UringPassthruConfig {
+  std::string path;
+  bool regfiles = false;
+  bool fixedbufs = false;
+  bool iopoll = false;
+  bool sqpoll = false;
+  unsigned sq_thread_idle_ms = 100;
+};
+
+class UringPassthru final : public NvmeTransport {
+ public:
+  // Opens the char device and learns its namespace id. Throws std::runtime_error with one
+  // line: missing device, no permission, not an NVMe generic char device.
+  explicit UringPassthru(const UringPassthruConfig& cfg);
+  ~UringPassthru() override;
+
+  std::string name() const override { return "nvme:" + cfg_.path; }
+  uint32_t nsid() const override { return nsid_; }
+  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
+  // The first queue also sends one read of LBA 0, so that a kernel without passthrough on
+  // io_uring, or a device without poll queues for iopoll, is reported here in one line.
+  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override;
+
+  const UringPassthruConfig& config() const { return cfg_; }
+  int fd() const { return fd_; }
+
+ private:
+  UringPassthruConfig cfg_;
+  int fd_ = -1;
+  uint32_t nsid_ = 0;
+};
+
+}  // namespace biofs

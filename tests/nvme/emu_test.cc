@@ -1,0 +1,351 @@
+// The emulated namespace end to end: bios through blockcore and the NVMe driver to a backing
+// file and back. Identify and the limits it sets, data integrity for both LBA sizes and for
+// unaligned buffers, LBA range and MDTS checks, flush with the volatile write cache, write
+// zeroes and deallocate, and a submitter that polls.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "nvme/emu_ns.h"
+#include "nvme_test_util.h"
+
+using namespace biofs;
+using namespace biofs::test;
+
+namespace {
+
+struct AlignedBuf {
+  uint8_t* p;
+  size_t len;
+  explicit AlignedBuf(size_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(PAGE_SIZE, n))), len(n) {}
+  ~AlignedBuf() { std::free(p); }
+};
+
+std::unique_ptr<Device> open_emu(const TempPath& tmp, const std::string& opts, DeviceOptions o = {}) {
+  return open_device("emu:" + tmp.path + ",size=16M" + opts, o);
+}
+
+}  // namespace
+
+TEST_CASE("emu: Identify answers from the configuration and the driver sets its limits from it") {
+  TempPath tmp("identify");
+  SUBCASE("defaults: 512-byte blocks, MDTS 5, no volatile cache") {
+    auto dev = open_emu(tmp, "");
+    NvmeDriver* d = dev->nvme();
+    REQUIRE(d);
+    CHECK(d->id_ctrl().mdts == 5);
+    CHECK((d->id_ctrl().oncs & NVME_CTRL_ONCS_DSM) != 0);
+    CHECK((d->id_ctrl().oncs & NVME_CTRL_ONCS_WRITE_ZEROES) != 0);
+    CHECK(d->id_ctrl().nn == 1);
+    CHECK_FALSE(d->write_cache());
+    CHECK(d->id_ns().nsze == (16u << 20) / 512);
+    CHECK(d->id_ns().ncap == d->id_ns().nsze);
+    CHECK(d->id_ns().lbaf[nvme_lbaf_index(d->id_ns().flbas)].ds == 9);
+    CHECK(d->ns().nsid == 1);
+    const QueueLimits& lim = dev->queue()->limits();
+    CHECK(lim.logical_block_size == 512);
+    CHECK(lim.max_hw_sectors == 256);  // 4 KiB << 5 = 128 KiB
+    CHECK(lim.virt_boundary_mask == PAGE_SIZE - 1);
+    CHECK(lim.max_segments == 33);
+    CHECK(lim.max_discard_sectors > 0);
+    CHECK(lim.max_write_zeroes_sectors == 256);
+    CHECK(dev->bdev()->capacity == (16u << 20) / 512);
+    CHECK(d->describe().find("512-byte blocks") != std::string::npos);
+  }
+  SUBCASE("4096-byte blocks, no MDTS, volatile cache") {
+    auto dev = open_emu(tmp, ",lba=4096,mdts=0,vwc");
+    NvmeDriver* d = dev->nvme();
+    CHECK(d->write_cache());
+    CHECK(d->id_ctrl().mdts == 0);
+    CHECK(d->lba_size() == 4096);
+    CHECK(d->id_ns().nsze == (16u << 20) / 4096);
+    const QueueLimits& lim = dev->queue()->limits();
+    CHECK(lim.logical_block_size == 4096);
+    CHECK(lim.max_hw_sectors == (NVME_MAX_TRANSFER >> SECTOR_SHIFT));
+    CHECK(dev->bdev()->capacity == (16u << 20) / 512);
+  }
+}
+
+TEST_CASE("emu: data written through bios reads back, for both LBA sizes and I/O larger than MDTS") {
+  for (const char* lba : {"512", "4096"}) {
+    CAPTURE(lba);
+    TempPath tmp("rw");
+    auto dev = open_emu(tmp, std::string(",lba=") + lba + ",mdts=2");  // 16 KiB per command
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    const uint32_t block = std::strcmp(lba, "512") == 0 ? 512 : 4096;
+    const uint32_t sizes[] = {block, 4096, 12288, 65536, 1u << 20};
+    AlignedBuf wbuf(1u << 20), rbuf(1u << 20);
+    std::mt19937_64 rng(7);
+    for (uint32_t len : sizes) {
+      CAPTURE(len);
+      const uint64_t blocks = (dev->bdev()->capacity << SECTOR_SHIFT) / block;
+      const uint64_t lba_no = rng() % (blocks - len / block);
+      const sector_t sector = lba_no * (block / 512);
+      fill_pattern(wbuf.p, len, len + block);
+      REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, sector, wbuf.p, len) == BLK_STS_OK);
+      std::memset(rbuf.p, 0xEE, len);
+      REQUIRE(sync_io(*dev, bs, REQ_OP_READ, sector, rbuf.p, len) == BLK_STS_OK);
+      CHECK(std::memcmp(wbuf.p, rbuf.p, len) == 0);
+    }
+    CHECK(dev->queue()->counters().splits > 0);  // the 64 KiB and 1 MiB bios were split at MDTS
+  }
+}
+
+TEST_CASE("emu: the data lands at SLBA x LBA size in the backing file") {
+  TempPath tmp("layout");
+  auto dev = open_emu(tmp, ",lba=4096");
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf wbuf(8192);
+  fill_pattern(wbuf.p, 8192, 99);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 3 * 8, wbuf.p, 8192) == BLK_STS_OK);  // LBA 3
+  dev.reset();
+  std::vector<uint8_t> file(8192);
+  const int fd = open(tmp.path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(pread(fd, file.data(), 8192, 3 * 4096) == 8192);
+  close(fd);
+  CHECK(std::memcmp(file.data(), wbuf.p, 8192) == 0);
+}
+
+TEST_CASE("emu: unaligned user buffers (as FUSE hands them) go through bounce slots or the page cache") {
+  for (const char* opts : {"", ",buffered"}) {
+    CAPTURE(opts);
+    TempPath tmp("unaligned");
+    auto dev = open_emu(tmp, opts);
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    AlignedBuf wraw(256 << 10), rraw(256 << 10);
+    for (uint32_t off : {80u, 4u, 2048u}) {
+      for (uint32_t len : {512u, 4096u, 65536u, 131072u}) {
+        CAPTURE(off);
+        CAPTURE(len);
+        uint8_t* w = wraw.p + off;
+        uint8_t* r = rraw.p + off + 16;
+        fill_pattern(w, len, off * 31 + len);
+        const sector_t sector = (off + len) / 512 * 8;
+        REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, sector, w, len) == BLK_STS_OK);
+        std::memset(r, 0, len);
+        REQUIRE(sync_io(*dev, bs, REQ_OP_READ, sector, r, len) == BLK_STS_OK);
+        CHECK(std::memcmp(w, r, len) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("emu: an I/O past the end of the namespace fails with LBA Out of Range (BLK_STS_TARGET)") {
+  nvme_set_error_log_limit(-1);
+  TempPath tmp("range");
+  auto dev = open_emu(tmp, ",lba=4096");
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf buf(8192);
+  const sector_t cap = dev->bdev()->capacity;
+  CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 8192) == BLK_STS_TARGET);  // straddles the end
+  CHECK(sync_io(*dev, bs, REQ_OP_WRITE, cap, buf.p, 4096) == BLK_STS_TARGET);
+  CHECK(sync_io(*dev, bs, REQ_OP_WRITE_ZEROES, cap, nullptr, 4096) == BLK_STS_TARGET);
+  CHECK(sync_io(*dev, bs, REQ_OP_DISCARD, cap - 8, nullptr, 8192) == BLK_STS_TARGET);
+  CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 4096) == BLK_STS_OK);  // the last block is fine
+  nvme_set_error_log_limit(32);
+}
+
+namespace {
+
+// A host that sends commands the NVMe driver never would (above MDTS, bad namespace, bad
+// opcode, wrong length) straight to an emulated queue: the controller's own checks.
+class RawHost : public BlkMqOps {
+ public:
+  std::function<void(NvmeIod*)> tweak;
+
+  explicit RawHost(EmuNamespace* ns) {
+    ns_.nsid = ns->nsid();
+    ns_.lba_shift = ns->lba_shift();
+    ns_.nsze = ns->nlba();
+    NvmeQueueParams p;
+    p.depth = 32;
+    p.lba_shift = ns_.lba_shift;
+    p.max_transfer = 4u << 20;
+    q_ = ns->create_queue(p);
+    QueueLimits lim;
+    lim.logical_block_size = 1u << ns_.lba_shift;
+    lim.max_hw_sectors = 8192;  // 4 MiB: no MDTS split
+    lim.max_sectors = 8192;
+    lim.max_segments = NVME_MAX_SEGS;
+    lim.max_segment_size = 1u << 30;
+    lim.dma_alignment = 3;
+    TagSetConfig set;
+    set.queue_depth = 32;
+    set.cmd_size = sizeof(NvmeIod);
+    queue_ = std::make_unique<RequestQueue>(set, lim, this);
+    bdev_.queue = queue_.get();
+    bdev_.capacity = ns_.nsze << (ns_.lba_shift - SECTOR_SHIFT);
+  }
+  BlockDevice* bdev() { return &bdev_; }
+
+  blk_status_t queue_rq(BlkMqHwCtx*, Request* rq, bool) override {
+    RqList one;
+    one.add_tail(rq);
+    queue_rqs(&one);
+    return BLK_STS_OK;
+  }
+  void queue_rqs(RqList* rqs) override {
+    int n = 0;
+    RqList ready;
+    while (Request* rq = rqs->pop()) {
+      REQUIRE(nvme_setup_cmd(ns_, rq, nvme_iod(rq)) == BLK_STS_OK);
+      if (tweak) tweak(nvme_iod(rq));
+      ready.add_tail(rq);
+      n++;
+    }
+    q_->submit(&ready, true);
+    while (n > 0) {
+      IoCompBatch iob;
+      n -= q_->reap(&iob, true);
+      blk_mq_end_request_batch(&iob);
+    }
+  }
+
+ private:
+  NvmeNsInfo ns_;
+  std::unique_ptr<NvmeQueue> q_;
+  std::unique_ptr<RequestQueue> queue_;
+  BlockDevice bdev_;
+};
+
+blk_status_t raw_io(RawHost& host, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len) {
+  IoWait w;
+  const bool data = bio_op_of(op) == REQ_OP_READ || bio_op_of(op) == REQ_OP_WRITE;
+  Bio* bio = bio_alloc_bioset(host.bdev(), 1, op, GFP_KERNEL, &bs);
+  if (data)
+    REQUIRE(bio_add_virt(bio, buf, len) == len);
+  else
+    bio->bi_iter.bi_size = len;
+  bio->bi_iter.bi_sector = sector;
+  bio->bi_end_io = io_wait_end;
+  bio->bi_private = &w;
+  submit_bio(bio);  // RawHost completes inline
+  REQUIRE(w.done.load() == 1);
+  return blk_status_t(w.status.load());
+}
+
+}  // namespace
+
+TEST_CASE("emu controller: MDTS, namespace id, opcode and data length are checked as a controller does") {
+  nvme_set_error_log_limit(-1);
+  TempPath tmp("raw");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 16 << 20;
+  cfg.mdts = 3;  // 32 KiB
+  EmuNamespace ns(cfg);
+  RawHost host(&ns);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf buf(1 << 20);
+  fill_pattern(buf.p, 1 << 20, 5);
+
+  CHECK(raw_io(host, bs, REQ_OP_WRITE, 0, buf.p, 32768) == BLK_STS_OK);       // exactly MDTS
+  CHECK(raw_io(host, bs, REQ_OP_WRITE, 0, buf.p, 32768 + 512) == BLK_STS_NOTSUPP);  // Invalid Field
+  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 1 << 20) == BLK_STS_NOTSUPP);
+  host.tweak = [](NvmeIod* iod) { iod->cmd.nsid = 2; };
+  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_NOTSUPP);  // Invalid Namespace
+  host.tweak = [](NvmeIod* iod) { iod->cmd.opcode = 0x7F; };
+  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_NOTSUPP);  // Invalid Opcode
+  host.tweak = [](NvmeIod* iod) { iod->cmd.cdw12 = 15; };                    // NLB says 8 KiB
+  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_IOERR);    // Data SGL Length Invalid
+  host.tweak = [](NvmeIod* iod) { iod->cmd.cdw11 = 0; };                     // DSM without deallocate
+  CHECK(raw_io(host, bs, REQ_OP_DISCARD, 0, nullptr, 4096) == BLK_STS_OK);  // a hint: nothing happens
+  host.tweak = nullptr;
+  std::vector<uint8_t> back(32768);
+  CHECK(raw_io(host, bs, REQ_OP_READ, 0, back.data(), 32768) == BLK_STS_OK);
+  CHECK(std::memcmp(back.data(), buf.p, 32768) == 0);
+
+  NvmeIdCtrl idc;
+  CHECK(ns.admin_cmd(nvme_identify_cmd(0x7, 0), &idc, sizeof(idc)) == (NVME_SC_INVALID_FIELD | NVME_STATUS_DNR));
+  CHECK(ns.admin_cmd(nvme_identify_cmd(NVME_ID_CNS_NS, 9), &idc, sizeof(idc)) == (NVME_SC_INVALID_NS | NVME_STATUS_DNR));
+  NvmeCommand bad{};
+  bad.opcode = 0x7F;
+  CHECK(ns.admin_cmd(bad, &idc, sizeof(idc)) == (NVME_SC_INVALID_OPCODE | NVME_STATUS_DNR));
+  nvme_set_error_log_limit(32);
+}
+
+TEST_CASE("emu: flush, FUA and the volatile write cache") {
+  for (const char* opts : {"", ",vwc"}) {
+    CAPTURE(opts);
+    TempPath tmp("flush");
+    auto dev = open_emu(tmp, opts);
+    CHECK(dev->nvme()->write_cache() == (std::string(opts) == ",vwc"));
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    AlignedBuf w(65536), r(65536);
+    fill_pattern(w.p, 65536, 3);
+    REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 128, w.p, 65536) == BLK_STS_OK);
+    CHECK(sync_io(*dev, bs, REQ_OP_FLUSH, 0, nullptr, 0) == BLK_STS_OK);
+    CHECK(sync_io(*dev, bs, REQ_OP_WRITE | REQ_FUA, 512, w.p, 4096) == BLK_STS_OK);
+    REQUIRE(sync_io(*dev, bs, REQ_OP_READ, 128, r.p, 65536) == BLK_STS_OK);
+    CHECK(std::memcmp(w.p, r.p, 65536) == 0);
+    // What a flush made durable is in the file for any other reader.
+    dev.reset();
+    std::vector<uint8_t> file(65536);
+    const int fd = open(tmp.path.c_str(), O_RDONLY);
+    REQUIRE(pread(fd, file.data(), 65536, 128 * 512) == 65536);
+    close(fd);
+    CHECK(std::memcmp(file.data(), w.p, 65536) == 0);
+  }
+}
+
+TEST_CASE("emu: write zeroes and deallocate read back as zeroes, the rest is untouched") {
+  for (const char* opts : {"", ",vwc,lba=4096"}) {
+    CAPTURE(opts);
+    TempPath tmp("zeroes");
+    auto dev = open_emu(tmp, opts);
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    const uint32_t len = 1 << 20;
+    AlignedBuf w(len), r(len);
+    fill_pattern(w.p, len, 11);
+    REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 0, w.p, len) == BLK_STS_OK);
+    CHECK(sync_io(*dev, bs, REQ_OP_WRITE_ZEROES, 8, nullptr, 64 << 10) == BLK_STS_OK);   // [4K, 68K)
+    CHECK(sync_io(*dev, bs, REQ_OP_DISCARD, 1024, nullptr, 256 << 10) == BLK_STS_OK);    // [512K, 768K)
+    REQUIRE(sync_io(*dev, bs, REQ_OP_READ, 0, r.p, len) == BLK_STS_OK);
+    std::vector<uint8_t> expect(w.p, w.p + len);
+    std::memset(expect.data() + 4096, 0, 64 << 10);
+    std::memset(expect.data() + (512 << 10), 0, 256 << 10);
+    CHECK(std::memcmp(expect.data(), r.p, len) == 0);
+  }
+}
+
+TEST_CASE("emu: a submitter without a completion thread reaps with poll") {
+  TempPath tmp("poll");
+  DeviceOptions o;
+  o.completion_thread = false;
+  o.qd = 16;
+  auto dev = open_emu(tmp, "", o);
+  BioSet bs(64, 0, BIOSET_NEED_BVECS);
+  // More I/O than tags; a polling submitter must keep what it has in flight within its tags,
+  // since nobody else would free one while it waits for a tag.
+  const int n = 48;
+  AlignedBuf w(n * 4096), r(n * 4096);
+  fill_pattern(w.p, n * 4096, 21);
+  IoWait ww;
+  int submitted = 0;
+  while (submitted < n) {
+    BlkPlug plug;
+    blk_start_plug_nr_ios(&plug, 8);
+    for (int i = 0; i < 8 && submitted < n; i++, submitted++)
+      submit_bio(make_bio(*dev, bs, REQ_OP_WRITE, sector_t(submitted) * 8, w.p + submitted * 4096, 4096, &ww));
+    blk_finish_plug(&plug);
+    while (submitted - ww.done.load() > 8) dev->poll(true);
+  }
+  wait_for(*dev, ww, n);
+  CHECK(ww.status.load() == BLK_STS_OK);
+  IoWait rw;
+  for (int i = 0; i < n; i++) {
+    submit_bio(make_bio(*dev, bs, REQ_OP_READ, sector_t(i) * 8, r.p + i * 4096, 4096, &rw));
+    while (i + 1 - rw.done.load() >= 8) dev->poll(true);
+  }
+  wait_for(*dev, rw, n);
+  CHECK(rw.status.load() == BLK_STS_OK);
+  CHECK(std::memcmp(w.p, r.p, n * 4096) == 0);
+  CHECK(dev->nvme()->inflight() == 0);
+}

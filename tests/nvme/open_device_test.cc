@@ -1,0 +1,149 @@
+// Device strings: what parses, and the one-line errors for what does not; opening devices that
+// are missing or are not what the string says (the passthrough error paths that need no NVMe
+// device).
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "nvme/open_device.h"
+#include "nvme_test_util.h"
+
+using namespace biofs;
+using namespace biofs::test;
+
+namespace {
+
+std::string parse_error(const std::string& spec) {
+  DeviceSpec ds;
+  std::string err;
+  if (parse_device_spec(spec, &ds, &err)) return "";
+  CHECK(err.find('\n') == std::string::npos);
+  return err;
+}
+
+std::string open_error(const std::string& spec) {
+  try {
+    open_device(spec, DeviceOptions{});
+  } catch (const std::exception& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find('\n') == std::string::npos);
+    return msg;
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("device strings: the kinds and their options") {
+  DeviceSpec ds;
+  std::string err;
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,lba=4096,mdts=7,vwc,buffered,size=2G", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::emu);
+  CHECK(ds.emu.path == "/tmp/a.img");
+  CHECK(ds.emu.lba_size == 4096);
+  CHECK(ds.emu.mdts == 7);
+  CHECK(ds.emu.vwc);
+  CHECK(ds.emu.buffered);
+  CHECK(ds.emu.create_size == (2ull << 30));
+
+  REQUIRE(parse_device_spec("/var/tmp/plain.img", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::emu);
+  CHECK(ds.emu.path == "/var/tmp/plain.img");
+  CHECK(ds.emu.lba_size == 512);
+  CHECK(ds.emu.mdts == 5);
+  CHECK_FALSE(ds.emu.vwc);
+
+  REQUIRE(parse_device_spec("relative.img,lba=512", &ds, &err));
+  CHECK(ds.emu.path == "relative.img");
+
+  REQUIRE(parse_device_spec("nvme:/dev/ng0n1,regfiles,fixedbufs,iopoll,sqpoll", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::nvme);
+  CHECK(ds.nvme.path == "/dev/ng0n1");
+  CHECK(ds.nvme.regfiles);
+  CHECK(ds.nvme.fixedbufs);
+  CHECK(ds.nvme.iopoll);
+  CHECK(ds.nvme.sqpoll);
+
+  REQUIRE(parse_device_spec("null:64M", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::null);
+  CHECK(ds.null_blk.size_bytes == (64ull << 20));
+  REQUIRE(parse_device_spec("null", &ds, &err));
+}
+
+TEST_CASE("device strings: each error names the part that is wrong") {
+  CHECK(contains(parse_error(""), "empty device string"));
+  CHECK(contains(parse_error("emu:"), "no path"));
+  CHECK(contains(parse_error("nvme:,sqpoll"), "no path"));
+  CHECK(contains(parse_error("zns:/dev/x"), "unknown kind 'zns:'"));
+  CHECK(contains(parse_error("emu:/x,lba=1000"), "lba=1000: expected lba=512 or lba=4096"));
+  CHECK(contains(parse_error("emu:/x,lba="), "lba=: expected"));
+  CHECK(contains(parse_error("emu:/x,mdts=11"), "mdts=11: expected mdts=0..10"));
+  CHECK(contains(parse_error("emu:/x,mdts=-1"), "mdts=-1"));
+  CHECK(contains(parse_error("emu:/x,size=12Q"), "size=12Q: expected size=N"));
+  CHECK(contains(parse_error("emu:/x,size=0"), "size=0"));
+  CHECK(contains(parse_error("emu:/x,vwc=1"), "vwc=1: takes no value"));
+  CHECK(contains(parse_error("emu:/x,sqpoll"), "sqpoll: unknown option (emu: takes"));
+  CHECK(contains(parse_error("nvme:/dev/ng0n1,lba=4096"), "lba=4096: unknown option (nvme: takes"));
+  CHECK(contains(parse_error("nvme:/dev/ng0n1,fixedbufs=yes"), "fixedbufs=yes: takes no value"));
+  CHECK(contains(parse_error("emu:/x,,vwc"), "device 'emu:/x,,vwc': : unknown option"));
+  CHECK(contains(parse_error("null:12X"), "null:12X"));
+}
+
+TEST_CASE("open_device: missing and unusable backing files") {
+  TempPath tmp("open");
+  CHECK(contains(open_error("emu:" + tmp.path), "no such file (add ,size=SIZE to create it)"));
+  CHECK(contains(open_error(tmp.path), "emu:" + tmp.path + ": no such file"));
+  {
+    const int fd = open(tmp.path.c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, 1000) == 0);
+    close(fd);
+  }
+  CHECK(contains(open_error("emu:" + tmp.path + ",lba=4096"), "1000 bytes is less than one 4096-byte block"));
+  CHECK(contains(open_error("emu:/proc/self"), "emu:/proc/self: a directory, not a regular file or a block device"));
+  CHECK(contains(open_error("emu:/dev/null"), "not a regular file or a block device"));
+  CHECK(contains(open_error("emu:" + tmp.path + ",lba=7"), "lba=7"));
+  // size= creates a missing file, and leaves an existing one as it is.
+  TempPath made("made");
+  auto dev = open_device("emu:" + made.path + ",size=1M", DeviceOptions{});
+  CHECK(dev->bdev()->capacity == 2048);
+  dev.reset();
+  dev = open_device("emu:" + made.path + ",size=4M", DeviceOptions{});
+  CHECK(dev->bdev()->capacity == 2048);
+}
+
+TEST_CASE("open_device: passthrough error paths that need no NVMe device") {
+  CHECK(contains(open_error("nvme:/dev/ng-biofs-missing0n1"), "nvme:/dev/ng-biofs-missing0n1: no such device"));
+  TempPath tmp("notchr");
+  {
+    const int fd = open(tmp.path.c_str(), O_CREAT | O_RDWR, 0644);
+    close(fd);
+  }
+  CHECK(contains(open_error("nvme:" + tmp.path), "not an NVMe generic char device (/dev/ngXnY)"));
+  CHECK(contains(open_error("nvme:/dev/null"), "nvme:/dev/null: not an NVMe namespace (NVME_IOCTL_ID"));
+  struct stat st;
+  for (const char* blk : {"/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/loop0"}) {
+    if (stat(blk, &st) == 0 && S_ISBLK(st.st_mode)) {
+      CHECK(contains(open_error(std::string("nvme:") + blk), "a block device; passthrough needs the generic char device"));
+      break;
+    }
+  }
+}
+
+TEST_CASE("open_device: null devices come from blockcore's null_blk") {
+  DeviceOptions o;
+  o.queues = 2;
+  o.qd = 64;
+  auto dev = open_device("null:1G", o);
+  REQUIRE(dev->null_blk());
+  CHECK(dev->nvme() == nullptr);
+  CHECK(dev->bdev()->capacity == (1ull << 30) / 512);
+  CHECK(dev->queue()->nr_hw_queues() == 2);
+  CHECK(dev->poll() == 0);
+}
