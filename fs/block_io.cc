@@ -1,0 +1,145 @@
+#include "block_io.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace biofs {
+
+IoBuf::IoBuf(size_t bytes) : n_(bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, PAGE_SIZE, bytes ? bytes : PAGE_SIZE)) throw std::bad_alloc();
+  p_ = static_cast<uint8_t*>(p);
+  std::memset(p_, 0, bytes);
+}
+IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {
+  if (this != &o) {
+    free(p_);
+    p_ = o.p_, n_ = o.n_;
+    o.p_ = nullptr, o.n_ = 0;
+  }
+  return *this;
+}
+IoBuf::~IoBuf() { free(p_); }
+
+// Bios carry at most this much; the queue splits further to its own limits.
+static constexpr uint32_t kMaxBioBytes = 1u << 20;
+
+IoBatch::~IoBatch() {
+  if (!queued_.empty()) queued_.clear();
+  if (!callback_) wait();
+}
+
+void IoBatch::rw_bytes(bool write, uint64_t byte_off, uint32_t len, void* buf, blk_opf_t flags) {
+  uint8_t* p = static_cast<uint8_t*>(buf);
+  while (len) {
+    const uint32_t n = len < kMaxBioBytes ? len : kMaxBioBytes;
+    queued_.push_back({write, byte_off >> SECTOR_SHIFT, n, p, flags});
+    byte_off += n;
+    p += n;
+    len -= n;
+  }
+}
+
+void IoBatch::read(uint64_t blk, uint32_t count, void* buf) {
+  const uint64_t bs = io_->block_size();
+  rw_bytes(false, blk * bs, uint32_t(count * bs), buf);
+}
+
+void IoBatch::write(uint64_t blk, uint32_t count, const void* buf, blk_opf_t flags) {
+  const uint64_t bs = io_->block_size();
+  rw_bytes(true, blk * bs, uint32_t(count * bs), const_cast<void*>(buf), flags);
+}
+
+void IoBatch::flush(blk_opf_t flags) { queued_.push_back({true, 0, 0, nullptr, flags | REQ_OP_FLUSH}); }
+
+void IoBatch::end_io(Bio* bio) {
+  auto* b = static_cast<IoBatch*>(bio->bi_private);
+  const blk_status_t st = bio->bi_status;
+  bio_put(bio);  // before the count drops: a waiter may free the batch right after
+  b->done_one(st);
+}
+
+void IoBatch::done_one(blk_status_t st) {
+  if (st != BLK_STS_OK) {
+    int expected = 0;
+    status_.compare_exchange_strong(expected, blk_status_to_errno(st) ? blk_status_to_errno(st) : -EIO);
+    io_->errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (callback_) {
+    callback_(status_.load());
+    return;
+  }
+  std::lock_guard g(lock_);
+  finished_ = true;
+  cv_.notify_all();
+}
+
+void IoBatch::submit() {
+  if (queued_.empty()) {
+    if (callback_) callback_(status_.load());
+    return;
+  }
+  // The count covers every bio before the first is submitted, so an inline completion of an
+  // early bio cannot finish the batch.
+  {
+    std::lock_guard g(lock_);
+    finished_ = false;
+  }
+  outstanding_.fetch_add(int(queued_.size()), std::memory_order_relaxed);
+  BlockDevice* bdev = io_->bdev();
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, uint16_t(queued_.size() < 32 ? queued_.size() : 32));
+  for (const Pending& p : queued_) {
+    const bool flush = bio_op_of(p.flags) == REQ_OP_FLUSH;
+    const blk_opf_t op = flush ? p.flags : ((p.write ? REQ_OP_WRITE : REQ_OP_READ) | p.flags);
+    Bio* bio = bio_alloc_bioset(bdev, flush ? 0 : 1, op, GFP_KERNEL, &io_->bio_set());
+    if (!flush) bio_add_virt(bio, p.buf, p.len);
+    bio->bi_iter.bi_sector = p.sector;
+    bio->bi_end_io = end_io;
+    bio->bi_private = this;
+    io_->bios.fetch_add(1, std::memory_order_relaxed);
+    io_->bytes.fetch_add(p.len, std::memory_order_relaxed);
+    submit_bio(bio);
+  }
+  queued_.clear();
+  blk_finish_plug(&plug);
+}
+
+int IoBatch::wait() {
+  if (!queued_.empty()) submit();
+  {
+    std::unique_lock g(lock_);
+    cv_.wait(g, [this] { return finished_; });
+  }
+  const int st = status_.load();
+  status_.store(0);
+  return st;
+}
+
+BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, bool bio_cache)
+    : bdev_(bdev),
+      block_size_(block_size),
+      bs_(64, 0, BIOSET_NEED_BVECS | (bio_cache ? BIOSET_PERCPU_CACHE : 0u)) {}
+
+int BlockIo::read(uint64_t blk, uint32_t count, void* buf) {
+  IoBatch b(this);
+  b.read(blk, count, buf);
+  return b.wait();
+}
+
+int BlockIo::write(uint64_t blk, uint32_t count, const void* buf, blk_opf_t flags) {
+  IoBatch b(this);
+  b.write(blk, count, buf, flags);
+  return b.wait();
+}
+
+int BlockIo::flush() {
+  IoBatch b(this);
+  b.flush();
+  return b.wait();
+}
+
+}  // namespace biofs

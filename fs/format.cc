@@ -1,0 +1,65 @@
+#include "format.h"
+
+#include <cstring>
+
+#include "crc32c.h"
+
+namespace biofs::disk {
+
+uint32_t superblock_crc(const SuperBlock& sb) { return crc32c(0, &sb, offsetof(SuperBlock, checksum)); }
+
+uint32_t inode_crc(uint64_t ino, const Inode& in) {
+  return crc32c(crc32c(0, &ino, sizeof(ino)), &in, offsetof(Inode, checksum));
+}
+
+void set_block_crc(void* block, uint32_t block_size) {
+  auto* h = static_cast<BlockHeader*>(block);
+  h->crc = 0;
+  h->crc = crc32c(0, block, block_size);
+}
+
+bool block_crc_ok(const void* block, uint32_t block_size) {
+  const auto* h = static_cast<const BlockHeader*>(block);
+  const uint32_t want = h->crc;
+  // Checksum as if the field were zero, without writing to the caller's block.
+  uint32_t c = crc32c(0, block, offsetof(BlockHeader, crc));
+  const uint32_t zero = 0;
+  c = crc32c(c, &zero, 4);
+  c = crc32c(c, static_cast<const uint8_t*>(block) + 8, block_size - 8);
+  return c == want;
+}
+
+uint32_t dir_hash(uint32_t seed, const char* name, size_t len) { return crc32c(seed, name, len); }
+
+std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
+  if (sb.magic != SB_MAGIC) return "not a biofs filesystem (bad magic)";
+  if (superblock_crc(sb) != sb.checksum) return "superblock checksum mismatch";
+  if (sb.version != VERSION) return "unsupported format version " + std::to_string(sb.version);
+  if (sb.sb_size != sizeof(SuperBlock)) return "superblock size " + std::to_string(sb.sb_size) + " is not 512";
+  if (sb.feature_incompat & ~FEATURE_INCOMPAT_KNOWN)
+    return "unknown incompatible features 0x" + std::to_string(sb.feature_incompat & ~FEATURE_INCOMPAT_KNOWN);
+  if (sb.block_size < MIN_BLOCK_SIZE || sb.block_size > MAX_BLOCK_SIZE || (sb.block_size & (sb.block_size - 1)))
+    return "bad block size " + std::to_string(sb.block_size);
+  if (sb.inode_size != INODE_SIZE) return "bad inode size " + std::to_string(sb.inode_size);
+  const uint64_t bs = sb.block_size;
+  if (device_bytes && sb.block_count > device_bytes / bs)
+    return "device is " + std::to_string(device_bytes) + " bytes but the superblock says " +
+           std::to_string(sb.block_count * bs) + " (truncated image?)";
+  // The regions must be in order and inside the filesystem.
+  const uint64_t bpb = bitmap_bits_per_block(sb.block_size);
+  const uint64_t ipb = bs / INODE_SIZE;
+  bool ok = sb.block_bitmap_start == 1 &&
+            sb.block_bitmap_blocks == (sb.block_count + bpb - 1) / bpb &&
+            sb.inode_bitmap_start == sb.block_bitmap_start + sb.block_bitmap_blocks &&
+            sb.inode_bitmap_blocks == (sb.inode_count + bpb - 1) / bpb &&
+            sb.inode_table_start == sb.inode_bitmap_start + sb.inode_bitmap_blocks &&
+            sb.inode_table_blocks == (sb.inode_count + ipb - 1) / ipb &&
+            sb.journal_start == sb.inode_table_start + sb.inode_table_blocks &&
+            sb.data_start == sb.journal_start + sb.journal_blocks &&
+            sb.data_start < sb.block_count && sb.backup_sb_block == sb.block_count - 1 &&
+            sb.root_ino == ROOT_INO && sb.inode_count >= 1 && sb.journal_blocks >= 4;
+  if (!ok) return "superblock layout is inconsistent";
+  return "";
+}
+
+}  // namespace biofs::disk

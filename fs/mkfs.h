@@ -1,0 +1,36 @@
+// Making a filesystem: the geometry for a device, and writing it (what mkfs.biofs does; the
+// tests call it directly on a brd device).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "block_io.h"
+#include "format.h"
+
+namespace biofs {
+
+struct MkfsOptions {
+  uint32_t block_size = disk::DEFAULT_BLOCK_SIZE;
+  uint64_t inodes = 0;          // 0: one per 16 KiB of device, at least 64
+  uint64_t journal_blocks = 0;  // 0: 1/64 of the device, 64 to 16384 blocks
+  std::string label;
+  bool force = false;           // overwrite an existing biofs
+  // Progress while zeroing the inode table and the journal: done and total blocks.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+// Computes the superblock for a device of `device_bytes`. "" or one line saying why not.
+std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, disk::SuperBlock* sb);
+
+// Writes a fresh filesystem: superblock and backup, bitmaps, an empty root directory, a zeroed
+// inode table and an empty journal, then a device flush. Refuses a device that already holds
+// biofs unless opts.force. io's block size is set to the new filesystem's. "" or one line.
+std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, disk::SuperBlock* out = nullptr);
+
+// Reads and checks the primary superblock (falling back to the backup when the primary is
+// damaged and `use_backup`). "" or one line.
+std::string read_superblock(BlockIo& io, disk::SuperBlock* sb, bool use_backup = true);
+
+}  // namespace biofs

@@ -1,0 +1,100 @@
+// The on-disk format: mkfs geometry, superblock round trip and its checksum, block and inode
+// checksums, refusing an existing filesystem, a too-small device.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "blockcore/brd.h"
+#include "fs/mkfs.h"
+
+using namespace biofs;
+using namespace biofs::disk;
+
+TEST_CASE("format: mkfs writes a superblock that reads back and checks") {
+  BrdDevice d(64 << 20);
+  BlockIo io(d.bdev(), 4096);
+  MkfsOptions o;
+  o.label = "test-label";
+  SuperBlock made;
+  REQUIRE(make_filesystem(io, o, &made) == "");
+  SuperBlock sb;
+  CHECK(read_superblock(io, &sb) == "");
+  CHECK(std::memcmp(&sb, &made, sizeof(sb)) == 0);
+  CHECK(sb.block_size == 4096);
+  CHECK(sb.block_count == 16384);
+  CHECK(std::string(sb.label) == "test-label");
+  CHECK(sb.data_start < sb.block_count);
+  // The backup is identical.
+  SuperBlock backup;
+  d.peek(sb.backup_sb_block * 4096, &backup, sizeof(backup));
+  CHECK(std::memcmp(&backup, &sb, sizeof(sb)) == 0);
+  // The bitmaps and the journal superblock carry valid checksums.
+  IoBuf blk(4096);
+  REQUIRE(io.read(sb.block_bitmap_start, 1, blk.data()) == 0);
+  CHECK(block_crc_ok(blk.data(), 4096));
+  REQUIRE(io.read(sb.journal_start, 1, blk.data()) == 0);
+  CHECK(block_crc_ok(blk.data(), 4096));
+  REQUIRE(io.read(sb.inode_table_start, 1, blk.data()) == 0);
+  const Inode* root = reinterpret_cast<const Inode*>(blk.data());
+  CHECK(inode_crc(ROOT_INO, *root) == root->checksum);
+  CHECK(inode_crc(2, *root) != root->checksum);  // seeded with the inode number
+}
+
+TEST_CASE("format: a corrupted superblock is detected and the backup is used") {
+  BrdDevice d(16 << 20);
+  BlockIo io(d.bdev(), 4096);
+  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  const uint8_t junk = 0x77;
+  d.poke(100, &junk, 1);  // inside the superblock's fields
+  SuperBlock sb;
+  CHECK(read_superblock(io, &sb, false) == "superblock checksum mismatch");
+  CHECK(read_superblock(io, &sb, true) == "");
+  CHECK(sb.magic == SB_MAGIC);
+  // Both damaged: refused.
+  d.poke(sb.backup_sb_block * 4096 + 100, &junk, 1);
+  CHECK(read_superblock(io, &sb, true) == "superblock checksum mismatch");
+}
+
+TEST_CASE("format: a flipped bit in a metadata block fails its checksum") {
+  BrdDevice d(16 << 20);
+  BlockIo io(d.bdev(), 4096);
+  SuperBlock sb;
+  REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+  IoBuf blk(4096);
+  REQUIRE(io.read(sb.block_bitmap_start, 1, blk.data()) == 0);
+  REQUIRE(block_crc_ok(blk.data(), 4096));
+  blk.data()[2000] ^= 0x10;
+  CHECK_FALSE(block_crc_ok(blk.data(), 4096));
+}
+
+TEST_CASE("format: mkfs refuses an existing filesystem without force, and a tiny device") {
+  BrdDevice d(16 << 20);
+  BlockIo io(d.bdev(), 4096);
+  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  CHECK(make_filesystem(io, MkfsOptions{}) == "device already holds a biofs filesystem (use -f to overwrite it)");
+  MkfsOptions f;
+  f.force = true;
+  f.block_size = 1024;
+  CHECK(make_filesystem(io, f) == "");
+  SuperBlock sb;
+  CHECK(read_superblock(io, &sb) == "");
+  CHECK(sb.block_size == 1024);
+
+  BrdDevice tiny(64 << 10);
+  BlockIo tio(tiny.bdev(), 4096);
+  const std::string why = make_filesystem(tio, MkfsOptions{});
+  CHECK(why.rfind("device too small", 0) == 0);
+  MkfsOptions bad;
+  bad.block_size = 3000;
+  bad.force = true;
+  CHECK(make_filesystem(io, bad).find("not a power of two") != std::string::npos);
+}
+
+TEST_CASE("format: a superblock larger than the device is a truncated image") {
+  BrdDevice d(16 << 20);
+  BlockIo io(d.bdev(), 4096);
+  SuperBlock sb;
+  REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+  CHECK(check_superblock(sb, 8 << 20).find("truncated") != std::string::npos);
+  CHECK(check_superblock(sb, 16 << 20) == "");
+}
