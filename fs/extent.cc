@@ -1,0 +1,107 @@
+// Extent maps: looking up a file block, adding a mapping (merged with its neighbours),
+// unmapping a range, and allocating blocks for the holes in a range.
+#include <algorithm>
+#include <cerrno>
+
+#include "filesystem.h"
+
+namespace biofs {
+
+using namespace disk;
+
+uint64_t Filesystem::map_block(const InodeObj* in, uint64_t lblk, uint64_t* run, bool* unwritten) const {
+  const auto& v = in->ext;
+  // The last extent starting at or before lblk.
+  auto it = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
+  if (it != v.begin()) {
+    const Extent& e = *std::prev(it);
+    if (lblk < e.lblk + e.len) {
+      *run = e.lblk + e.len - lblk;
+      if (unwritten) *unwritten = e.flags & EXTENT_UNWRITTEN;
+      return e.pblk + (lblk - e.lblk);
+    }
+  }
+  *run = it == v.end() ? UINT64_MAX - lblk : it->lblk - lblk;
+  if (unwritten) *unwritten = false;
+  return 0;
+}
+
+void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len) {
+  auto& v = in->ext;
+  auto it = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
+  // Merge with the previous extent when both sides are contiguous.
+  if (it != v.begin()) {
+    Extent& p = *std::prev(it);
+    if (p.lblk + p.len == lblk && p.pblk + p.len == pblk && p.flags == 0 && p.len + len <= UINT32_MAX) {
+      p.len += uint32_t(len);
+      if (it != v.end() && p.lblk + p.len == it->lblk && p.pblk + p.len == it->pblk && it->flags == 0 &&
+          uint64_t(p.len) + it->len <= UINT32_MAX) {
+        p.len += it->len;
+        v.erase(it);
+      }
+      return;
+    }
+  }
+  if (it != v.end() && lblk + len == it->lblk && pblk + len == it->pblk && it->flags == 0 &&
+      it->len + len <= UINT32_MAX) {
+    it->lblk = lblk;
+    it->pblk = pblk;
+    it->len += uint32_t(len);
+    return;
+  }
+  v.insert(it, Extent{lblk, pblk, uint32_t(len), 0});
+}
+
+void Filesystem::punch_extents(InodeObj* in, uint64_t lblk, uint64_t count) {
+  const uint64_t end = count > UINT64_MAX - lblk ? UINT64_MAX : lblk + count;
+  std::vector<Extent> out;
+  out.reserve(in->ext.size() + 1);
+  for (const Extent& e : in->ext) {
+    const uint64_t e_end = e.lblk + e.len;
+    if (e_end <= lblk || e.lblk >= end) {
+      out.push_back(e);
+      continue;
+    }
+    const uint64_t cut_from = std::max(e.lblk, lblk), cut_to = std::min(e_end, end);
+    alloc_.free_blocks_later(e.pblk + (cut_from - e.lblk), cut_to - cut_from);
+    in->d.blocks -= cut_to - cut_from;
+    if (e.lblk < cut_from) out.push_back(Extent{e.lblk, e.pblk, uint32_t(cut_from - e.lblk), e.flags});
+    if (cut_to < e_end)
+      out.push_back(Extent{cut_to, e.pblk + (cut_to - e.lblk), uint32_t(e_end - cut_to), e.flags});
+  }
+  in->ext = std::move(out);
+}
+
+int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count) {
+  const uint64_t end = lblk + count;
+  std::vector<std::pair<uint64_t, uint64_t>> added;  // to undo on failure
+  for (uint64_t l = lblk; l < end;) {
+    uint64_t run;
+    if (map_block(in, l, &run, nullptr)) {
+      l += run;
+      continue;
+    }
+    uint64_t hole = std::min(run, end - l);
+    // Goal: right after the block before this one, so sequential writes stay contiguous.
+    uint64_t goal = 0, prun;
+    if (l > 0) {
+      if (uint64_t p = map_block(in, l - 1, &prun, nullptr)) goal = p + 1;
+    }
+    while (hole) {
+      uint64_t start, got;
+      if (int err = alloc_.alloc_blocks(goal, std::min<uint64_t>(hole, UINT32_MAX), &start, &got)) {
+        for (auto [al, an] : added) punch_extents(in, al, an);
+        return err;
+      }
+      insert_extent(in, l, start, got);
+      added.push_back({l, got});
+      in->d.blocks += got;
+      l += got;
+      hole -= got;
+      goal = start + got;
+    }
+  }
+  return 0;
+}
+
+}  // namespace biofs

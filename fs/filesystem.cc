@@ -1,0 +1,506 @@
+// Mount and unmount, the namespace operations (lookup, create, link, unlink, rename, readdir),
+// attributes, and commits (on fsync, when the journal fills, and every commit_interval_s).
+#include "filesystem.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "mkfs.h"
+
+namespace biofs {
+
+using namespace disk;
+
+static uint8_t dtype_of(mode_t mode) { return uint8_t((mode & S_IFMT) >> 12); }
+
+Filesystem::Filesystem(BlockIo& io, const SuperBlock& sb, const MountOptions& opts)
+    : io_(io), sb_(sb), opts_(opts), journal_(io_, sb_), cache_(io_, sb_, journal_, opts.meta_cache_bytes),
+      alloc_(cache_, sb_), bs_(sb.block_size) {}
+
+std::unique_ptr<Filesystem> Filesystem::mount(BlockIo& io, const MountOptions& opts, std::string* err) {
+  SuperBlock sb;
+  io.set_block_size(4096);
+  if (std::string why = read_superblock(io, &sb); !why.empty()) {
+    *err = why;
+    return nullptr;
+  }
+  io.set_block_size(sb.block_size);
+  std::unique_ptr<Filesystem> fs(new Filesystem(io, sb, opts));
+  if (int e = fs->start()) {
+    if (err->empty()) *err = std::string("mount failed: ") + strerror(-e);
+    return nullptr;
+  }
+  return fs;
+}
+
+int Filesystem::start() {
+  std::string why = journal_.recover(&replayed_);
+  if (!why.empty()) return -EUCLEAN;
+  if (int err = alloc_.load()) return err;
+  InodeObj* root;
+  if (int err = iget(ROOT_INO, &root)) return err;
+  if (!S_ISDIR(root->d.mode)) return -EUCLEAN;
+  sb_.mount_count++;
+  sb_.mount_time = time(nullptr);
+  if (!opts_.read_only) {
+    if (int err = write_superblock(STATE_DIRTY)) return err;
+  }
+  mounted_ = true;
+  if (opts_.commit_interval_s) committer_ = std::thread([this] { commit_thread(); });
+  return 0;
+}
+
+Filesystem::~Filesystem() {
+  if (mounted_) unmount();
+}
+
+void Filesystem::commit_thread() {
+  std::unique_lock g(stop_lock_);
+  while (!stopping_) {
+    stop_cv_.wait_for(g, std::chrono::seconds(opts_.commit_interval_s));
+    if (stopping_) break;
+    g.unlock();
+    {
+      std::unique_lock ex(lock_);
+      commit_locked();
+    }
+    g.lock();
+  }
+}
+
+int Filesystem::write_superblock(uint32_t state) {
+  sb_.state = state;
+  sb_.free_blocks = alloc_.free_blocks() + alloc_.pending_blocks();
+  sb_.free_inodes = alloc_.free_inodes();
+  sb_.write_time = time(nullptr);
+  sb_.checksum = superblock_crc(sb_);
+  IoBuf buf(bs_);
+  std::memcpy(buf.data(), &sb_, sizeof(sb_));
+  // The backup only when clean: it is what fsck falls back to, so keep it a settled copy.
+  if (state == STATE_CLEAN) {
+    if (int err = io_.write(sb_.backup_sb_block, 1, buf.data())) return err;
+  }
+  return io_.write(0, 1, buf.data(), REQ_PREFLUSH | REQ_FUA);
+}
+
+void Filesystem::crash() {
+  {
+    std::lock_guard g(stop_lock_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+  mounted_ = false;
+}
+
+int Filesystem::unmount() {
+  if (!mounted_) return 0;
+  {
+    std::lock_guard g(stop_lock_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+  std::unique_lock ex(lock_);
+  // Inodes unlinked while open are freed now that nothing holds them.
+  std::vector<InodeObj*> orphans;
+  for (auto& [ino, in] : inodes_)
+    if (in->d.nlink == 0) orphans.push_back(in.get());
+  for (InodeObj* in : orphans) {
+    in->nlookup = 0;
+    in->open = 0;
+    maybe_free_inode(in);
+    if (int err = maybe_commit()) return err;
+  }
+  int err = commit_locked();
+  if (!err && !opts_.read_only) err = write_superblock(STATE_CLEAN);
+  if (!err) err = io_.flush();
+  mounted_ = false;
+  return err;
+}
+
+int Filesystem::commit_locked() {
+  if (int err = alloc_.release_pending()) return err;
+  int err = cache_.commit();
+  cache_.trim();
+  return err;
+}
+
+int Filesystem::maybe_commit() {
+  // Leave room for the largest single operation (a write of 1 MiB touches a few bitmap blocks,
+  // an inode block, the extent tree).
+  if (cache_.dirty_count() + alloc_.pending_blocks() / bitmap_bits_per_block(bs_) + 64 > journal_.capacity() / 2)
+    return commit_locked();
+  cache_.trim();
+  return 0;
+}
+
+int Filesystem::sync() {
+  std::unique_lock ex(lock_);
+  if (cache_.dirty_count() || alloc_.pending_blocks()) return commit_locked();
+  return io_.flush();
+}
+
+int Filesystem::fsync(uint64_t, bool) {
+  // Data writes have completed before their write() returned; the commit block's PREFLUSH (or
+  // the flush when nothing is dirty) makes them and the metadata that covers them durable.
+  return sync();
+}
+
+int Filesystem::lookup(uint64_t parent, const std::string& name, struct stat* st) {
+  std::unique_lock ex(lock_);
+  if (name.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  InodeObj* dir;
+  if (int err = iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc loc;
+  if (int err = dir_find(dir, name, &loc)) return err;
+  InodeObj* in;
+  if (int err = iget(loc.ino, &in)) return err == -ESTALE ? -EUCLEAN : err;
+  in->nlookup++;
+  fill_stat(in, st);
+  return 0;
+}
+
+void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
+  std::unique_lock ex(lock_);
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return;
+  InodeObj* in = it->second.get();
+  in->nlookup = nlookup >= in->nlookup ? 0 : in->nlookup - nlookup;
+  maybe_free_inode(in);
+}
+
+int Filesystem::getattr(uint64_t ino, struct stat* st) {
+  std::unique_lock ex(lock_);
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  fill_stat(in, st);
+  return 0;
+}
+
+int Filesystem::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* out) {
+  std::unique_lock ex(lock_);
+  if (int err = maybe_commit()) return err;
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  Inode& d = in->d;
+  if (to_set & SETATTR_SIZE) {
+    if (S_ISDIR(d.mode)) return -EISDIR;
+    if (!S_ISREG(d.mode)) return -EINVAL;
+    if (int err = truncate(in, uint64_t(a.st_size))) return err;
+  }
+  if (to_set & SETATTR_MODE) d.mode = (d.mode & S_IFMT) | (a.st_mode & 07777);
+  if (to_set & SETATTR_UID) d.uid = a.st_uid;
+  if (to_set & SETATTR_GID) d.gid = a.st_gid;
+  if (to_set & SETATTR_ATIME_NOW) touch(d, true, false, false);
+  else if (to_set & SETATTR_ATIME) d.atime_sec = a.st_atim.tv_sec, d.atime_nsec = uint32_t(a.st_atim.tv_nsec);
+  if (to_set & SETATTR_MTIME_NOW) touch(d, false, true, false);
+  else if (to_set & SETATTR_MTIME) d.mtime_sec = a.st_mtim.tv_sec, d.mtime_nsec = uint32_t(a.st_mtim.tv_nsec);
+  if (to_set & SETATTR_CTIME) d.ctime_sec = a.st_ctim.tv_sec, d.ctime_nsec = uint32_t(a.st_ctim.tv_nsec);
+  else touch(d, false, false, true);
+  if (int err = isave(in)) return err;
+  fill_stat(in, out);
+  return 0;
+}
+
+int Filesystem::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid,
+                          dev_t rdev, const std::string* target, struct stat* st) {
+  std::unique_lock ex(lock_);
+  if (name.empty() || name.size() > MAX_NAME_LEN) return name.empty() ? -EINVAL : -ENAMETOOLONG;
+  if (name == "." || name == ".." || name.find('/') != std::string::npos) return -EINVAL;
+  if (int err = maybe_commit()) return err;
+  InodeObj* dir;
+  if (int err = iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  if (dir->d.nlink == 0) return -ENOENT;  // removed directory
+  InodeObj::DirLoc loc;
+  int err = dir_find(dir, name, &loc);
+  if (err == 0) return -EEXIST;
+  if (err != -ENOENT) return err;
+  if (S_ISDIR(mode) && dir->d.nlink >= UINT32_MAX - 1) return -EMLINK;
+  InodeObj* in;
+  if (int e = new_inode(mode, uid, gid, &in)) return e;
+  in->d.nlink = S_ISDIR(mode) ? 2 : 1;
+  in->d.rdev = uint32_t(rdev);
+  if (S_ISDIR(mode)) in->d.parent = parent;
+  err = 0;
+  if (target) {
+    in->d.size = target->size();
+    if (target->size() <= sizeof(in->d.inline_data)) {
+      in->d.flags |= INODE_INLINE_DATA;
+      std::memcpy(in->d.inline_data, target->data(), target->size());
+    } else {
+      // A long target is file data in one block (targets are at most PATH_MAX = 4096 bytes).
+      const uint64_t nb = (target->size() + bs_ - 1) / bs_;
+      err = allocate_range(in, 0, nb);
+      if (!err) {
+        IoBuf buf(nb * bs_);
+        std::memcpy(buf.data(), target->data(), target->size());
+        uint64_t run;
+        const uint64_t p = map_block(in, 0, &run, nullptr);
+        err = run >= nb ? io_.write(p, uint32_t(nb), buf.data()) : -ENOSPC;
+      }
+    }
+  }
+  if (!err) err = save_extents(in);
+  if (!err) err = dir_add(dir, name, in->ino, dtype_of(mode));
+  if (err) {
+    in->d.nlink = 0;
+    maybe_free_inode(in);
+    return err;
+  }
+  if (S_ISDIR(mode)) dir->d.nlink++;
+  touch(dir->d, false, true, true);
+  if ((err = isave(dir))) return err;
+  in->nlookup++;
+  fill_stat(in, st);
+  return 0;
+}
+
+int Filesystem::mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
+                      struct stat* st) {
+  if (S_ISDIR(mode) || S_ISLNK(mode)) return -EINVAL;
+  if (!(mode & S_IFMT)) mode |= S_IFREG;
+  return make_node(parent, name, mode, uid, gid, rdev, nullptr, st);
+}
+
+int Filesystem::mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st) {
+  return make_node(parent, name, S_IFDIR | (mode & 07777), uid, gid, 0, nullptr, st);
+}
+
+int Filesystem::symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid,
+                        struct stat* st) {
+  if (target.empty() || target.size() >= 4096) return target.empty() ? -ENOENT : -ENAMETOOLONG;
+  return make_node(parent, name, S_IFLNK | 0777, uid, gid, 0, &target, st);
+}
+
+int Filesystem::readlink(uint64_t ino, std::string* target) {
+  std::unique_lock ex(lock_);
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  if (!S_ISLNK(in->d.mode)) return -EINVAL;
+  if (in->d.size >= 4096) return -EUCLEAN;
+  if (in->d.flags & INODE_INLINE_DATA) {
+    if (in->d.size > sizeof(in->d.inline_data)) return -EUCLEAN;
+    target->assign(in->d.inline_data, in->d.size);
+    return 0;
+  }
+  const uint64_t nb = (in->d.size + bs_ - 1) / bs_;
+  IoBuf buf(nb * bs_);
+  if (int err = read_blocks(in, 0, nb, buf.data())) return err;
+  target->assign(reinterpret_cast<const char*>(buf.data()), in->d.size);
+  return 0;
+}
+
+int Filesystem::link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st) {
+  std::unique_lock ex(lock_);
+  if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  if (int err = maybe_commit()) return err;
+  InodeObj *in, *dir;
+  if (int err = iget(ino, &in)) return err;
+  if (S_ISDIR(in->d.mode)) return -EPERM;
+  if (in->d.nlink >= UINT32_MAX - 1) return -EMLINK;
+  if (int err = iget(newparent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc loc;
+  if (dir_find(dir, newname, &loc) == 0) return -EEXIST;
+  if (int err = dir_add(dir, newname, ino, dtype_of(in->d.mode))) return err;
+  in->d.nlink++;
+  touch(in->d, false, false, true);
+  touch(dir->d, false, true, true);
+  if (int err = isave(in)) return err;
+  if (int err = isave(dir)) return err;
+  in->nlookup++;
+  fill_stat(in, st);
+  return 0;
+}
+
+int Filesystem::remove_entry(uint64_t parent, const std::string& name, bool want_dir) {
+  std::unique_lock ex(lock_);
+  if (int err = maybe_commit()) return err;
+  InodeObj* dir;
+  if (int err = iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc loc;
+  if (int err = dir_find(dir, name, &loc)) return err;
+  InodeObj* in;
+  if (int err = iget(loc.ino, &in)) return err;
+  const bool is_dir = S_ISDIR(in->d.mode);
+  if (want_dir && !is_dir) return -ENOTDIR;
+  if (!want_dir && is_dir) return -EISDIR;
+  if (is_dir && !dir_empty(in)) return -ENOTEMPTY;
+  if (int err = dir_remove(dir, name)) return err;
+  if (is_dir) {
+    in->d.nlink = 0;
+    dir->d.nlink--;
+  } else {
+    in->d.nlink--;
+  }
+  touch(in->d, false, false, true);
+  touch(dir->d, false, true, true);
+  if (int err = isave(dir)) return err;
+  if (int err = isave(in)) return err;
+  maybe_free_inode(in);
+  return 0;
+}
+
+int Filesystem::unlink(uint64_t parent, const std::string& name) { return remove_entry(parent, name, false); }
+int Filesystem::rmdir(uint64_t parent, const std::string& name) { return remove_entry(parent, name, true); }
+
+int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname,
+                       unsigned flags) {
+  std::unique_lock ex(lock_);
+  if (flags & ~unsigned(RENAME_NOREPLACE | RENAME_EXCHANGE)) return -EINVAL;
+  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return -EINVAL;
+  if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  if (int err = maybe_commit()) return err;
+  InodeObj *sdir, *ddir, *src, *dst = nullptr;
+  if (int err = iget(parent, &sdir)) return err;
+  if (int err = iget(newparent, &ddir)) return err;
+  if (!S_ISDIR(sdir->d.mode) || !S_ISDIR(ddir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc sloc, dloc;
+  if (int err = dir_find(sdir, name, &sloc)) return err;
+  if (int err = iget(sloc.ino, &src)) return err;
+  int err = dir_find(ddir, newname, &dloc);
+  if (err && err != -ENOENT) return err;
+  if (!err) {
+    if (flags & RENAME_NOREPLACE) return -EEXIST;
+    if ((err = iget(dloc.ino, &dst))) return err;
+  } else if (flags & RENAME_EXCHANGE) {
+    return -ENOENT;
+  }
+  if (dst == src) return 0;
+  const bool sdir_is = S_ISDIR(src->d.mode);
+  // A directory may not move below itself: walk up from the new parent.
+  if (sdir_is && parent != newparent) {
+    for (uint64_t p = newparent; p != ROOT_INO;) {
+      if (p == src->ino) return -EINVAL;
+      InodeObj* pi;
+      if ((err = iget(p, &pi))) return err;
+      p = pi->d.parent;
+      if (p == 0) break;
+    }
+  }
+  if (flags & RENAME_EXCHANGE) {
+    const bool ddir_is = S_ISDIR(dst->d.mode);
+    if (ddir_is && parent != newparent) {
+      for (uint64_t p = parent; p != ROOT_INO && p;) {
+        if (p == dst->ino) return -EINVAL;
+        InodeObj* pi;
+        if ((err = iget(p, &pi))) return err;
+        p = pi->d.parent;
+      }
+    }
+    if ((err = dir_remove(sdir, name)) || (err = dir_remove(ddir, newname))) return err;
+    if ((err = dir_add(sdir, name, dst->ino, dtype_of(dst->d.mode)))) return err;
+    if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
+    if (sdir_is != ddir_is && parent != newparent) {
+      if (sdir_is) sdir->d.nlink--, ddir->d.nlink++;
+      else sdir->d.nlink++, ddir->d.nlink--;
+    }
+    if (sdir_is) src->d.parent = newparent;
+    if (ddir_is) dst->d.parent = parent;
+    touch(dst->d, false, false, true);
+    if ((err = isave(dst))) return err;
+  } else {
+    if (dst) {
+      const bool ddir_is = S_ISDIR(dst->d.mode);
+      if (sdir_is && !ddir_is) return -ENOTDIR;
+      if (!sdir_is && ddir_is) return -EISDIR;
+      if (ddir_is && !dir_empty(dst)) return -ENOTEMPTY;
+      if ((err = dir_remove(ddir, newname))) return err;
+      if (ddir_is) {
+        dst->d.nlink = 0;
+        ddir->d.nlink--;
+      } else {
+        dst->d.nlink--;
+      }
+      touch(dst->d, false, false, true);
+      if ((err = isave(dst))) return err;
+    }
+    if ((err = dir_remove(sdir, name))) return err;
+    if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
+    if (sdir_is && parent != newparent) {
+      sdir->d.nlink--;
+      ddir->d.nlink++;
+      src->d.parent = newparent;
+    }
+  }
+  touch(src->d, false, false, true);
+  touch(sdir->d, false, true, true);
+  touch(ddir->d, false, true, true);
+  if ((err = isave(src)) || (err = isave(sdir)) || (err = isave(ddir))) return err;
+  if (dst && dst->d.nlink == 0) maybe_free_inode(dst);
+  return 0;
+}
+
+int Filesystem::open(uint64_t ino) {
+  std::unique_lock ex(lock_);
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  in->open++;
+  return 0;
+}
+
+int Filesystem::release(uint64_t ino) {
+  std::unique_lock ex(lock_);
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return 0;
+  InodeObj* in = it->second.get();
+  if (in->open) in->open--;
+  maybe_free_inode(in);
+  return 0;
+}
+
+int Filesystem::readdir(uint64_t ino, uint64_t off,
+                        const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn) {
+  std::unique_lock ex(lock_);
+  InodeObj* dir;
+  if (int err = iget(ino, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  // Offsets: 1 after ".", 2 after "..", then 3 + lblk * block_size + the entry's byte offset
+  // (+1 for the next one), stable while other entries come and go.
+  if (off < 1 && !fn(".", ino, DT_DIR, 1)) return 0;
+  if (off < 2 && !fn("..", dir->d.parent ? dir->d.parent : ino, DT_DIR, 2)) return 0;
+  const uint64_t nblocks = dir->d.size / bs_;
+  for (uint64_t lblk = off < 3 ? 0 : (off - 3) / bs_; lblk < nblocks; lblk++) {
+    uint64_t run;
+    const uint64_t pblk = map_block(dir, lblk, &run, nullptr);
+    if (!pblk) return -EUCLEAN;
+    Buffer* b;
+    if (int err = cache_.get(pblk, BLK_DIR, &b)) return err;
+    for (uint32_t o = sizeof(DirBlock); o < bs_;) {
+      const auto* e = reinterpret_cast<const DirEntry*>(b->data.data() + o);
+      if (e->rec_len < sizeof(DirEntry) || o + e->rec_len > bs_) return -EUCLEAN;
+      const uint64_t pos = 3 + lblk * bs_ + o;
+      if (e->ino && pos >= off) {
+        if (!fn(std::string(reinterpret_cast<const char*>(e + 1), e->name_len), e->ino, e->type, pos + 1)) return 0;
+      }
+      o += e->rec_len;
+    }
+  }
+  return 0;
+}
+
+int Filesystem::statfs(struct statvfs* st) {
+  std::unique_lock ex(lock_);
+  std::memset(st, 0, sizeof(*st));
+  st->f_bsize = bs_;
+  st->f_frsize = bs_;
+  st->f_blocks = sb_.block_count;
+  st->f_bfree = alloc_.free_blocks() + alloc_.pending_blocks();
+  st->f_bavail = st->f_bfree;
+  st->f_files = sb_.inode_count;
+  st->f_ffree = alloc_.free_inodes();
+  st->f_favail = st->f_ffree;
+  st->f_namemax = MAX_NAME_LEN;
+  return 0;
+}
+
+}  // namespace biofs

@@ -1,0 +1,163 @@
+// The filesystem core: inodes, extents, directories and file data over a BlockDevice, with
+// every metadata change journaled and every byte moved as bios. POSIX-shaped calls that return
+// 0 or -errno; the FUSE daemon (fuse_ops.cc) and the tests call these directly.
+//
+// Concurrency (first slice): one reader-writer lock. File reads take it shared and do their I/O
+// in parallel; everything that changes state takes it exclusive.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <condition_variable>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator.h"
+#include "block_io.h"
+#include "format.h"
+#include "journal.h"
+#include "meta_cache.h"
+
+namespace biofs {
+
+struct MountOptions {
+  bool bio_cache = true;
+  size_t meta_cache_bytes = 256u << 20;
+  unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
+  bool read_only = false;
+};
+
+// setattr fields (FUSE_SET_ATTR_* values, so the daemon passes its mask through).
+enum : int {
+  SETATTR_MODE = 1 << 0, SETATTR_UID = 1 << 1, SETATTR_GID = 1 << 2, SETATTR_SIZE = 1 << 3,
+  SETATTR_ATIME = 1 << 4, SETATTR_MTIME = 1 << 5, SETATTR_ATIME_NOW = 1 << 7,
+  SETATTR_MTIME_NOW = 1 << 8, SETATTR_CTIME = 1 << 10,
+};
+
+class Filesystem {
+ public:
+  // Mounts the filesystem on `io`'s device: checks the superblock, replays the journal,
+  // marks the superblock dirty. nullptr with one line in *err on failure.
+  static std::unique_ptr<Filesystem> mount(BlockIo& io, const MountOptions& opts, std::string* err);
+  ~Filesystem();  // unmounts if unmount() was not called
+  // Commits, writes the superblock clean (primary and backup), flushes. 0 or -errno.
+  int unmount();
+
+  int lookup(uint64_t parent, const std::string& name, struct stat* st);  // +1 lookup count
+  void forget(uint64_t ino, uint64_t nlookup);
+  int getattr(uint64_t ino, struct stat* st);
+  int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out);
+  int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st);
+  int mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st);
+  int symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid, struct stat* st);
+  int readlink(uint64_t ino, std::string* target);
+  int link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st);
+  int unlink(uint64_t parent, const std::string& name);
+  int rmdir(uint64_t parent, const std::string& name);
+  int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname, unsigned flags);
+  int open(uint64_t ino);     // counts an open file
+  int release(uint64_t ino);  // may free an unlinked inode
+  // Reads into buf; returns bytes read (short at end of file) or -errno.
+  ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf);
+  ssize_t write(uint64_t ino, uint64_t off, size_t size, const char* buf);
+  // Calls fn(name, ino, type, next_offset) for entries from `off`; fn returns false to stop.
+  int readdir(uint64_t ino, uint64_t off,
+              const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
+  int statfs(struct statvfs* st);
+  int fsync(uint64_t ino, bool datasync);
+  int sync();  // commit the running transaction and flush
+
+  const disk::SuperBlock& superblock() const { return sb_; }
+  // Test hooks: make the next commit stop after its commit block; and drop the mount without
+  // writing anything more, as a crash would.
+  void crash_before_checkpoint() { journal_.crash_before_checkpoint = true; }
+  void crash();
+  BlockIo& io() { return io_; }
+  uint64_t commits() const { return journal_.commits(); }
+  int replayed() const { return replayed_; }
+
+ private:
+  struct InodeObj {
+    uint64_t ino = 0;
+    disk::Inode d{};
+    std::vector<disk::Extent> ext;     // the whole extent map, sorted by lblk
+    std::vector<uint64_t> tree;        // extent tree blocks in use (root first)
+    uint64_t nlookup = 0;
+    uint32_t open = 0;
+    // Directories: name -> entry, loaded on first use.
+    struct DirLoc {
+      uint64_t ino;
+      uint64_t lblk;
+      uint32_t off;
+      uint8_t type;
+    };
+    std::unique_ptr<std::unordered_map<std::string, DirLoc>> dir;
+    std::vector<uint32_t> dir_free;    // per directory block: free bytes (a hint)
+  };
+
+  Filesystem(BlockIo& io, const disk::SuperBlock& sb, const MountOptions& opts);
+  int start();
+
+  // inode.cc
+  int iget(uint64_t ino, InodeObj** out);
+  int isave(InodeObj* in);          // inode into its table block (dirty)
+  int save_extents(InodeObj* in);   // extent map into the inode or its tree, then isave
+  int load_extents(InodeObj* in);
+  int new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out);
+  void maybe_free_inode(InodeObj* in);  // nlink 0, no lookups, not open: free everything
+  void fill_stat(const InodeObj* in, struct stat* st) const;
+  static void touch(disk::Inode& d, bool a, bool m, bool c);
+
+  // extent.cc
+  // Physical block of file block lblk, 0 for a hole; *run: blocks mapped (or unmapped) from it.
+  uint64_t map_block(const InodeObj* in, uint64_t lblk, uint64_t* run, bool* unwritten) const;
+  void insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len);
+  // Unmaps [lblk, lblk + count) and frees its blocks (after the next commit).
+  void punch_extents(InodeObj* in, uint64_t lblk, uint64_t count);
+  int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count);  // fills holes
+
+  // dir.cc
+  int dir_load(InodeObj* dir);
+  int dir_find(InodeObj* dir, const std::string& name, InodeObj::DirLoc* loc);
+  int dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type);
+  int dir_remove(InodeObj* dir, const std::string& name);
+  bool dir_empty(InodeObj* dir);
+
+  // file.cc
+  int truncate(InodeObj* in, uint64_t size);
+  int read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf);
+
+  int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
+                const std::string* symlink_target, struct stat* st);
+  int remove_entry(uint64_t parent, const std::string& name, bool want_dir);
+  int maybe_commit();   // commits when the transaction nears the journal's capacity
+  int commit_locked();
+  int write_superblock(uint32_t state);
+  void commit_thread();
+
+  BlockIo& io_;
+  disk::SuperBlock sb_;
+  MountOptions opts_;
+  Journal journal_;
+  MetaCache cache_;
+  FsAllocator alloc_;
+  uint32_t bs_;
+  std::shared_mutex lock_;
+  std::unordered_map<uint64_t, std::unique_ptr<InodeObj>> inodes_;
+  int replayed_ = 0;
+  bool mounted_ = false;
+  std::thread committer_;
+  std::mutex stop_lock_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace biofs
