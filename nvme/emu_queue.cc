@@ -33,7 +33,8 @@ class EmuQueue final : public NvmeQueue {
 
   void submit(RqList* rqs, bool commit) override;
   void commit() override { uring_submit(&ring_); }
-  int reap(IoCompBatch* iob, bool wait) override;
+  int reap(IoCompBatch* iob, RqList* failed) override;
+  void wait() override { uring_wait(&ring_); }
   void wake() override;
 
  private:
@@ -48,7 +49,7 @@ class EmuQueue final : public NvmeQueue {
     return nlb <= nlba_ && slba <= nlba_ - nlb;
   }
   uint8_t choose_xfer(const NvmeIod* iod, uint64_t off) const;
-  void finish(NvmeIod* iod, IoCompBatch* iob);
+  void finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed);
 
   EmuNamespace* ns_;
   io_uring ring_;
@@ -264,25 +265,23 @@ void EmuQueue::queue_dsm(NvmeIod* iod) {
   }
 }
 
-void EmuQueue::finish(NvmeIod* iod, IoCompBatch* iob) {
+void EmuQueue::finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed) {
   if (iod->xfer == EMU_XFER_BOUNCE && iod->cmd.opcode == nvme_cmd_read && iod->status == NVME_SC_SUCCESS)
     copy_to_iovecs(iod->vecs, iod->nr_vecs, bounce_.slot(iod->cmd.command_id));
-  complete(iod, iod->status, iob);
+  complete(iod, iod->status, iob, failed);
 }
 
-int EmuQueue::reap(IoCompBatch* iob, bool wait) {
+int EmuQueue::reap(IoCompBatch* iob, RqList* failed) {
   int done = 0;
-  bool woken = false, entered = false;
+  bool entered = false;
   for (;;) {
     unsigned head, seen = 0;
     io_uring_cqe* cqe;
     io_uring_for_each_cqe(&ring_, head, cqe) {
       seen++;
       auto* iod = static_cast<NvmeIod*>(io_uring_cqe_get_data(cqe));
-      if (!iod) [[unlikely]] {
-        woken = true;
-        continue;
-      }
+      if (!iod) [[unlikely]]
+        continue;  // wake()
       NVME_TSAN_ACQUIRE(iod);
       const int res = cqe->res;
       if (iod->status == NVME_SC_SUCCESS) [[likely]] {
@@ -292,20 +291,15 @@ int EmuQueue::reap(IoCompBatch* iob, bool wait) {
           iod->status = NVME_SC_DATA_XFER_ERROR;  // short transfer: the file shrank under us
       }
       if (--iod->pending == 0) {
-        finish(iod, iob);
+        finish(iod, iob, failed);
         done++;
       }
     }
     io_uring_cq_advance(&ring_, seen);
-    if (done || woken) return done;
-    if (!wait) {
-      // Nothing in the ring: let the kernel flush an overflowed CQ once, then give up.
-      if (seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
-      entered = true;
-      continue;
-    }
-    const int ret = uring_wait(&ring_);
-    if (ret < 0) return done;  // timed out, interrupted, or the ring failed: the caller retries
+    // Nothing in the ring: let the kernel flush an overflowed CQ (or poll an IOPOLL ring)
+    // once, then give up.
+    if (done || seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
+    entered = true;
   }
 }
 

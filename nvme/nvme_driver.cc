@@ -130,8 +130,10 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(run, true);
   }
-  if (run->empty()) [[likely]]
+  if (run->empty()) [[likely]] {
+    reap(nq, false);  // what the device finished meanwhile, while this thread is here anyway
     return;
+  }
   unsigned left = 0;
   while (Request* rq = run->pop()) {
     requeue->add_tail(rq);
@@ -182,28 +184,35 @@ void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
   nq->q->commit();
 }
 
-// nvme_poll()
+// nvme_poll(): successes go to iob for the caller to end; failures are ended here.
 int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
   auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
-  std::unique_lock guard(nq->cq_lock, std::try_to_lock);
-  if (!guard.owns_lock()) return 0;
-  const int n = nq->q->reap(iob, false);
+  RqList failed;
+  int n;
+  {
+    std::unique_lock guard(nq->cq_lock, std::try_to_lock);
+    if (!guard.owns_lock()) return 0;
+    n = nq->q->reap(iob, &failed);
+  }
+  while (Request* rq = failed.pop()) blk_mq_end_request(rq, rq->status);
   if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
   return n;
 }
 
-int NvmeDriver::reap(NvmeHctx* nq, bool wait) {
+int NvmeDriver::reap(NvmeHctx* nq, bool block) {
   IoCompBatch iob;
+  RqList failed;
   int n;
   {
     std::unique_lock guard(nq->cq_lock, std::defer_lock);
-    if (wait)
+    if (block)
       guard.lock();
     else if (!guard.try_lock())
       return -1;
-    n = nq->q->reap(&iob, wait);
+    n = nq->q->reap(&iob, &failed);
   }
   blk_mq_end_request_batch(&iob);
+  while (Request* rq = failed.pop()) blk_mq_end_request(rq, rq->status);
   if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
   return n;
 }
@@ -216,6 +225,7 @@ int NvmeDriver::poll_all(bool wait) {
     for (auto& nq : hctxs_) {
       if (!nq->inflight.load(std::memory_order_acquire)) continue;
       busy = true;
+      nq->q->wait();
       total += std::max(reap(nq.get(), true), 0);
     }
     if (!busy) break;
@@ -231,6 +241,7 @@ uint64_t NvmeDriver::inflight() const {
 
 void NvmeDriver::completion_thread(NvmeHctx* nq) {
   for (;;) {
+    nq->q->wait();
     reap(nq, true);
     if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
   }

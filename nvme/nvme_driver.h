@@ -7,9 +7,12 @@
 // format, capacity, MDTS, ONCS and the volatile write cache, and from them the queue limits.
 // Submission: queue_rqs() builds the command of every request in the plug list and hands each
 // hardware queue's run of requests to its transport queue in one batch (one doorbell).
-// Completion: a completion thread per hardware queue (the default, for callers such as the
-// FUSE daemon that do not poll) or the submitter itself through poll(); either way completions
-// are ended in batches (blk_mq_end_request_batch), errors one by one with their mapped status.
+// Completion: whoever submits also reaps what is ready right after ringing the doorbell (the
+// io_uring_submit_and_get_events() idea: the completions of a busy queue are handled by the
+// thread that is running anyway), and behind it a completion thread per hardware queue (the
+// default, for callers such as the FUSE daemon that do not poll) or the submitter itself
+// through poll(). Completions are ended in batches (blk_mq_end_request_batch), errors one by
+// one with their mapped status, always outside the driver's locks: a bio callback may submit.
 #pragma once
 
 #include <atomic>
@@ -75,8 +78,8 @@ class NvmeDriver : public BlkMqOps {
  private:
   struct alignas(64) NvmeHctx {  // struct nvme_queue
     std::unique_ptr<NvmeQueue> q;
-    std::mutex sq_lock;  // submit/commit/wake
-    std::mutex cq_lock;  // reap
+    std::mutex sq_lock;  // submit/commit/wake; never held while a bio callback runs
+    std::mutex cq_lock;  // reap; never held while a bio callback runs
     alignas(64) std::atomic<uint64_t> inflight{0};
     std::thread completer;
   };
@@ -84,7 +87,7 @@ class NvmeDriver : public BlkMqOps {
   void identify();
   QueueLimits limits() const;
   void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
-  int reap(NvmeHctx* nq, bool wait);  // reaps and ends a batch; -1 if the lock was busy
+  int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void completion_thread(NvmeHctx* nq);
 
   std::unique_ptr<NvmeTransport> transport_;

@@ -13,7 +13,7 @@ std::atomic<int> error_log_budget{32};
 
 void nvme_set_error_log_limit(int n) { error_log_budget.store(n, std::memory_order_relaxed); }
 
-void NvmeQueue::complete_error(NvmeIod* iod, uint16_t status) {
+void NvmeQueue::fail(NvmeIod* iod, uint16_t status, RqList* failed) {
   errors_++;
   const int left = error_log_budget.fetch_sub(1, std::memory_order_relaxed);
   if (left > 0) {
@@ -27,7 +27,9 @@ void NvmeQueue::complete_error(NvmeIod* iod, uint16_t status) {
   } else if (left == 0) {
     std::fprintf(stderr, "%s: further NVMe errors are not logged\n", name_.c_str());
   }
-  blk_mq_end_request(nvme_iod_to_rq(iod), nvme_error_status(status));
+  Request* rq = nvme_iod_to_rq(iod);
+  rq->status = nvme_error_status(status);
+  failed->add_tail(rq);
 }
 
 }  // namespace biofs

@@ -55,12 +55,15 @@ class NvmeQueue {
   // `rqs`, in order. The caller serialises submit() and commit() (the kernel's sq_lock).
   virtual void submit(RqList* rqs, bool commit) = 0;
   virtual void commit() = 0;
-  // Reaps what has completed: successes go to `iob`, errors are ended at once with
-  // blk_mq_end_request() and the mapped status. With `wait`, blocks until at least one
-  // completion, a wake(), or REAP_WAIT_MS (uring_util.h). Returns the requests completed.
-  // The caller serialises reap().
-  virtual int reap(IoCompBatch* iob, bool wait) = 0;
-  // Makes a reap(wait = true) that is blocked return. Serialised with submit().
+  // Reaps what has completed, without blocking: successes go to `iob`, failures to `failed`
+  // with rq->status set to the mapped block status (the caller ends them with
+  // blk_mq_end_request() once it holds no lock: ending runs bio callbacks). Returns the
+  // requests completed. The caller serialises reap().
+  virtual int reap(IoCompBatch* iob, RqList* failed) = 0;
+  // Blocks until a completion is ready to reap, a wake(), or REAP_WAIT_MS (uring_util.h).
+  // Consumes nothing; may run while another thread reaps.
+  virtual void wait() = 0;
+  // Makes a wait() that is blocked return. Serialised with submit().
   virtual void wake() = 0;
 
   const std::string& name() const { return name_; }
@@ -68,16 +71,16 @@ class NvmeQueue {
 
  protected:
   // nvme_complete_rq() for both transports: `status` is the NVMe status field.
-  void complete(NvmeIod* iod, uint16_t status, IoCompBatch* iob) {
+  void complete(NvmeIod* iod, uint16_t status, IoCompBatch* iob, RqList* failed) {
     Request* rq = nvme_iod_to_rq(iod);
     if (status == NVME_SC_SUCCESS) [[likely]] {
       rq->status = BLK_STS_OK;
       blk_mq_add_to_batch(rq, iob, BLK_STS_OK);
       return;
     }
-    complete_error(iod, status);
+    fail(iod, status, failed);
   }
-  void complete_error(NvmeIod* iod, uint16_t status);
+  void fail(NvmeIod* iod, uint16_t status, RqList* failed);  // logs, maps, queues on `failed`
 
   std::string name_;
   uint64_t errors_ = 0;

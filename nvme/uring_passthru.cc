@@ -30,7 +30,8 @@ class UringQueue final : public NvmeQueue {
 
   void submit(RqList* rqs, bool commit) override;
   void commit() override { uring_submit(&ring_); }
-  int reap(IoCompBatch* iob, bool wait) override;
+  int reap(IoCompBatch* iob, RqList* failed) override;
+  void wait() override { uring_wait(&ring_); }
   void wake() override;
 
   void probe(const NvmeQueueParams& p);
@@ -145,38 +146,31 @@ void UringQueue::wake() {
   uring_submit(&ring_);
 }
 
-int UringQueue::reap(IoCompBatch* iob, bool wait) {
+int UringQueue::reap(IoCompBatch* iob, RqList* failed) {
   int done = 0;
-  bool woken = false, entered = false;
+  bool entered = false;
   for (;;) {
     unsigned head, seen = 0;
     io_uring_cqe* cqe;
     io_uring_for_each_cqe(&ring_, head, cqe) {
       seen++;
       auto* iod = static_cast<NvmeIod*>(io_uring_cqe_get_data(cqe));
-      if (!iod) [[unlikely]] {
-        woken = true;
-        continue;
-      }
+      if (!iod) [[unlikely]]
+        continue;  // wake()
       NVME_TSAN_ACQUIRE(iod);
       // res: 0, the NVMe status field (> 0), or -errno when the host side failed.
       const int res = cqe->res;
       const uint16_t status = res >= 0 ? uint16_t(res) : uint16_t(NVME_SC_INTERNAL);
       if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
         copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed_.slot(iod->cmd.command_id));
-      complete(iod, status, iob);
+      complete(iod, status, iob, failed);
       done++;
     }
     io_uring_cq_advance(&ring_, seen);
-    if (done || woken) return done;
-    if (!wait) {
-      // IOPOLL rings complete only when polled; others may have an overflowed CQ to flush.
-      if (seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
-      entered = true;
-      continue;
-    }
-    const int ret = uring_wait(&ring_);
-    if (ret < 0) return done;  // timed out, interrupted, or the ring failed: the caller retries
+    // Nothing in the ring: let the kernel flush an overflowed CQ (or poll an IOPOLL ring)
+    // once, then give up.
+    if (done || seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
+    entered = true;
   }
 }
 

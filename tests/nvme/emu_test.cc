@@ -203,8 +203,11 @@ class RawHost : public BlkMqOps {
     q_->submit(&ready, true);
     while (n > 0) {
       IoCompBatch iob;
-      n -= q_->reap(&iob, true);
+      RqList failed;
+      q_->wait();
+      n -= q_->reap(&iob, &failed);
       blk_mq_end_request_batch(&iob);
+      while (Request* rq = failed.pop()) blk_mq_end_request(rq, rq->status);
     }
   }
 

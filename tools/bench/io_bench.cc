@@ -16,6 +16,7 @@
 #include "blockcore/blk_mq.h"
 #include "blockcore/null_blk.h"
 #include "blockcore/stripe.h"
+#include "nvme/open_device.h"
 #include "stats.h"
 
 namespace biofs::bench {
@@ -42,6 +43,7 @@ struct Options {
 struct Devices {
   std::vector<std::unique_ptr<NullBlk>> nulls;
   std::vector<std::unique_ptr<StripeTarget>> stripes;
+  std::vector<std::unique_ptr<Device>> opened;  // emu:, nvme: and plain paths (nvme/open_device.h)
   std::vector<BlockDevice*> targets;  // what submitters aim at
 
   NullBlk* make_null(const Options& o, const std::string& spec) {
@@ -68,16 +70,22 @@ struct Devices {
         for (unsigned i = 0; i < count; i++) children.push_back(make_null(o, "null")->bdev());
         stripes.push_back(std::make_unique<StripeTarget>(children, o.chunk_sectors, o.bio_cache));
         targets.push_back(stripes.back()->bdev());
-      } else if (spec.rfind("null", 0) == 0) {
+      } else if (spec == "null" || spec.rfind("null:", 0) == 0) {
         targets.push_back(make_null(o, spec)->bdev());
-      } else {
-        throw std::invalid_argument("device '" + spec + "': this build knows null, null:SIZE and stripe:N");
+      } else {  // emu:PATH[,...], nvme:/dev/ngXnY[,...] or a plain path (= emu:)
+        DeviceOptions d;
+        d.queues = o.queues;
+        d.qd = o.qd;
+        d.toggles = o.toggles;
+        opened.push_back(open_device(spec, d));
+        targets.push_back(opened.back()->bdev());
       }
     }
   }
   QueueCounters counters() const {
     QueueCounters c;
     for (const auto& n : nulls) c += n->queue()->counters();
+    for (const auto& d : opened) c += d->queue()->counters();
     return c;
   }
 };
