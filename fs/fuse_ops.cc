@@ -1,0 +1,229 @@
+#include "fuse_ops.h"
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace biofs {
+
+namespace {
+
+Filesystem* FS(fuse_req_t req) { return static_cast<FuseContext*>(fuse_req_userdata(req))->fs; }
+
+// Attributes may be cached briefly: every change goes through this daemon.
+constexpr double kAttrTimeout = 1.0;
+
+void reply_entry(fuse_req_t req, int err, const struct stat& st) {
+  if (err) {
+    fuse_reply_err(req, -err);
+    return;
+  }
+  fuse_entry_param e{};
+  e.ino = st.st_ino;
+  e.attr = st;
+  e.attr_timeout = kAttrTimeout;
+  e.entry_timeout = kAttrTimeout;
+  fuse_reply_entry(req, &e);
+}
+
+void op_init(void* userdata, fuse_conn_info* conn) {
+  auto* ctx = static_cast<FuseContext*>(userdata);
+  conn->max_write = 1u << 20;
+  if (ctx->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+}
+
+void op_destroy(void* userdata) {
+  auto* ctx = static_cast<FuseContext*>(userdata);
+  ctx->fs->sync();
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  struct stat st;
+  const int err = FS(req)->lookup(parent, name, &st);
+  reply_entry(req, err, st);
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  FS(req)->forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; i++) FS(req)->forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  struct stat st;
+  if (int err = FS(req)->getattr(ino, &st)) fuse_reply_err(req, -err);
+  else fuse_reply_attr(req, &st, kAttrTimeout);
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+  struct stat st;
+  if (int err = FS(req)->setattr(ino, to_set, *attr, &st)) fuse_reply_err(req, -err);
+  else fuse_reply_attr(req, &st, kAttrTimeout);
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  std::string target;
+  if (int err = FS(req)->readlink(ino, &target)) fuse_reply_err(req, -err);
+  else fuse_reply_readlink(req, target.c_str());
+}
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  const int err = FS(req)->mknod(parent, name, mode & ~c->umask, c->uid, c->gid, rdev, &st);
+  reply_entry(req, err, st);
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  const int err = FS(req)->mkdir(parent, name, mode & ~c->umask, c->uid, c->gid, &st);
+  reply_entry(req, err, st);
+}
+
+void op_symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  const int err = FS(req)->symlink(parent, name, link, c->uid, c->gid, &st);
+  reply_entry(req, err, st);
+}
+
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  struct stat st;
+  const int err = FS(req)->link(ino, newparent, newname, &st);
+  reply_entry(req, err, st);
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  fuse_reply_err(req, -FS(req)->unlink(parent, name));
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  fuse_reply_err(req, -FS(req)->rmdir(parent, name));
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent, const char* newname,
+               unsigned flags) {
+  fuse_reply_err(req, -FS(req)->rename(parent, name, newparent, newname, flags));
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (int err = FS(req)->open(ino)) {
+    fuse_reply_err(req, -err);
+    return;
+  }
+  // O_DIRECT: no page cache in the kernel either, every read and write reaches the device.
+  if (fi->flags & O_DIRECT) fi->direct_io = 1;
+  fuse_reply_open(req, fi);
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  int err = FS(req)->mknod(parent, name, S_IFREG | (mode & ~c->umask & 07777), c->uid, c->gid, 0, &st);
+  if (!err) err = FS(req)->open(st.st_ino);
+  if (err) {
+    fuse_reply_err(req, -err);
+    return;
+  }
+  if (fi->flags & O_DIRECT) fi->direct_io = 1;
+  fuse_entry_param e{};
+  e.ino = st.st_ino;
+  e.attr = st;
+  e.attr_timeout = kAttrTimeout;
+  e.entry_timeout = kAttrTimeout;
+  fuse_reply_create(req, &e, fi);
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  std::vector<char> buf(size);
+  const ssize_t n = FS(req)->read(ino, uint64_t(off), size, buf.data());
+  if (n < 0) fuse_reply_err(req, int(-n));
+  else fuse_reply_buf(req, buf.data(), size_t(n));
+}
+
+void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info*) {
+  const ssize_t n = FS(req)->write(ino, uint64_t(off), size, buf);
+  if (n < 0) fuse_reply_err(req, int(-n));
+  else fuse_reply_write(req, size_t(n));
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  FS(req)->release(ino);
+  fuse_reply_err(req, 0);
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
+  fuse_reply_err(req, -FS(req)->fsync(ino, datasync != 0));
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  std::vector<char> buf(size);
+  size_t used = 0;
+  const int err = FS(req)->readdir(ino, uint64_t(off), [&](const std::string& name, uint64_t child, unsigned type,
+                                                           uint64_t next) {
+    struct stat st{};
+    st.st_ino = child;
+    st.st_mode = type << 12;
+    const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, name.c_str(), &st, off_t(next));
+    if (need > size - used) return false;
+    used += need;
+    return true;
+  });
+  if (err && used == 0) fuse_reply_err(req, -err);
+  else fuse_reply_buf(req, buf.data(), used);
+}
+
+void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
+  fuse_reply_err(req, -FS(req)->fsync(ino, datasync != 0));
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t) {
+  struct statvfs st;
+  if (int err = FS(req)->statfs(&st)) fuse_reply_err(req, -err);
+  else fuse_reply_statfs(req, &st);
+}
+
+fuse_lowlevel_ops make_ops() {
+  fuse_lowlevel_ops o{};
+  o.init = op_init;
+  o.destroy = op_destroy;
+  o.lookup = op_lookup;
+  o.forget = op_forget;
+  o.forget_multi = op_forget_multi;
+  o.getattr = op_getattr;
+  o.setattr = op_setattr;
+  o.readlink = op_readlink;
+  o.mknod = op_mknod;
+  o.mkdir = op_mkdir;
+  o.symlink = op_symlink;
+  o.link = op_link;
+  o.unlink = op_unlink;
+  o.rmdir = op_rmdir;
+  o.rename = op_rename;
+  o.open = op_open;
+  o.create = op_create;
+  o.read = op_read;
+  o.write = op_write;
+  o.flush = op_flush;
+  o.release = op_release;
+  o.fsync = op_fsync;
+  o.readdir = op_readdir;
+  o.fsyncdir = op_fsyncdir;
+  o.statfs = op_statfs;
+  return o;
+}
+
+const fuse_lowlevel_ops kOps = make_ops();
+
+}  // namespace
+
+const fuse_lowlevel_ops* biofs_fuse_ops() { return &kOps; }
+
+}  // namespace biofs

@@ -1,0 +1,27 @@
+// `-o` options of the biofs daemon: the block-core toggles, queue settings and filesystem
+// settings are ours; a known set of generic/FUSE options passes through to libfuse; anything
+// else stops the mount with one line naming the option.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "blockcore/blk_mq.h"
+#include "filesystem.h"
+
+namespace biofs {
+
+struct DaemonOptions {
+  bool bio_cache = true;      // bio_cache=on|off
+  QueueToggles toggles;       // tag_batch=off|plain|retain|loop, split_check=fast|iter
+  unsigned queues = 1;        // queues=N
+  unsigned qd = 128;          // qd=N
+  MountOptions fs;            // commit=SECONDS, meta_cache=MiB, ro
+  bool writeback_cache = false;  // writeback_cache: the kernel caches writes (FUSE_CAP_WRITEBACK_CACHE)
+  std::vector<std::string> fuse_opts;  // passed to libfuse as -o
+};
+
+// Parses one comma-separated -o list into *o. "" or one line naming the bad option.
+std::string parse_mount_options(const std::string& list, DaemonOptions* o);
+
+}  // namespace biofs

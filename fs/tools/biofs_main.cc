@@ -1,0 +1,185 @@
+// biofs: mounts a biofs filesystem with FUSE.
+//   biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]
+// DEVICE is a device string (emu:PATH, nvme:/dev/ngXnY, null:SIZE) or a plain path (emu:PATH).
+// Without -f the daemon detaches once the mount is up; any error before that is printed by the
+// parent as one line, and the exit status is 1 (usage) or 32 (mount failure), as mount(8).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fs/fuse_ops.h"
+#include "fs/mount_options.h"
+#include "nvme/open_device.h"
+
+using namespace biofs;
+
+namespace {
+
+int g_report_fd = -1;  // the parent's pipe while daemonizing
+
+[[noreturn]] void fail(int code, const std::string& msg) {
+  const std::string line = "biofs: " + msg + "\n";
+  if (g_report_fd >= 0) {
+    if (write(g_report_fd, line.data(), line.size()) < 0) {}
+  } else {
+    fputs(line.c_str(), stderr);
+  }
+  _exit(code);
+}
+
+void usage() {
+  fputs("usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+        "  -o bio_cache=on|off,tag_batch=off|plain|retain|loop,split_check=fast|iter,\n"
+        "     queues=N,qd=N,commit=SECONDS,meta_cache=MiB,writeback_cache,ro, and FUSE/mount options\n"
+        "  -f foreground   -d debug (implies -f)   -s single-threaded\n",
+        stderr);
+}
+
+// Forks; the parent waits for the child's first line and exits with its verdict.
+void daemonize() {
+  int fds[2];
+  if (pipe(fds)) fail(32, std::string("pipe: ") + strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) fail(32, std::string("fork: ") + strerror(errno));
+  if (pid > 0) {
+    close(fds[1]);
+    std::string msg;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof(buf))) > 0) msg.append(buf, size_t(n));
+    if (msg == "ok") _exit(0);
+    if (msg.empty()) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      msg = "biofs: the daemon exited before the mount was up\n";
+    }
+    fputs(msg.c_str(), stderr);
+    _exit(32);
+  }
+  close(fds[0]);
+  g_report_fd = fds[1];
+  setsid();
+}
+
+void report_ok() {
+  if (g_report_fd < 0) return;
+  if (write(g_report_fd, "ok", 2) < 0) {}
+  close(g_report_fd);
+  g_report_fd = -1;
+  const int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    if (null > 2) close(null);
+  }
+  if (chdir("/")) {}
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> pos;
+  DaemonOptions opts;
+  bool foreground = false, debug = false, single = false;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "-o") {
+      if (i + 1 >= argc) {
+        usage();
+        return 1;
+      }
+      if (std::string why = parse_mount_options(argv[++i], &opts); !why.empty()) {
+        fprintf(stderr, "biofs: %s\n", why.c_str());
+        return 1;
+      }
+    } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
+      if (std::string why = parse_mount_options(a.substr(2), &opts); !why.empty()) {
+        fprintf(stderr, "biofs: %s\n", why.c_str());
+        return 1;
+      }
+    } else if (a == "-f") {
+      foreground = true;
+    } else if (a == "-d") {
+      debug = foreground = true;
+    } else if (a == "-s") {
+      single = true;
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      fprintf(stderr, "biofs: unknown flag '%s'\n", a.c_str());
+      usage();
+      return 1;
+    } else {
+      pos.push_back(a);
+    }
+  }
+  if (pos.size() != 2) {
+    usage();
+    return 1;
+  }
+  const std::string& spec = pos[0];
+  const std::string& mnt = pos[1];
+  if (access(mnt.c_str(), F_OK)) {
+    fprintf(stderr, "biofs: mount point '%s': %s\n", mnt.c_str(), strerror(errno));
+    return 32;
+  }
+  // Fork before any thread exists (the device starts completion threads).
+  if (!foreground) daemonize();
+
+  DeviceOptions dopts;
+  dopts.queues = opts.queues;
+  dopts.qd = opts.qd;
+  dopts.toggles = opts.toggles;
+  std::unique_ptr<Device> dev;
+  try {
+    dev = open_device(spec, dopts);
+  } catch (const std::exception& e) {
+    fail(32, e.what());
+  }
+  BlockIo io(dev->bdev(), 4096, opts.bio_cache);
+  std::string err;
+  std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
+  if (!fs) fail(32, spec + ": " + err);
+
+  FuseContext ctx{fs.get(), opts.writeback_cache};
+  std::string fuse_o = "fsname=biofs:" + spec + ",subtype=biofs";
+  for (const std::string& o : opts.fuse_opts) {
+    if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0) continue;
+    fuse_o += "," + o;
+  }
+  std::vector<const char*> fargv = {argv[0], "-o", fuse_o.c_str()};
+  if (debug) fargv.push_back("-d");
+  fuse_args args = FUSE_ARGS_INIT(int(fargv.size()), const_cast<char**>(fargv.data()));
+  fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
+  if (!se) fail(32, "cannot create the FUSE session");
+  if (fuse_set_signal_handlers(se)) fail(32, "cannot set signal handlers");
+  if (fuse_session_mount(se, mnt.c_str())) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    fs->unmount();
+    fail(32, "cannot mount on '" + mnt + "'");
+  }
+  report_ok();
+  int ret;
+  if (single) {
+    ret = fuse_session_loop(se);
+  } else {
+    fuse_loop_config cfg{};
+    cfg.clone_fd = 0;
+    cfg.max_idle_threads = 16;
+    ret = fuse_session_loop_mt(se, &cfg);
+  }
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  const int uerr = fs->unmount();
+  if (uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
+  fs.reset();
+  return (ret || uerr) ? 1 : 0;
+}

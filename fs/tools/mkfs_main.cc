@@ -1,0 +1,93 @@
+// mkfs.biofs: makes a biofs filesystem.
+//   mkfs.biofs [-b BLOCKSIZE] [-N INODES] [-L LABEL] [-J JOURNAL_BLOCKS] [-f] [-q] DEVICE
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "fs/mkfs.h"
+#include "nvme/open_device.h"
+
+using namespace biofs;
+
+static void usage() {
+  fputs("usage: mkfs.biofs [-b BLOCKSIZE] [-N INODES] [-L LABEL] [-J JOURNAL_BLOCKS] [-f] [-q] DEVICE\n", stderr);
+}
+
+static bool number(const char* s, uint64_t* out) {
+  if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18) return false;
+  *out = strtoull(s, nullptr, 10);
+  return true;
+}
+
+int main(int argc, char** argv) {
+  MkfsOptions o;
+  bool quiet = false;
+  int c;
+  uint64_t v;
+  while ((c = getopt(argc, argv, "b:N:L:J:fqh")) != -1) {
+    switch (c) {
+      case 'b':
+        if (!number(optarg, &v) || v > UINT32_MAX) {
+          fprintf(stderr, "mkfs.biofs: bad block size '%s'\n", optarg);
+          return 1;
+        }
+        o.block_size = uint32_t(v);
+        break;
+      case 'N':
+        if (!number(optarg, &v) || v == 0) {
+          fprintf(stderr, "mkfs.biofs: bad inode count '%s'\n", optarg);
+          return 1;
+        }
+        o.inodes = v;
+        break;
+      case 'J':
+        if (!number(optarg, &v) || v == 0) {
+          fprintf(stderr, "mkfs.biofs: bad journal size '%s'\n", optarg);
+          return 1;
+        }
+        o.journal_blocks = v;
+        break;
+      case 'L': o.label = optarg; break;
+      case 'f': o.force = true; break;
+      case 'q': quiet = true; break;
+      case 'h': usage(); return 0;
+      default: usage(); return 1;
+    }
+  }
+  if (optind + 1 != argc) {
+    usage();
+    return 1;
+  }
+  const std::string spec = argv[optind];
+  std::unique_ptr<Device> dev;
+  try {
+    dev = open_device(spec, DeviceOptions{});
+  } catch (const std::exception& e) {
+    fprintf(stderr, "mkfs.biofs: %s\n", e.what());
+    return 1;
+  }
+  BlockIo io(dev->bdev(), 4096);
+  const bool tty = isatty(2) && !quiet;
+  o.progress = [&](uint64_t done, uint64_t total) {
+    if (tty && total >= 4096) fprintf(stderr, "\rmkfs.biofs: writing metadata %3u%%", unsigned(done * 100 / total));
+  };
+  disk::SuperBlock sb;
+  const std::string why = make_filesystem(io, o, &sb);
+  if (tty) fputs("\r\033[K", stderr);
+  if (!why.empty()) {
+    fprintf(stderr, "mkfs.biofs: %s: %s\n", spec.c_str(), why.c_str());
+    return 1;
+  }
+  if (!quiet) {
+    char uuid[37];
+    const uint8_t* u = sb.uuid;
+    snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    printf("biofs on %s: %llu blocks of %u bytes, %llu inodes, journal %llu blocks, label '%s', uuid %s\n",
+           spec.c_str(), (unsigned long long)sb.block_count, sb.block_size, (unsigned long long)sb.inode_count,
+           (unsigned long long)sb.journal_blocks, sb.label, uuid);
+  }
+  return 0;
+}

@@ -1,0 +1,171 @@
+// End to end through the kernel: mkfs.biofs on an image file, mount with the biofs daemon,
+// use the mount with ordinary system calls, unmount, remount with the block-core toggles
+// flipped, and read everything back.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace stdfs = std::filesystem;
+const std::string kBin = BIOFS_BIN_DIR;
+
+// Runs a command line; returns its exit status and its stdout+stderr.
+int run(const std::string& cmd, std::string* out = nullptr) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string s;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) s.append(buf, n);
+  const int st = pclose(p);
+  if (out) *out = s;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+bool is_mounted(const std::string& mnt) {
+  std::ifstream m("/proc/mounts");
+  std::string line;
+  while (std::getline(m, line))
+    if (line.find(" " + mnt + " fuse.biofs ") != std::string::npos) return true;
+  return false;
+}
+
+// Starts the daemon in the foreground as a child, waits for the mount to appear.
+pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& opts) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string bin = kBin + "/biofs";
+    if (opts.empty()) execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", (char*)nullptr);
+    else execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", "-o", opts.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 200 && !is_mounted(mnt); i++) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) FAIL("the daemon exited before mounting");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(is_mounted(mnt));
+  return pid;
+}
+
+void unmount(const std::string& mnt, pid_t pid) {
+  REQUIRE(run("fusermount3 -u " + mnt) == 0);
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);  // the daemon has written everything back
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+}
+
+std::string pattern(size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i++) s[i] = char((i * 2654435761u + seed) >> 13);
+  return s;
+}
+
+void write_file(const std::string& path, const std::string& data, bool sync = false) {
+  const int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
+  if (sync) REQUIRE(fsync(fd) == 0);
+  REQUIRE(close(fd) == 0);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+TEST_CASE("fuse: mkfs, mount, write, unmount, remount with toggles flipped, read back") {
+  if (access("/dev/fuse", R_OK | W_OK) != 0) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible, so nothing can be mounted here");
+    return;
+  }
+  char tmpl[] = "/tmp/biofs-fuse-XXXXXX";
+  REQUIRE(mkdtemp(tmpl));
+  const std::string dir = tmpl, img = dir + "/img", mnt = dir + "/mnt";
+  stdfs::create_directory(mnt);
+  REQUIRE(truncate((img).c_str(), 0) != 0);  // does not exist yet
+  { std::ofstream(img).close(); }
+  REQUIRE(truncate(img.c_str(), 128 << 20) == 0);
+  std::string out;
+  REQUIRE_MESSAGE(run(kBin + "/mkfs.biofs -q -L e2e " + img, &out) == 0, out);
+  CHECK(run(kBin + "/mkfs.biofs -q " + img, &out) == 1);
+  CHECK(out.find("already holds a biofs") != std::string::npos);
+  // A bad option stops the mount with a line naming it.
+  CHECK(run(kBin + "/biofs " + img + " " + mnt + " -o tag_batch=bogus", &out) == 1);
+  CHECK(out.find("tag_batch") != std::string::npos);
+  CHECK_FALSE(is_mounted(mnt));
+
+  pid_t pid = mount_fg(img, mnt, "");
+  const std::string big = pattern(3 << 20, 1);
+  write_file(mnt + "/big", big, true);
+  stdfs::create_directory(mnt + "/many");
+  for (int i = 0; i < 1000; i++) write_file(mnt + "/many/f" + std::to_string(i), "file " + std::to_string(i));
+  // Sparse, beyond 4 GiB.
+  {
+    const int fd = open((mnt + "/sparse").c_str(), O_CREAT | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(pwrite(fd, "far", 3, (5ll << 30)) == 3);
+    close(fd);
+  }
+  write_file(mnt + "/old", "old name");
+  REQUIRE(rename((mnt + "/old").c_str(), (mnt + "/new").c_str()) == 0);
+  REQUIRE(symlink("new", (mnt + "/link").c_str()) == 0);
+  REQUIRE(link((mnt + "/new").c_str(), (mnt + "/hard").c_str()) == 0);
+  write_file(mnt + "/gone", "bye");
+  REQUIRE(unlink((mnt + "/gone").c_str()) == 0);
+  REQUIRE(truncate((mnt + "/big").c_str(), 1 << 20) == 0);
+  struct statvfs sv;
+  REQUIRE(statvfs(mnt.c_str(), &sv) == 0);
+  CHECK(sv.f_bsize == 4096);
+  unmount(mnt, pid);
+
+  pid = mount_fg(img, mnt, "bio_cache=off,tag_batch=off,split_check=fast");
+  CHECK(read_file(mnt + "/big") == big.substr(0, 1 << 20));
+  int found = 0;
+  for (const auto& e : stdfs::directory_iterator(mnt + "/many")) {
+    const std::string name = e.path().filename();
+    REQUIRE(read_file(e.path()) == "file " + name.substr(1));
+    found++;
+  }
+  CHECK(found == 1000);
+  struct stat st;
+  REQUIRE(stat((mnt + "/sparse").c_str(), &st) == 0);
+  CHECK(st.st_size == (5ll << 30) + 3);
+  CHECK(st.st_blocks == 8);
+  {
+    const int fd = open((mnt + "/sparse").c_str(), O_RDONLY);
+    char buf[8] = {};
+    CHECK(pread(fd, buf, 3, 5ll << 30) == 3);
+    CHECK(std::string(buf) == "far");
+    CHECK(pread(fd, buf, 3, 1ll << 30) == 3);
+    CHECK(buf[0] == 0);
+    close(fd);
+  }
+  CHECK(read_file(mnt + "/new") == "old name");
+  CHECK(stdfs::read_symlink(mnt + "/link") == "new");
+  CHECK(read_file(mnt + "/link") == "old name");
+  REQUIRE(stat((mnt + "/hard").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 2);
+  CHECK_FALSE(stdfs::exists(mnt + "/gone"));
+  CHECK_FALSE(stdfs::exists(mnt + "/old"));
+  unmount(mnt, pid);
+  stdfs::remove_all(dir);
+}

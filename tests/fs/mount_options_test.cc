@@ -1,0 +1,38 @@
+// The daemon's -o parser: toggles parsed, FUSE options passed through, anything else refused
+// with a line naming it.
+#include <doctest/doctest.h>
+
+#include "fs/mount_options.h"
+
+using namespace biofs;
+
+TEST_CASE("mount options: the block-core toggles and queue settings") {
+  DaemonOptions o;
+  CHECK(parse_mount_options("bio_cache=off,tag_batch=retain,split_check=fast,queues=2,qd=64,commit=0", &o) == "");
+  CHECK_FALSE(o.bio_cache);
+  CHECK(o.toggles.tag_batch == TagBatch::retain);
+  CHECK(o.toggles.split_check == SplitCheck::fast);
+  CHECK(o.queues == 2);
+  CHECK(o.qd == 64);
+  CHECK(o.fs.commit_interval_s == 0);
+  CHECK(o.fuse_opts.empty());
+}
+
+TEST_CASE("mount options: FUSE and mount(8) options pass through") {
+  DaemonOptions o;
+  CHECK(parse_mount_options("allow_other,default_permissions,ro,fsname=x,noatime,,", &o) == "");
+  CHECK(o.fuse_opts == std::vector<std::string>{"allow_other", "default_permissions", "ro", "fsname=x", "noatime"});
+  CHECK(o.fs.read_only);
+}
+
+TEST_CASE("mount options: unknown or malformed options are refused by name") {
+  DaemonOptions o;
+  CHECK(parse_mount_options("frobnicate", &o) == "unknown mount option 'frobnicate'");
+  CHECK(parse_mount_options("bio_cache=maybe", &o) == "bad value for mount option bio_cache: 'maybe' (expected on|off)");
+  CHECK(parse_mount_options("tag_batch=", &o).find("tag_batch") != std::string::npos);
+  CHECK(parse_mount_options("split_check=slow", &o).find("split_check") != std::string::npos);
+  CHECK(parse_mount_options("qd=0", &o).find("qd") != std::string::npos);
+  CHECK(parse_mount_options("queues=1x", &o).find("queues") != std::string::npos);
+  CHECK(parse_mount_options("allow_other=1", &o) == "unknown mount option 'allow_other=1'");
+  CHECK(parse_mount_options("fsname=", &o).find("fsname") != std::string::npos);
+}
