@@ -54,7 +54,7 @@ TEST_CASE("brd: a write is read back, including across page boundaries at odd se
   CHECK(rw(d, bs, REQ_OP_READ, 7, in, sizeof(in)) == BLK_STS_OK);
   CHECK(std::memcmp(out, in, sizeof(out)) == 0);
   // The sectors just before and after stay zero.
-  uint8_t edge[512];
+  alignas(512) uint8_t edge[512];  // the queue's dma_alignment: 512
   CHECK(rw(d, bs, REQ_OP_READ, 6, edge, 512) == BLK_STS_OK);
   for (uint8_t b : edge) REQUIRE(b == 0);
   CHECK(rw(d, bs, REQ_OP_READ, 7 + 24, edge, 512) == BLK_STS_OK);
