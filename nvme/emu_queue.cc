@@ -120,7 +120,13 @@ void EmuQueue::wake() {
 }
 
 void EmuQueue::submit(RqList* rqs, bool commit) {
-  while (Request* rq = rqs->pop()) queue_cmd(nvme_iod(rq));
+  while (Request* rq = rqs->pop()) {
+    NvmeIod* iod = nvme_iod(rq);
+    queue_cmd(iod);
+    // After the last access: the command goes to the kernel with a later submit. (The
+    // releases inside cover commands whose first SQEs may be submitted while they are built.)
+    NVME_TSAN_RELEASE(iod);
+  }
   if (commit) uring_submit(&ring_);
 }
 

@@ -176,6 +176,8 @@ class RawHost : public BlkMqOps {
     lim.max_segments = NVME_MAX_SEGS;
     lim.max_segment_size = 1u << 30;
     lim.dma_alignment = 3;
+    lim.max_discard_sectors = 1u << 20;
+    lim.max_write_zeroes_sectors = 8192;
     TagSetConfig set;
     set.queue_depth = 32;
     set.cmd_size = sizeof(NvmeIod);
@@ -221,7 +223,7 @@ class RawHost : public BlkMqOps {
 blk_status_t raw_io(RawHost& host, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len) {
   IoWait w;
   const bool data = bio_op_of(op) == REQ_OP_READ || bio_op_of(op) == REQ_OP_WRITE;
-  Bio* bio = bio_alloc_bioset(host.bdev(), 1, op, GFP_KERNEL, &bs);
+  Bio* bio = bio_alloc_bioset(host.bdev(), data ? 1 : 0, op, GFP_KERNEL, &bs);  // no vecs for no data
   if (data)
     REQUIRE(bio_add_virt(bio, buf, len) == len);
   else
