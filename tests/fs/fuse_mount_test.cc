@@ -167,5 +167,7 @@ TEST_CASE("fuse: mkfs, mount, write, unmount, remount with toggles flipped, read
   CHECK_FALSE(stdfs::exists(mnt + "/gone"));
   CHECK_FALSE(stdfs::exists(mnt + "/old"));
   unmount(mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + img, &out) == 0, out);
+  CHECK(out.find("clean") != std::string::npos);
   stdfs::remove_all(dir);
 }

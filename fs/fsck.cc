@@ -1,0 +1,338 @@
+#include "fsck.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <vector>
+
+#include "format.h"
+#include "mkfs.h"
+
+namespace biofs {
+
+using namespace disk;
+
+namespace {
+
+struct Checker {
+  BlockIo& io;
+  const std::function<void(const std::string&)>& report;
+  SuperBlock sb{};
+  FsckResult r;
+  uint32_t bs = 0;
+  std::vector<uint8_t> owned;      // per block: 0 free, 1 owned (metadata or an inode)
+  std::vector<uint32_t> refs;      // per inode: directory entries naming it
+  std::vector<uint32_t> subdirs;   // per directory inode: subdirectories
+  std::vector<uint64_t> parent_of; // per directory inode: the directory that names it
+  std::vector<Inode> inodes;       // the whole table (index ino - 1)
+
+  void error(const std::string& s) {
+    r.errors++;
+    report(s);
+  }
+  bool read(uint64_t blk, uint32_t n, void* buf) {
+    if (int err = io.read(blk, n, buf)) {
+      error("cannot read block " + std::to_string(blk) + ": " + strerror(-err));
+      return false;
+    }
+    return true;
+  }
+  // Marks [start, start+n) owned by `who`; reports blocks outside the data area or owned twice.
+  void own(uint64_t start, uint64_t n, const std::string& who) {
+    for (uint64_t b = start; b < start + n; b++) {
+      if (b < sb.data_start || b >= sb.block_count - 1) {
+        error(who + " claims block " + std::to_string(b) + " outside the data area");
+        return;
+      }
+      if (owned[b]) error("block " + std::to_string(b) + " is claimed twice (again by " + who + ")");
+      owned[b] = 1;
+      r.blocks_used++;
+    }
+  }
+  bool headered(uint64_t blk, uint32_t magic, std::vector<uint8_t>& buf, const std::string& what) {
+    buf.assign(bs, 0);
+    IoBuf tmp(bs);
+    if (!read(blk, 1, tmp.data())) return false;
+    std::memcpy(buf.data(), tmp.data(), bs);
+    const auto* h = reinterpret_cast<const BlockHeader*>(buf.data());
+    if (h->magic != magic || h->blocknr != blk || !block_crc_ok(buf.data(), bs)) {
+      error(what + " (block " + std::to_string(blk) + ") fails its checksum or header check");
+      return false;
+    }
+    return true;
+  }
+
+  void run() {
+    io.set_block_size(4096);
+    std::string why = read_superblock(io, &sb, false);
+    if (!why.empty()) {
+      error("primary superblock: " + why);
+      if (!read_superblock(io, &sb, true).empty()) {
+        r.fatal = true;
+        return;
+      }
+      report("using the backup superblock");
+    }
+    bs = sb.block_size;
+    io.set_block_size(bs);
+    // The backup must be a valid superblock of the same filesystem.
+    {
+      IoBuf b(bs);
+      if (read(sb.backup_sb_block, 1, b.data())) {
+        SuperBlock bk;
+        std::memcpy(&bk, b.data(), sizeof(bk));
+        if (!check_superblock(bk, io.device_bytes()).empty() || std::memcmp(bk.uuid, sb.uuid, 16) != 0)
+          error("backup superblock is damaged");
+      }
+    }
+    if (sb.state != STATE_CLEAN) {
+      r.warnings++;
+      report("filesystem was not cleanly unmounted");
+    }
+    owned.assign(sb.block_count, 0);
+    for (uint64_t b = 0; b < sb.data_start; b++) owned[b] = 1;
+    owned[sb.backup_sb_block] = 1;
+    check_journal();
+    load_inodes();
+    check_inodes();
+    check_tree();
+    check_bitmaps();
+  }
+
+  void check_journal() {
+    std::vector<uint8_t> buf;
+    if (!headered(sb.journal_start, BLK_JOURNAL_SB, buf, "journal superblock")) return;
+    const auto* j = reinterpret_cast<const JournalSuper*>(buf.data());
+    if (std::memcmp(j->uuid, sb.uuid, 16) != 0) error("journal belongs to another filesystem");
+    if (j->head < 1 || j->head >= sb.journal_blocks) {
+      error("journal head out of range");
+      return;
+    }
+    IoBuf d(bs);
+    if (!read(sb.journal_start + j->head, 1, d.data())) return;
+    const auto* desc = reinterpret_cast<const JournalDesc*>(d.data());
+    if (desc->h.magic == BLK_JOURNAL_DESC && block_crc_ok(d.data(), bs) && desc->sequence == j->sequence) {
+      r.warnings++;
+      report("journal holds a transaction that mounting will replay (checked as it is on disk now)");
+    }
+  }
+
+  void load_inodes() {
+    inodes.resize(sb.inode_count);
+    const uint64_t ipb = bs / INODE_SIZE;
+    const uint64_t chunk = 256;
+    IoBuf buf(chunk * bs);
+    for (uint64_t b = 0; b < sb.inode_table_blocks; b += chunk) {
+      const uint64_t n = std::min(chunk, sb.inode_table_blocks - b);
+      if (!read(sb.inode_table_start + b, uint32_t(n), buf.data())) {
+        r.fatal = true;
+        return;
+      }
+      for (uint64_t i = 0; i < n * ipb && b * ipb + i < sb.inode_count; i++)
+        std::memcpy(&inodes[b * ipb + i], buf.data() + i * INODE_SIZE, INODE_SIZE);
+    }
+  }
+
+  // The extents of inode `ino` (inline or from its tree; tree blocks are claimed here).
+  bool extents_of(uint64_t ino, const Inode& d, std::vector<Extent>* out) {
+    const std::string who = "inode " + std::to_string(ino);
+    if (d.flags & INODE_INLINE_DATA) return true;
+    if (!(d.flags & INODE_EXTENT_TREE)) {
+      if (d.nr_extents > INLINE_EXTENTS) {
+        error(who + " has " + std::to_string(d.nr_extents) + " inline extents");
+        return false;
+      }
+      out->assign(d.extents, d.extents + d.nr_extents);
+      return true;
+    }
+    std::vector<uint8_t> buf;
+    if (d.extent_root >= sb.block_count || !headered(d.extent_root, BLK_EXTENT, buf, who + " extent tree root")) return false;
+    own(d.extent_root, 1, who + " (extent tree)");
+    const auto* root = reinterpret_cast<const ExtentNode*>(buf.data());
+    const uint32_t per = extents_per_node(bs);
+    if (root->owner != ino || root->nr > per || root->level > 1) {
+      error(who + " extent tree root is inconsistent");
+      return false;
+    }
+    auto leaf = [&](const std::vector<uint8_t>& b) {
+      const auto* n = reinterpret_cast<const ExtentNode*>(b.data());
+      const auto* e = reinterpret_cast<const Extent*>(b.data() + sizeof(ExtentNode));
+      out->insert(out->end(), e, e + n->nr);
+    };
+    if (root->level == 0) {
+      leaf(buf);
+      return true;
+    }
+    std::vector<ExtentIndex> idx(root->nr);
+    std::memcpy(idx.data(), buf.data() + sizeof(ExtentNode), root->nr * sizeof(ExtentIndex));
+    for (const ExtentIndex& x : idx) {
+      std::vector<uint8_t> lb;
+      if (x.child >= sb.block_count || !headered(x.child, BLK_EXTENT, lb, who + " extent leaf")) return false;
+      own(x.child, 1, who + " (extent tree)");
+      const auto* n = reinterpret_cast<const ExtentNode*>(lb.data());
+      if (n->owner != ino || n->level != 0 || n->nr > per) {
+        error(who + " extent leaf " + std::to_string(x.child) + " is inconsistent");
+        return false;
+      }
+      leaf(lb);
+    }
+    return true;
+  }
+
+  void check_inodes() {
+    if (r.fatal) return;
+    refs.assign(sb.inode_count + 1, 0);
+    subdirs.assign(sb.inode_count + 1, 0);
+    parent_of.assign(sb.inode_count + 1, 0);
+    for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
+      const Inode& d = inodes[ino - 1];
+      if (d.mode == 0) continue;
+      const std::string who = "inode " + std::to_string(ino);
+      if (inode_crc(ino, d) != d.checksum) {
+        error(who + " fails its checksum");
+        continue;
+      }
+      r.inodes++;
+      std::vector<Extent> ext;
+      if (!extents_of(ino, d, &ext)) continue;
+      uint64_t blocks = ext.empty() ? 0 : 0;
+      uint64_t prev_end = 0;
+      for (const Extent& e : ext) {
+        if (e.len == 0 || e.lblk < prev_end) error(who + " has overlapping or empty extents");
+        prev_end = e.lblk + e.len;
+        own(e.pblk, e.len, who);
+        blocks += e.len;
+      }
+      const uint64_t tree = (d.flags & INODE_EXTENT_TREE) ? 0 : 0;
+      (void)tree;
+      // blocks counts data and tree blocks.
+      uint64_t tree_blocks = 0;
+      if (d.flags & INODE_EXTENT_TREE) {
+        const uint32_t per = extents_per_node(bs);
+        const uint64_t leaves = (ext.size() + per - 1) / per;
+        tree_blocks = leaves <= 1 ? 1 : 1 + leaves;
+      }
+      if (d.blocks != blocks + tree_blocks)
+        error(who + " says " + std::to_string(d.blocks) + " blocks but owns " + std::to_string(blocks + tree_blocks));
+      if (S_ISDIR(d.mode)) {
+        r.dirs++;
+        check_dir(ino, d, ext);
+      }
+    }
+  }
+
+  void check_dir(uint64_t ino, const Inode& d, const std::vector<Extent>& ext) {
+    const std::string who = "directory " + std::to_string(ino);
+    if (d.size % bs) {
+      error(who + " size is not a multiple of the block size");
+      return;
+    }
+    for (uint64_t lblk = 0; lblk < d.size / bs; lblk++) {
+      uint64_t pblk = 0;
+      for (const Extent& e : ext)
+        if (lblk >= e.lblk && lblk < e.lblk + e.len) pblk = e.pblk + (lblk - e.lblk);
+      std::vector<uint8_t> buf;
+      if (!pblk) {
+        error(who + " has a hole at block " + std::to_string(lblk));
+        continue;
+      }
+      if (!headered(pblk, BLK_DIR, buf, who + " block " + std::to_string(lblk))) continue;
+      if (reinterpret_cast<const DirBlock*>(buf.data())->owner != ino) error(who + " block " + std::to_string(lblk) + " belongs to another inode");
+      for (uint32_t off = sizeof(DirBlock); off < bs;) {
+        const auto* e = reinterpret_cast<const DirEntry*>(buf.data() + off);
+        if (e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs) {
+          error(who + " block " + std::to_string(lblk) + " has a broken entry chain");
+          break;
+        }
+        if (e->ino) {
+          const std::string name(reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16));
+          if (e->ino > sb.inode_count || inodes[e->ino - 1].mode == 0) {
+            error(who + " entry '" + name + "' names free inode " + std::to_string(e->ino));
+          } else {
+            const Inode& t = inodes[e->ino - 1];
+            refs[e->ino]++;
+            if (e->type != ((t.mode & S_IFMT) >> 12)) error(who + " entry '" + name + "' has the wrong type");
+            if (S_ISDIR(t.mode)) {
+              subdirs[ino]++;
+              parent_of[e->ino] = ino;
+              if (t.parent != ino) error("directory " + std::to_string(e->ino) + " ('" + name + "') names parent " + std::to_string(t.parent) + ", not " + std::to_string(ino));
+            }
+          }
+        }
+        off += e->rec_len;
+      }
+    }
+  }
+
+  void check_tree() {
+    if (r.fatal) return;
+    for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
+      const Inode& d = inodes[ino - 1];
+      if (d.mode == 0 || inode_crc(ino, d) != d.checksum) continue;
+      const std::string who = "inode " + std::to_string(ino);
+      if (S_ISDIR(d.mode)) {
+        if (ino != ROOT_INO && refs[ino] != 1) error("directory " + std::to_string(ino) + " is named by " + std::to_string(refs[ino]) + " entries");
+        if (d.nlink != 2 + subdirs[ino]) error(who + " link count " + std::to_string(d.nlink) + ", should be " + std::to_string(2 + subdirs[ino]));
+      } else if (refs[ino] == 0) {
+        error(who + " is in use but in no directory (lost)");
+      } else if (d.nlink != refs[ino]) {
+        error(who + " link count " + std::to_string(d.nlink) + ", should be " + std::to_string(refs[ino]));
+      }
+    }
+    if (inodes.empty() || !S_ISDIR(inodes[0].mode)) error("the root inode is not a directory");
+  }
+
+  void check_bitmaps() {
+    if (r.fatal) return;
+    const uint64_t bpb = bitmap_bits_per_block(bs);
+    uint64_t free_blocks = 0, free_inodes = 0, wrong = 0;
+    for (uint64_t i = 0; i < sb.block_bitmap_blocks; i++) {
+      std::vector<uint8_t> buf;
+      if (!headered(sb.block_bitmap_start + i, BLK_BLOCK_BITMAP, buf, "block bitmap")) continue;
+      const uint8_t* bits = buf.data() + sizeof(BlockHeader);
+      for (uint64_t k = 0; k < bpb && i * bpb + k < sb.block_count; k++) {
+        const uint64_t b = i * bpb + k;
+        const bool set = bits[k / 8] & (1u << (k % 8));
+        free_blocks += !set;
+        if (set != bool(owned[b])) {
+          if (wrong++ < 20)
+            error(set ? "block " + std::to_string(b) + " is marked in use but nothing owns it"
+                      : "block " + std::to_string(b) + " is in use but marked free");
+          else
+            r.errors++;
+        }
+      }
+    }
+    wrong = 0;
+    for (uint64_t i = 0; i < sb.inode_bitmap_blocks; i++) {
+      std::vector<uint8_t> buf;
+      if (!headered(sb.inode_bitmap_start + i, BLK_INODE_BITMAP, buf, "inode bitmap")) continue;
+      const uint8_t* bits = buf.data() + sizeof(BlockHeader);
+      for (uint64_t k = 0; k < bpb && i * bpb + k < sb.inode_count; k++) {
+        const uint64_t ino = i * bpb + k + 1;
+        const bool set = bits[k / 8] & (1u << (k % 8));
+        free_inodes += !set;
+        if (set != (inodes[ino - 1].mode != 0)) {
+          if (wrong++ < 20)
+            error(set ? "inode " + std::to_string(ino) + " is marked in use but free"
+                      : "inode " + std::to_string(ino) + " is in use but marked free");
+          else
+            r.errors++;
+        }
+      }
+    }
+    if (sb.state == STATE_CLEAN && (sb.free_blocks != free_blocks || sb.free_inodes != free_inodes))
+      error("superblock free counts (" + std::to_string(sb.free_blocks) + " blocks, " + std::to_string(sb.free_inodes) +
+            " inodes) differ from the bitmaps (" + std::to_string(free_blocks) + ", " + std::to_string(free_inodes) + ")");
+  }
+};
+
+}  // namespace
+
+FsckResult fsck_check(BlockIo& io, const std::function<void(const std::string&)>& report) {
+  Checker c{io, report};
+  c.run();
+  return c.r;
+}
+
+}  // namespace biofs
