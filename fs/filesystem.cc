@@ -45,6 +45,10 @@ int Filesystem::start() {
   InodeObj* root;
   if (int err = iget(ROOT_INO, &root)) return err;
   if (!S_ISDIR(root->d.mode)) return -EUCLEAN;
+  if (!opts_.read_only && sb_.orphan_head) {
+    if (int err = free_orphans()) return err;
+    if (int err = commit_locked()) return err;
+  }
   sb_.mount_count++;
   sb_.mount_time = time(nullptr);
   if (!opts_.read_only) {

@@ -112,7 +112,13 @@ class Filesystem {
   int save_extents(InodeObj* in);   // extent map into the inode or its tree, then isave
   int load_extents(InodeObj* in);
   int new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out);
-  void maybe_free_inode(InodeObj* in);  // nlink 0, no lookups, not open: free everything
+  // nlink 0, no lookups, not open: free everything. nlink 0 but still in use: put it on the
+  // orphan list, so a crash before the last close frees it at the next mount.
+  void maybe_free_inode(InodeObj* in);
+  int orphan_add(InodeObj* in);
+  int orphan_remove(InodeObj* in);
+  int free_orphans();          // at mount: frees what a crash left on the orphan list
+  int save_superblock_journaled();
   void fill_stat(const InodeObj* in, struct stat* st) const;
   static void touch(disk::Inode& d, bool a, bool m, bool c);
 

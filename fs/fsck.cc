@@ -25,6 +25,7 @@ struct Checker {
   std::vector<uint32_t> subdirs;   // per directory inode: subdirectories
   std::vector<uint64_t> parent_of; // per directory inode: the directory that names it
   std::vector<Inode> inodes;       // the whole table (index ino - 1)
+  std::vector<uint8_t> orphan;     // per inode: on the orphan list
 
   void error(const std::string& s) {
     r.errors++;
@@ -94,6 +95,7 @@ struct Checker {
     owned[sb.backup_sb_block] = 1;
     check_journal();
     load_inodes();
+    check_orphans();
     check_inodes();
     check_tree();
     check_bitmaps();
@@ -130,6 +132,26 @@ struct Checker {
       }
       for (uint64_t i = 0; i < n * ipb && b * ipb + i < sb.inode_count; i++)
         std::memcpy(&inodes[b * ipb + i], buf.data() + i * INODE_SIZE, INODE_SIZE);
+    }
+  }
+
+  // The orphan list: inodes unlinked while open, freed at the next mount.
+  void check_orphans() {
+    if (r.fatal) return;
+    orphan.assign(sb.inode_count + 1, 0);
+    for (uint64_t p = sb.orphan_head; p;) {
+      if (p > sb.inode_count || inodes[p - 1].mode == 0 || !(inodes[p - 1].flags & INODE_ORPHAN)) {
+        error("orphan list names inode " + std::to_string(p) + ", which is not an orphan");
+        return;
+      }
+      if (orphan[p]) {
+        error("orphan list loops at inode " + std::to_string(p));
+        return;
+      }
+      orphan[p] = 1;
+      r.warnings++;
+      report("inode " + std::to_string(p) + " is an orphan (unlinked while open): the next mount frees it");
+      p = inodes[p - 1].next_orphan;
     }
   }
 
@@ -270,6 +292,7 @@ struct Checker {
       const Inode& d = inodes[ino - 1];
       if (d.mode == 0 || inode_crc(ino, d) != d.checksum) continue;
       const std::string who = "inode " + std::to_string(ino);
+      if (orphan[ino] && d.nlink == 0 && refs[ino] == 0) continue;  // freed at the next mount
       if (S_ISDIR(d.mode)) {
         if (ino != ROOT_INO && refs[ino] != 1) error("directory " + std::to_string(ino) + " is named by " + std::to_string(refs[ino]) + " entries");
         if (d.nlink != 2 + subdirs[ino]) error(who + " link count " + std::to_string(d.nlink) + ", should be " + std::to_string(2 + subdirs[ino]));

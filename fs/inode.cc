@@ -187,10 +187,74 @@ int Filesystem::new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out) {
   return 0;
 }
 
+int Filesystem::save_superblock_journaled() {
+  Buffer* b;
+  if (int err = cache_.get(0, 0, &b)) return err;
+  sb_.checksum = superblock_crc(sb_);
+  std::memcpy(b->data.data(), &sb_, sizeof(sb_));
+  cache_.mark_dirty(b);
+  return 0;
+}
+
+int Filesystem::orphan_add(InodeObj* in) {
+  if (in->d.flags & INODE_ORPHAN) return 0;
+  in->d.flags |= INODE_ORPHAN;
+  in->d.next_orphan = sb_.orphan_head;
+  sb_.orphan_head = in->ino;
+  if (int err = isave(in)) return err;
+  return save_superblock_journaled();
+}
+
+int Filesystem::orphan_remove(InodeObj* in) {
+  if (!(in->d.flags & INODE_ORPHAN)) return 0;
+  in->d.flags &= ~INODE_ORPHAN;
+  const uint64_t next = in->d.next_orphan;
+  in->d.next_orphan = 0;
+  if (sb_.orphan_head == in->ino) {
+    sb_.orphan_head = next;
+    return save_superblock_journaled();
+  }
+  for (uint64_t p = sb_.orphan_head, steps = 0; p && steps <= sb_.inode_count; steps++) {
+    InodeObj* pi;
+    if (int err = iget(p, &pi)) return err;
+    if (pi->d.next_orphan == in->ino) {
+      pi->d.next_orphan = next;
+      return isave(pi);
+    }
+    p = pi->d.next_orphan;
+  }
+  return -EUCLEAN;  // not on the list it claims to be on
+}
+
+int Filesystem::free_orphans() {
+  while (sb_.orphan_head) {
+    InodeObj* in;
+    if (int err = iget(sb_.orphan_head, &in)) {
+      sb_.orphan_head = 0;  // a broken list: drop it, fsck finds what it held
+      save_superblock_journaled();
+      return err;
+    }
+    in->nlookup = 0;
+    in->open = 0;
+    if (in->d.nlink) {
+      if (int err = orphan_remove(in)) return err;
+      isave(in);
+    }
+    maybe_free_inode(in);
+    if (int err = maybe_commit()) return err;
+  }
+  return 0;
+}
+
 void Filesystem::maybe_free_inode(InodeObj* in) {
-  if (in->ino == ROOT_INO || in->nlookup || in->open) return;
+  if (in->ino == ROOT_INO) return;
+  if (in->nlookup || in->open) {
+    if (in->d.nlink == 0) orphan_add(in);
+    return;
+  }
   const uint64_t ino = in->ino;
   if (in->d.nlink == 0) {
+    orphan_remove(in);
     punch_extents(in, 0, UINT64_MAX);
     save_extents(in);  // frees the tree blocks
     const uint32_t gen = in->d.generation;

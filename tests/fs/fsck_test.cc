@@ -137,3 +137,32 @@ TEST_CASE("fsck: a device that is not biofs is an operational error, not a crash
   CHECK(c.r.fatal);
   CHECK(c.has("not a biofs filesystem"));
 }
+
+TEST_CASE("fsck: an orphan left by a crash is a warning, not an error, and mount frees it") {
+  BrdDevice dev(32 << 20);
+  BlockIo io(dev.bdev(), 4096);
+  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  std::string err;
+  MountOptions o;
+  o.commit_interval_s = 0;
+  auto fs = Filesystem::mount(io, o, &err);
+  REQUIRE(fs);
+  struct stat st;
+  REQUIRE(fs->mknod(ROOT_INO, "x", S_IFREG | 0644, 0, 0, 0, &st) == 0);
+  REQUIRE(fs->write(st.st_ino, 0, 5, "hello") == 5);
+  REQUIRE(fs->unlink(ROOT_INO, "x") == 0);  // still looked up: an orphan
+  REQUIRE(fs->sync() == 0);
+  fs->crash();
+  fs.reset();
+  Checked c = check(io);
+  for (const auto& l : c.lines) MESSAGE(l);
+  CHECK(c.r.errors == 0);
+  CHECK(c.has("is an orphan"));
+  fs = Filesystem::mount(io, o, &err);
+  REQUIRE(fs);
+  REQUIRE(fs->unmount() == 0);
+  c = check(io);
+  CHECK(c.r.errors == 0);
+  CHECK(c.r.warnings == 0);
+  CHECK(c.r.inodes == 1);
+}
