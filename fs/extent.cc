@@ -26,8 +26,13 @@ uint64_t Filesystem::map_block(const InodeObj* in, uint64_t lblk, uint64_t* run,
   return 0;
 }
 
-void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len) {
+void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len, uint32_t flags) {
   auto& v = in->ext;
+  if (flags) {  // unwritten extents are kept apart, merged only by mark_written's rebuild
+    auto at = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
+    v.insert(at, Extent{lblk, pblk, uint32_t(len), flags});
+    return;
+  }
   auto it = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
   // Merge with the previous extent when both sides are contiguous.
   if (it != v.begin()) {
@@ -72,7 +77,39 @@ void Filesystem::punch_extents(InodeObj* in, uint64_t lblk, uint64_t count) {
   in->ext = std::move(out);
 }
 
-int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count) {
+bool Filesystem::mark_written(InodeObj* in, uint64_t lblk, uint64_t count) {
+  bool any = false;
+  for (const Extent& e : in->ext) any |= (e.flags & EXTENT_UNWRITTEN) && e.lblk < lblk + count && lblk < e.lblk + e.len;
+  if (!any) return false;
+  std::vector<Extent> out;
+  for (const Extent& e : in->ext) {
+    const uint64_t e_end = e.lblk + e.len;
+    if (!(e.flags & EXTENT_UNWRITTEN) || e_end <= lblk || e.lblk >= lblk + count) {
+      out.push_back(e);
+      continue;
+    }
+    const uint64_t a = std::max(e.lblk, lblk), b = std::min(e_end, lblk + count);
+    if (e.lblk < a) out.push_back(Extent{e.lblk, e.pblk, uint32_t(a - e.lblk), e.flags});
+    out.push_back(Extent{a, e.pblk + (a - e.lblk), uint32_t(b - a), 0});
+    if (b < e_end) out.push_back(Extent{b, e.pblk + (b - e.lblk), uint32_t(e_end - b), e.flags});
+  }
+  // Merge neighbours that are contiguous on both sides and alike.
+  in->ext.clear();
+  for (const Extent& e : out) {
+    if (!in->ext.empty()) {
+      Extent& p = in->ext.back();
+      if (p.lblk + p.len == e.lblk && p.pblk + p.len == e.pblk && p.flags == e.flags &&
+          uint64_t(p.len) + e.len <= UINT32_MAX) {
+        p.len += e.len;
+        continue;
+      }
+    }
+    in->ext.push_back(e);
+  }
+  return true;
+}
+
+int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten) {
   const uint64_t end = lblk + count;
   std::vector<std::pair<uint64_t, uint64_t>> added;  // to undo on failure
   for (uint64_t l = lblk; l < end;) {
@@ -93,7 +130,7 @@ int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count) {
         for (auto [al, an] : added) punch_extents(in, al, an);
         return err;
       }
-      insert_extent(in, l, start, got);
+      insert_extent(in, l, start, got, unwritten ? EXTENT_UNWRITTEN : 0);
       added.push_back({l, got});
       in->d.blocks += got;
       l += got;

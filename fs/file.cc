@@ -4,6 +4,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
+#include <linux/falloc.h>
+
 #include "filesystem.h"
 
 namespace biofs {
@@ -81,9 +84,10 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* d
     l += run;
   }
   if (int err = batch.wait()) return err;
+  const bool converted = mark_written(in, first, n);
   if (end > in->d.size) in->d.size = end;
   touch(in->d, false, true, true);
-  int err = (in->ext.size() != before || in->d.blocks != blocks_before) ? save_extents(in) : isave(in);
+  int err = (converted || in->ext.size() != before || in->d.blocks != blocks_before) ? save_extents(in) : isave(in);
   return err ? err : ssize_t(size);
 }
 
@@ -107,6 +111,80 @@ int Filesystem::truncate(InodeObj* in, uint64_t size) {
   in->d.size = size;
   touch(in->d, false, true, true);
   return save_extents(in);
+}
+
+}  // namespace biofs
+
+namespace biofs {
+
+int Filesystem::zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len) {
+  uint64_t run;
+  bool unwritten;
+  const uint64_t p = map_block(in, byte_off / bs_, &run, &unwritten);
+  if (!p || unwritten || len == 0) return 0;  // reads as zeros already
+  IoBuf blk(bs_);
+  if (int err = io_.read(p, 1, blk.data())) return err;
+  std::memset(blk.data() + byte_off % bs_, 0, len);
+  return io_.write(p, 1, blk.data());
+}
+
+int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
+  std::unique_lock ex(lock_);
+  if (int err = maybe_commit()) return err;
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
+  if (len == 0) return -EINVAL;
+  const uint64_t end = off + len;
+  if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
+  if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+    const uint64_t stop = std::min(end, in->d.size);
+    if (off >= stop) return 0;
+    const uint64_t first_full = (off + bs_ - 1) / bs_, last_full = stop / bs_;  // [first, last)
+    if (first_full < last_full) punch_extents(in, first_full, last_full - first_full);
+    // The partial blocks at either end are zeroed in place.
+    if (off / bs_ == (stop - 1) / bs_ && (off % bs_ || stop % bs_)) {
+      if (first_full >= last_full) {
+        if (int err = zero_range_in_block(in, off, stop - off)) return err;
+      }
+    } else {
+      if (off % bs_) {
+        if (int err = zero_range_in_block(in, off, bs_ - off % bs_)) return err;
+      }
+      if (stop % bs_) {
+        if (int err = zero_range_in_block(in, stop - stop % bs_, stop % bs_)) return err;
+      }
+    }
+    touch(in->d, false, true, true);
+    return save_extents(in);
+  }
+  if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
+  if (int err = allocate_range(in, off / bs_, (end - 1) / bs_ - off / bs_ + 1, true)) {
+    save_extents(in);
+    return err;
+  }
+  if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
+  touch(in->d, false, false, true);
+  return save_extents(in);
+}
+
+int64_t Filesystem::lseek(uint64_t ino, uint64_t off, int whence) {
+  std::unique_lock ex(lock_);
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  const uint64_t size = in->d.size;
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) return -EINVAL;
+  if (off >= size) return -ENXIO;
+  for (uint64_t l = off / bs_; l * bs_ < size;) {
+    uint64_t run;
+    bool unwritten;
+    const bool data = map_block(in, l, &run, &unwritten) && !unwritten;
+    const uint64_t pos = std::max(off, l * bs_);
+    if (data == (whence == SEEK_DATA)) return int64_t(std::min(pos, size));
+    if (run > (size / bs_ + 1)) break;
+    l += run;
+  }
+  return whence == SEEK_DATA ? -ENXIO : int64_t(size);
 }
 
 }  // namespace biofs

@@ -72,6 +72,16 @@ class Filesystem {
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
   int statfs(struct statvfs* st);
+  // fallocate modes: 0 and FALLOC_FL_KEEP_SIZE (unwritten extents), and
+  // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE; others -EOPNOTSUPP.
+  int fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len);
+  // SEEK_DATA / SEEK_HOLE (unwritten extents count as holes). The offset or -errno.
+  int64_t lseek(uint64_t ino, uint64_t off, int whence);
+  // Extended attributes in the inode's small inline area (format.h); -ENOSPC when it is full.
+  int setxattr(uint64_t ino, const std::string& name, const std::string& value, int flags);
+  int getxattr(uint64_t ino, const std::string& name, std::string* value);
+  int listxattr(uint64_t ino, std::string* names);  // NUL-terminated names, concatenated
+  int removexattr(uint64_t ino, const std::string& name);
   int fsync(uint64_t ino, bool datasync);
   int sync();  // commit the running transaction and flush
 
@@ -125,10 +135,15 @@ class Filesystem {
   // extent.cc
   // Physical block of file block lblk, 0 for a hole; *run: blocks mapped (or unmapped) from it.
   uint64_t map_block(const InodeObj* in, uint64_t lblk, uint64_t* run, bool* unwritten) const;
-  void insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len);
+  void insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len, uint32_t flags = 0);
+  // Clears EXTENT_UNWRITTEN over [lblk, lblk + count) (the range was just written).
+  // Returns whether anything changed.
+  bool mark_written(InodeObj* in, uint64_t lblk, uint64_t count);
   // Unmaps [lblk, lblk + count) and frees its blocks (after the next commit).
   void punch_extents(InodeObj* in, uint64_t lblk, uint64_t count);
-  int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count);  // fills holes
+  // Fills the holes in a range with new blocks (marked unwritten when `unwritten`).
+  int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten = false);
+  int zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len);  // within one block
 
   // dir.cc
   int dir_load(InodeObj* dir);

@@ -190,6 +190,53 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
   else fuse_reply_statfs(req, &st);
 }
 
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, fuse_file_info*) {
+  if (off < 0 || len <= 0) {
+    fuse_reply_err(req, EINVAL);
+    return;
+  }
+  fuse_reply_err(req, -FS(req)->fallocate(ino, mode, uint64_t(off), uint64_t(len)));
+}
+
+void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+    // SEEK_SET/CUR/END never reach a filesystem that does not ask for them; be explicit anyway.
+    fuse_reply_err(req, EINVAL);
+    return;
+  }
+  const int64_t r = off < 0 ? -ENXIO : FS(req)->lseek(ino, uint64_t(off), whence);
+  if (r < 0) fuse_reply_err(req, int(-r));
+  else fuse_reply_lseek(req, r);
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  fuse_reply_err(req, -FS(req)->setxattr(ino, name, std::string(value, size), flags));
+}
+
+// The size protocol of getxattr/listxattr: size 0 asks for the length; too small is ERANGE.
+void reply_xattr(fuse_req_t req, int err, const std::string& v, size_t size) {
+  if (err) fuse_reply_err(req, -err);
+  else if (size == 0) fuse_reply_xattr(req, v.size());
+  else if (size < v.size()) fuse_reply_err(req, ERANGE);
+  else fuse_reply_buf(req, v.data(), v.size());
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  std::string v;
+  const int err = FS(req)->getxattr(ino, name, &v);
+  reply_xattr(req, err, v, size);
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  std::string v;
+  const int err = FS(req)->listxattr(ino, &v);
+  reply_xattr(req, err, v, size);
+}
+
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  fuse_reply_err(req, -FS(req)->removexattr(ino, name));
+}
+
 fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops o{};
   o.init = op_init;
@@ -217,6 +264,12 @@ fuse_lowlevel_ops make_ops() {
   o.readdir = op_readdir;
   o.fsyncdir = op_fsyncdir;
   o.statfs = op_statfs;
+  o.fallocate = op_fallocate;
+  o.lseek = op_lseek;
+  o.setxattr = op_setxattr;
+  o.getxattr = op_getxattr;
+  o.listxattr = op_listxattr;
+  o.removexattr = op_removexattr;
   return o;
 }
 

@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
+#include <sys/xattr.h>
 
 #include <cstring>
 #include <set>
@@ -339,4 +341,71 @@ TEST_CASE("fs core: a file unlinked while open survives until released, and a cr
   REQUIRE(r.fs->release(b) == 0);
   CHECK(r.fs->superblock().orphan_head == 0);
   CHECK(r.fs->getattr(b, &st) == -ESTALE);
+}
+
+TEST_CASE("fs core: fallocate makes unwritten extents that read as zeros until written; punch hole") {
+  Rig r;
+  const uint64_t ino = r.create(disk::ROOT_INO, "f");
+  REQUIRE(r.fs->fallocate(ino, 0, 0, 64 * 4096) == 0);
+  struct stat st;
+  REQUIRE(r.fs->getattr(ino, &st) == 0);
+  CHECK(st.st_size == 64 * 4096);
+  CHECK(st.st_blocks == 64 * 8);
+  CHECK(read_all(*r.fs, ino, 64 * 4096) == std::string(64 * 4096, '\0'));
+  CHECK(r.fs->lseek(ino, 0, SEEK_DATA) == -ENXIO);  // unwritten counts as a hole
+  // A write into the middle converts just those blocks.
+  const std::string mid = pattern(10000, 2);
+  REQUIRE(r.fs->write(ino, 20000, mid.size(), mid.data()) == ssize_t(mid.size()));
+  CHECK(r.fs->lseek(ino, 0, SEEK_DATA) == 16384);
+  CHECK(r.fs->lseek(ino, 20000, SEEK_HOLE) == 32768);
+  r.remount();
+  std::string want(64 * 4096, '\0');
+  want.replace(20000, mid.size(), mid);
+  CHECK(read_all(*r.fs, ino, 64 * 4096) == want);
+  // Punch a hole across block boundaries: whole blocks unmapped, partial ones zeroed.
+  REQUIRE(r.fs->fallocate(ino, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 21000, 9000) == 0);
+  want.replace(21000, 9000, std::string(9000, '\0'));
+  CHECK(read_all(*r.fs, ino, 64 * 4096) == want);
+  REQUIRE(r.fs->getattr(ino, &st) == 0);
+  CHECK(st.st_size == 64 * 4096);
+  CHECK(st.st_blocks == 63 * 8);  // block 6 (24576..28671) is gone
+  CHECK(r.fs->fallocate(ino, FALLOC_FL_COLLAPSE_RANGE, 0, 4096) == -EOPNOTSUPP);
+  // KEEP_SIZE beyond the end does not change the size.
+  REQUIRE(r.fs->fallocate(ino, FALLOC_FL_KEEP_SIZE, 64 * 4096, 4096) == 0);
+  REQUIRE(r.fs->getattr(ino, &st) == 0);
+  CHECK(st.st_size == 64 * 4096);
+  r.remount();
+  CHECK(read_all(*r.fs, ino, 64 * 4096) == want);
+}
+
+TEST_CASE("fs core: SEEK_DATA and SEEK_HOLE over a sparse file") {
+  Rig r;
+  const uint64_t ino = r.create(disk::ROOT_INO, "s");
+  REQUIRE(r.fs->write(ino, 8192, 100, pattern(100, 1).data()) == 100);
+  REQUIRE(r.fs->write(ino, 1 << 20, 100, pattern(100, 1).data()) == 100);
+  CHECK(r.fs->lseek(ino, 0, SEEK_DATA) == 8192);
+  CHECK(r.fs->lseek(ino, 0, SEEK_HOLE) == 0);
+  CHECK(r.fs->lseek(ino, 8192, SEEK_HOLE) == 12288);
+  CHECK(r.fs->lseek(ino, 12288, SEEK_DATA) == 1 << 20);
+  CHECK(r.fs->lseek(ino, (1 << 20) + 50, SEEK_HOLE) == (1 << 20) + 100);  // the end is a hole
+  CHECK(r.fs->lseek(ino, (1 << 20) + 100, SEEK_DATA) == -ENXIO);
+}
+
+TEST_CASE("fs core: small extended attributes: create, replace, list, remove, full") {
+  Rig r;
+  const uint64_t ino = r.create(disk::ROOT_INO, "x");
+  CHECK(r.fs->setxattr(ino, "user.a", "1", XATTR_REPLACE) == -ENODATA);
+  CHECK(r.fs->setxattr(ino, "user.a", "1", 0) == 0);
+  CHECK(r.fs->setxattr(ino, "user.a", "2", XATTR_CREATE) == -EEXIST);
+  CHECK(r.fs->setxattr(ino, "user.bb", "value", 0) == 0);
+  CHECK(r.fs->setxattr(ino, "user.big", std::string(40, 'v'), 0) == -ENOSPC);
+  r.remount();
+  std::string v;
+  REQUIRE(r.fs->getxattr(ino, "user.bb", &v) == 0);
+  CHECK(v == "value");
+  REQUIRE(r.fs->listxattr(ino, &v) == 0);
+  CHECK(v == std::string("user.a\0user.bb\0", 15));
+  CHECK(r.fs->removexattr(ino, "user.a") == 0);
+  CHECK(r.fs->getxattr(ino, "user.a", &v) == -ENODATA);
+  CHECK(r.fs->removexattr(ino, "user.a") == -ENODATA);
 }
