@@ -116,6 +116,7 @@ blk_status_t BrdDevice::do_request(Request* rq) {
     uint64_t off = bio->bi_iter.bi_sector << SECTOR_SHIFT;
     bio_for_each_segment(bio, [&](const BioVec& seg) {
       copy(off, seg.bv_page + seg.bv_offset, seg.bv_len, write);
+      if (write && observer_) observer_(off, seg.bv_page + seg.bv_offset, seg.bv_len);
       off += seg.bv_len;
     });
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -30,6 +31,13 @@ class BrdDevice : public BlkMqOps {
   // (to corrupt an image, or to look at what a write left behind).
   void poke(uint64_t offset, const void* src, uint64_t len);
   void peek(uint64_t offset, void* dst, uint64_t len) const;
+  // Test hook: sees every write as it lands (byte offset, data, length), in order — what a
+  // crash test replays a prefix of. Called with the device lock held: it must not do I/O.
+  using WriteObserver = std::function<void(uint64_t offset, const uint8_t* data, uint32_t len)>;
+  void set_write_observer(WriteObserver fn) {
+    std::lock_guard g(lock_);
+    observer_ = std::move(fn);
+  }
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
   void queue_rqs(RqList* rqs) override;
@@ -44,6 +52,7 @@ class BrdDevice : public BlkMqOps {
   mutable std::mutex lock_;  // guards pages_ (brd's xarray); data copies happen under it
   std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
   uint64_t flushes_ = 0;
+  WriteObserver observer_;
 };
 
 }  // namespace biofs

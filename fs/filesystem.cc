@@ -41,6 +41,13 @@ std::unique_ptr<Filesystem> Filesystem::mount(BlockIo& io, const MountOptions& o
 int Filesystem::start() {
   std::string why = journal_.recover(&replayed_);
   if (!why.empty()) return -EUCLEAN;
+  if (replayed_) {
+    // The superblock itself may have been replayed (it is logged when the orphan list changes).
+    SuperBlock now;
+    if (std::string e = read_superblock(io_, &now, false); !e.empty()) return -EUCLEAN;
+    if (std::memcmp(now.uuid, sb_.uuid, 16) != 0) return -EUCLEAN;
+    sb_ = now;
+  }
   if (int err = alloc_.load()) return err;
   InodeObj* root;
   if (int err = iget(ROOT_INO, &root)) return err;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "format.h"
+#include "journal.h"
 #include "mkfs.h"
 
 namespace biofs {
@@ -110,12 +111,12 @@ struct Checker {
       error("journal head out of range");
       return;
     }
-    IoBuf d(bs);
-    if (!read(sb.journal_start + j->head, 1, d.data())) return;
-    const auto* desc = reinterpret_cast<const JournalDesc*>(d.data());
-    if (desc->h.magic == BLK_JOURNAL_DESC && block_crc_ok(d.data(), bs) && desc->sequence == j->sequence) {
+    Journal journal(io, sb);
+    int complete = 0;
+    journal.recover(&complete, false);  // a dry run: reads only
+    if (complete) {
       r.warnings++;
-      report("journal holds a transaction that mounting will replay (checked as it is on disk now)");
+      report("journal holds a committed transaction that mounting will replay (checked as the disk is now)");
     }
   }
 

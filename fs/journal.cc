@@ -31,7 +31,7 @@ int Journal::write_super() {
   return io_.write(sb_.journal_start, 1, buf.data(), REQ_PREFLUSH | REQ_FUA);
 }
 
-std::string Journal::recover(int* replayed) {
+std::string Journal::recover(int* replayed, bool apply) {
   *replayed = 0;
   const uint32_t bs = sb_.block_size;
   IoBuf buf(bs);
@@ -63,7 +63,7 @@ std::string Journal::recover(int* replayed) {
       last = desc->flags & JDESC_LAST;
       const auto* targets = reinterpret_cast<const uint64_t*>(d.data() + sizeof(JournalDesc));
       for (uint32_t i = 0; i < desc->nr; i++) {
-        if (targets[i] >= sb_.block_count || targets[i] == 0) { ok = false; break; }
+        if (targets[i] >= sb_.block_count) { ok = false; break; }  // block 0: the superblock
         homes.push_back(targets[i]);
       }
       if (!ok) break;
@@ -84,6 +84,10 @@ std::string Journal::recover(int* replayed) {
     if (commit->h.magic != BLK_JOURNAL_COMMIT || !block_crc_ok(c.data(), bs) ||
         commit->sequence != sequence_ || commit->nr_blocks != homes.size() || commit->data_crc != data_crc)
       break;
+    if (!apply) {  // a dry run (fsck -n): count it and stop, the next would need this one applied
+      (*replayed)++;
+      break;
+    }
     // A complete transaction: write every copy home (later copies of a block win).
     IoBatch b(&io_);
     for (size_t i = 0; i < homes.size(); i++) b.write(homes[i], 1, copies[i].data());
@@ -92,7 +96,7 @@ std::string Journal::recover(int* replayed) {
     sequence_++;
     pos++;
   }
-  if (*replayed) {
+  if (*replayed && apply) {
     if (io_.flush() || write_super()) return "cannot finish journal replay";
   }
   return "";

@@ -28,8 +28,9 @@ class Journal {
   Journal(BlockIo& io, const disk::SuperBlock& sb) : io_(io), sb_(sb) {}
 
   // Reads the journal superblock and replays what it finds. Sets *replayed to the number of
-  // transactions applied. "" or one line (a damaged journal superblock).
-  std::string recover(int* replayed);
+  // transactions applied (with apply = false: found complete, nothing written). "" or one line
+  // (a damaged journal superblock).
+  std::string recover(int* replayed, bool apply = true);
 
   // Most blocks one transaction may log.
   uint64_t capacity() const;
