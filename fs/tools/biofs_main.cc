@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fs/fuse_ops.h"
+#include "fs/tools/device_lock.h"
 #include "fs/mount_options.h"
 #include "nvme/open_device.h"
 
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
   }
   // Fork before any thread exists (the device starts completion threads).
   if (!foreground) daemonize();
+  // Held for the daemon's life; a daemon still writing back after an unmount gets 10 s.
+  DeviceLock lock;
+  if (std::string why = lock.acquire(spec, true, 10000); !why.empty()) fail(32, why);
 
   DeviceOptions dopts;
   dopts.queues = opts.queues;

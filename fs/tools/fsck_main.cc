@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fs/fsck.h"
+#include "fs/tools/device_lock.h"
 #include "nvme/open_device.h"
 
 using namespace biofs;
@@ -34,6 +35,12 @@ int main(int argc, char** argv) {
     return 16;
   }
   const std::string spec = argv[optind];
+  // Shared: several checks may run together, but not on a mounted filesystem.
+  DeviceLock lock;
+  if (std::string why = lock.acquire(spec, false, 0); !why.empty()) {
+    fprintf(stderr, "fsck.biofs: %s\n", why.c_str());
+    return 8;
+  }
   std::unique_ptr<Device> dev;
   try {
     dev = open_device(spec, DeviceOptions{});

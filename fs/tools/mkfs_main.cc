@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fs/mkfs.h"
+#include "fs/tools/device_lock.h"
 #include "nvme/open_device.h"
 
 using namespace biofs;
@@ -61,6 +62,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string spec = argv[optind];
+  DeviceLock lock;
+  if (std::string why = lock.acquire(spec, true, 0); !why.empty()) {
+    fprintf(stderr, "mkfs.biofs: %s\n", why.c_str());
+    return 1;
+  }
   std::unique_ptr<Device> dev;
   try {
     dev = open_device(spec, DeviceOptions{});

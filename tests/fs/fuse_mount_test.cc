@@ -114,6 +114,10 @@ TEST_CASE("fuse: mkfs, mount, write, unmount, remount with toggles flipped, read
   CHECK_FALSE(is_mounted(mnt));
 
   pid_t pid = mount_fg(img, mnt, "");
+  // The image is in use: mkfs and a second mount are refused, not let loose on it.
+  CHECK(run(kBin + "/mkfs.biofs -f -q " + img, &out) == 1);
+  CHECK(out.find("in use") != std::string::npos);
+  CHECK(run(kBin + "/fsck.biofs -n " + img, &out) == 8);
   const std::string big = pattern(3 << 20, 1);
   write_file(mnt + "/big", big, true);
   stdfs::create_directory(mnt + "/many");
