@@ -7,11 +7,11 @@
 
 namespace biofs {
 
-IoBuf::IoBuf(size_t bytes) : n_(bytes) {
+IoBuf::IoBuf(size_t bytes, bool zero) : n_(bytes) {
   void* p = nullptr;
   if (posix_memalign(&p, PAGE_SIZE, bytes ? bytes : PAGE_SIZE)) throw std::bad_alloc();
   p_ = static_cast<uint8_t*>(p);
-  std::memset(p_, 0, bytes);
+  if (zero) std::memset(p_, 0, bytes);
 }
 IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {
   if (this != &o) {

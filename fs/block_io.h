@@ -22,7 +22,7 @@ namespace biofs {
 class IoBuf {
  public:
   IoBuf() = default;
-  explicit IoBuf(size_t bytes);  // zero-filled
+  explicit IoBuf(size_t bytes, bool zero = true);  // zero-filled unless told otherwise
   IoBuf(IoBuf&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
   IoBuf& operator=(IoBuf&& o) noexcept;
   ~IoBuf();

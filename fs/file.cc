@@ -46,7 +46,7 @@ ssize_t Filesystem::read(uint64_t ino, uint64_t off, size_t size, char* out) {
   if (off >= in->d.size || size == 0) return 0;
   size = size_t(std::min<uint64_t>(size, in->d.size - off));
   const uint64_t first = off / bs_, last = (off + size - 1) / bs_;
-  IoBuf tmp((last - first + 1) * bs_);
+  IoBuf tmp((last - first + 1) * bs_, false);  // read_blocks fills every byte
   if (int err = read_blocks(in, first, last - first + 1, tmp.data())) return err;
   std::memcpy(out, tmp.data() + (off - first * bs_), size);
   return ssize_t(size);
@@ -62,7 +62,7 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* d
   const uint64_t end = off + size;
   if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
   const uint64_t first = off / bs_, last = (end - 1) / bs_, n = last - first + 1;
-  IoBuf tmp(n * bs_);
+  IoBuf tmp(n * bs_, false);  // head/tail reads and the caller's data cover every byte
   // Read the partial head and tail blocks before allocating: a hole must read as zeros.
   if (off % bs_) {
     if (int err = read_blocks(in, first, 1, tmp.data())) return err;
