@@ -87,6 +87,13 @@ void FsAllocator::free_blocks_later(uint64_t start, uint64_t n) {
   for (uint64_t k = 0; k < n; k++) cache_.drop(start + k);
 }
 
+uint64_t FsAllocator::pending_bitmap_blocks() const {
+  const uint64_t bpb = bitmap_bits_per_block(sb_.block_size);
+  uint64_t n = 0;
+  for (auto [start, len] : pending_) n += (start + len - 1) / bpb - start / bpb + 1;
+  return std::min<uint64_t>(n, sb_.block_bitmap_blocks);
+}
+
 int FsAllocator::release_pending() {
   for (auto [start, n] : pending_) {
     if (int err = set_bits(sb_.block_bitmap_start, BLK_BLOCK_BITMAP, start, n, false)) return err;

@@ -32,6 +32,8 @@ class FsAllocator {
   uint64_t free_blocks() const { return free_blocks_; }
   uint64_t free_inodes() const { return free_inodes_; }
   uint64_t pending_blocks() const { return pending_count_; }
+  // At most how many bitmap blocks release_pending() will dirty.
+  uint64_t pending_bitmap_blocks() const;
 
  private:
   int set_bits(uint64_t bitmap_start, uint32_t magic, uint64_t first, uint64_t n, bool used);

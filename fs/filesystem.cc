@@ -145,7 +145,7 @@ int Filesystem::commit_locked() {
 int Filesystem::maybe_commit() {
   // Leave room for the largest single operation (a write of 1 MiB touches a few bitmap blocks,
   // an inode block, the extent tree).
-  if (cache_.dirty_count() + alloc_.pending_blocks() / bitmap_bits_per_block(bs_) + 64 > journal_.capacity() / 2)
+  if (cache_.dirty_count() + alloc_.pending_bitmap_blocks() + 64 > journal_.capacity() / 2)
     return commit_locked();
   cache_.trim();
   return 0;

@@ -107,6 +107,9 @@ int Filesystem::save_extents(InodeObj* in) {
     const size_t leaves = (n + per - 1) / per;
     if (leaves > per) return -EFBIG;
     need = leaves == 1 ? 1 : 1 + leaves;
+    // Every tree block is rewritten (and logged) when the map changes: a tree the journal
+    // could not log in one transaction would wedge the next commit.
+    if (need > journal_.capacity() / 4) return -ENOSPC;
   }
   // Grow or shrink the set of tree blocks to what the map needs.
   while (in->tree.size() > need) {

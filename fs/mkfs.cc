@@ -41,6 +41,15 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   sb.inode_bitmap_blocks = (inodes + bpb - 1) / bpb;
   sb.inode_table_start = sb.inode_bitmap_start + sb.inode_bitmap_blocks;
   sb.inode_table_blocks = (inodes + ipb - 1) / ipb;
+  // A commit may have to log every block-bitmap block (freeing a file spread over the whole
+  // device) beside its other blocks: the journal must hold that in one transaction.
+  const uint64_t jmin = 2 * sb.block_bitmap_blocks + 64;
+  if (jblocks < jmin) {
+    if (opts.journal_blocks)
+      return "journal of " + std::to_string(jblocks) + " blocks is too small for this device (at least " +
+             std::to_string(jmin) + ")";
+    jblocks = jmin;
+  }
   sb.journal_start = sb.inode_table_start + sb.inode_table_blocks;
   sb.journal_blocks = jblocks;
   sb.data_start = sb.journal_start + jblocks;
