@@ -43,7 +43,7 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   sb.inode_table_blocks = (inodes + ipb - 1) / ipb;
   // A commit may have to log every block-bitmap block (freeing a file spread over the whole
   // device) beside its other blocks: the journal must hold that in one transaction.
-  const uint64_t jmin = 2 * sb.block_bitmap_blocks + 64;
+  const uint64_t jmin = 2 * sb.block_bitmap_blocks + 32;
   if (jblocks < jmin) {
     if (opts.journal_blocks)
       return "journal of " + std::to_string(jblocks) + " blocks is too small for this device (at least " +
