@@ -2,10 +2,11 @@
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds, and
 # runs ctest in three configurations:
 #   build/        optimised build, every test (the `long` forms included)
-#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer, every test but the `long` ones
-#   build-tsan/   ThreadSanitizer, every test but the `long` ones (the `concurrent` label marks
+#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer, every test but the `long` and
+#                 `qemu` ones
+#   build-tsan/   ThreadSanitizer, every test but the `long` and `qemu` ones (`concurrent` marks
 #                 the stress tests written for it)
-# Usage: tools/test-all.sh [--quick]   (--quick: optimised build only, without `long` tests)
+# Usage: tools/test-all.sh [--quick]   (--quick: optimised build only, without the `long` and `qemu` tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,13 +35,13 @@ run_ctest() {  # dir, ctest args...
 
 configure_and_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$quick" = 1 ]; then
-  run_ctest build -LE long
+  run_ctest build -LE "long|qemu"
   exit 0
 fi
 run_ctest build
 
 configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DBIOFS_SANITIZE=address,undefined
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan -LE long
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan -LE "long|qemu"
 
 configure_and_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DBIOFS_SANITIZE=thread
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -LE long
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -LE "long|qemu"

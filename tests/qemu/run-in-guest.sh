@@ -54,7 +54,11 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
-for m in \$(cat /modules.order); do insmod /modules/\$m 2>/dev/null || echo "guest: insmod \$m failed"; done
+for m in \$(cat /modules.order); do
+  args=""
+  [ "\$m" = nvme.ko ] && args="poll_queues=1"  # so IORING_SETUP_IOPOLL has queues to poll
+  insmod /modules/\$m \$args 2>/dev/null || echo "guest: insmod \$m failed"
+done
 i=0
 while [ ! -e /dev/ng0n1 ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done
 [ -e /dev/ng0n1 ] || echo "guest: /dev/ng0n1 did not appear"
