@@ -89,11 +89,13 @@ blk_status_t BrdDevice::do_request(Request* rq) {
   const req_op op = req_op_of(rq);
   if (op == REQ_OP_FLUSH) {  // RAM has no volatile cache: nothing to do but count it
     std::lock_guard g(lock_);
+    if (fail_writes_) return BLK_STS_IOERR;
     flushes_++;
     return BLK_STS_OK;
   }
   if (blk_rq_pos(rq) + (blk_rq_bytes(rq) >> SECTOR_SHIFT) > bdev_.capacity) return BLK_STS_IOERR;
   std::lock_guard g(lock_);
+  if (fail_writes_ && op != REQ_OP_READ) return BLK_STS_IOERR;
   if (rq->cmd_flags & REQ_PREFLUSH) flushes_++;
   if (op == REQ_OP_DISCARD || op == REQ_OP_WRITE_ZEROES) {
     // Whole pages are dropped (they read back as zeros); partial pages are zeroed.

@@ -34,6 +34,11 @@ class BrdDevice : public BlkMqOps {
   // Test hook: sees every write as it lands (byte offset, data, length), in order — what a
   // crash test replays a prefix of. Called with the device lock held: it must not do I/O.
   using WriteObserver = std::function<void(uint64_t offset, const uint8_t* data, uint32_t len)>;
+  // Test hook: writes (and flushes) fail with BLK_STS_IOERR, touching nothing, while set.
+  void set_fail_writes(bool fail) {
+    std::lock_guard g(lock_);
+    fail_writes_ = fail;
+  }
   void set_write_observer(WriteObserver fn) {
     std::lock_guard g(lock_);
     observer_ = std::move(fn);
@@ -53,6 +58,7 @@ class BrdDevice : public BlkMqOps {
   std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
   uint64_t flushes_ = 0;
   WriteObserver observer_;
+  bool fail_writes_ = false;
 };
 
 }  // namespace biofs

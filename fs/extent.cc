@@ -109,7 +109,8 @@ bool Filesystem::mark_written(InodeObj* in, uint64_t lblk, uint64_t count) {
   return true;
 }
 
-int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten) {
+int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten,
+                               std::vector<std::pair<uint64_t, uint64_t>>* added_out) {
   const uint64_t end = lblk + count;
   std::vector<std::pair<uint64_t, uint64_t>> added;  // to undo on failure
   for (uint64_t l = lblk; l < end;) {
@@ -138,6 +139,7 @@ int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool
       goal = start + got;
     }
   }
+  if (added_out) *added_out = std::move(added);
   return 0;
 }
 

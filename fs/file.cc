@@ -73,7 +73,8 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* d
   std::memcpy(tmp.data() + (off - first * bs_), data, size);
   const size_t before = in->ext.size();
   const uint64_t blocks_before = in->d.blocks;
-  if (int err = allocate_range(in, first, n)) return err;
+  std::vector<std::pair<uint64_t, uint64_t>> added;
+  if (int err = allocate_range(in, first, n, false, &added)) return err;
   // Data first (ordered mode): the bios complete before the metadata naming them can commit.
   IoBatch batch(&io_);
   for (uint64_t l = first; l <= last;) {
@@ -83,7 +84,12 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* d
     batch.write(p, uint32_t(run), tmp.data() + (l - first) * bs_);
     l += run;
   }
-  if (int err = batch.wait()) return err;
+  if (int err = batch.wait()) {
+    // The new blocks hold nothing valid: unmap them again, so no metadata points at them.
+    for (auto [l, c] : added) punch_extents(in, l, c);
+    if (!added.empty()) save_extents(in);
+    return err;
+  }
   const bool converted = mark_written(in, first, n);
   if (end > in->d.size) in->d.size = end;
   touch(in->d, false, true, true);

@@ -7,6 +7,7 @@
 #include <linux/fs.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -118,6 +119,10 @@ int Filesystem::unmount() {
   stop_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
   std::unique_lock ex(lock_);
+  if (failed_) {  // nothing more may be written: the disk stays as of the last good commit
+    mounted_ = false;
+    return failed_;
+  }
   // Inodes unlinked while open are freed now that nothing holds them.
   std::vector<InodeObj*> orphans;
   for (auto& [ino, in] : inodes_)
@@ -129,6 +134,7 @@ int Filesystem::unmount() {
     if (int err = maybe_commit()) return err;
   }
   int err = commit_locked();
+  if (failed_) err = err ? err : failed_;
   if (!err && !opts_.read_only) err = write_superblock(STATE_CLEAN);
   if (!err) err = io_.flush();
   mounted_ = false;
@@ -136,13 +142,21 @@ int Filesystem::unmount() {
 }
 
 int Filesystem::commit_locked() {
-  if (int err = alloc_.release_pending()) return err;
-  int err = cache_.commit();
+  if (failed_) return -EROFS;
+  int err = alloc_.release_pending();
+  if (!err) err = cache_.commit();
+  if (err) {
+    failed_ = err;
+    fprintf(stderr, "biofs: metadata commit failed (%s): no more changes are written until a remount\n",
+            strerror(-err));
+    return err;
+  }
   cache_.trim();
-  return err;
+  return 0;
 }
 
 int Filesystem::maybe_commit() {
+  if (failed_) return -EROFS;
   // Leave room for the largest single operation (a write of 1 MiB touches a few bitmap blocks,
   // an inode block, the extent tree).
   if (cache_.dirty_count() + alloc_.pending_bitmap_blocks() + 64 > journal_.capacity() / 2)
@@ -153,6 +167,7 @@ int Filesystem::maybe_commit() {
 
 int Filesystem::sync() {
   std::unique_lock ex(lock_);
+  if (failed_) return -EROFS;
   if (cache_.dirty_count() || alloc_.pending_blocks()) return commit_locked();
   return io_.flush();
 }

@@ -142,7 +142,9 @@ class Filesystem {
   // Unmaps [lblk, lblk + count) and frees its blocks (after the next commit).
   void punch_extents(InodeObj* in, uint64_t lblk, uint64_t count);
   // Fills the holes in a range with new blocks (marked unwritten when `unwritten`).
-  int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten = false);
+  // `added`, if given, receives the (lblk, count) ranges newly mapped.
+  int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten = false,
+                     std::vector<std::pair<uint64_t, uint64_t>>* added = nullptr);
   int zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len);  // within one block
 
   // dir.cc
@@ -174,6 +176,10 @@ class Filesystem {
   std::shared_mutex lock_;
   std::unordered_map<uint64_t, std::unique_ptr<InodeObj>> inodes_;
   int replayed_ = 0;
+  // A failed commit leaves memory ahead of the disk: from then on nothing more is written
+  // (changes get EROFS) and unmount leaves the superblock dirty, so fsck runs (as ext4's
+  // errors=remount-ro). The disk stays as of the last good commit.
+  int failed_ = 0;
   bool mounted_ = false;
   std::thread committer_;
   std::mutex stop_lock_;

@@ -409,3 +409,40 @@ TEST_CASE("fs core: small extended attributes: create, replace, list, remove, fu
   CHECK(r.fs->getxattr(ino, "user.a", &v) == -ENODATA);
   CHECK(r.fs->removexattr(ino, "user.a") == -ENODATA);
 }
+
+TEST_CASE("fs core: device errors: a failed data write is EIO with nothing half-done; a failed commit stops all writing") {
+  Rig r;
+  const uint64_t a = r.create(disk::ROOT_INO, "a");
+  REQUIRE(r.fs->write(a, 0, 5, "12345") == 5);
+  REQUIRE(r.fs->sync() == 0);
+  struct statvfs before;
+  REQUIRE(r.fs->statfs(&before) == 0);
+  // A data write that fails: EIO, the file is as it was, no blocks stay allocated.
+  r.dev.set_fail_writes(true);
+  const std::string big = pattern(100000, 3);
+  CHECK(r.fs->write(a, 4096, big.size(), big.data()) == -EIO);
+  r.dev.set_fail_writes(false);
+  struct stat st;
+  REQUIRE(r.fs->getattr(a, &st) == 0);
+  CHECK(st.st_size == 5);
+  CHECK(st.st_blocks == 8);
+  REQUIRE(r.fs->sync() == 0);  // the freed blocks return once this commits
+  struct statvfs after;
+  REQUIRE(r.fs->statfs(&after) == 0);
+  CHECK(after.f_bfree == before.f_bfree);
+  // A commit that fails: the caller gets EIO, later changes EROFS, reads still work.
+  r.create(disk::ROOT_INO, "b");
+  r.dev.set_fail_writes(true);
+  CHECK(r.fs->sync() == -EIO);
+  r.dev.set_fail_writes(false);
+  CHECK(r.fs->mknod(disk::ROOT_INO, "c", S_IFREG | 0644, 0, 0, 0, &st) == -EROFS);
+  CHECK(r.fs->write(a, 0, 1, "x") == -EROFS);
+  CHECK(read_all(*r.fs, a, 10) == "12345");
+  CHECK(r.fs->unmount() == -EIO);
+  r.fs.reset();
+  // The disk is as of the last good commit, and mounts.
+  r.mount();
+  CHECK(r.lookup(disk::ROOT_INO, "a") == a);
+  CHECK(read_all(*r.fs, a, 10) == "12345");
+  CHECK(r.fs->write(a, 0, 1, "x") == 1);
+}
