@@ -180,6 +180,52 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
   else fuse_reply_buf(req, buf.data(), used);
 }
 
+// readdirplus: entries with their attributes, each (but "." and "..") counting as a lookup.
+// The names are gathered first: the filesystem's readdir holds its lock while it calls back.
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  struct Item {
+    std::string name;
+    uint64_t ino;
+    unsigned type;
+    uint64_t next;
+  };
+  std::vector<Item> items;
+  size_t estimate = 0;
+  const int err = FS(req)->readdir(ino, uint64_t(off), [&](const std::string& name, uint64_t child, unsigned type,
+                                                           uint64_t next) {
+    estimate += fuse_add_direntry_plus(req, nullptr, 0, name.c_str(), nullptr, 0);
+    if (estimate > size && !items.empty()) return false;
+    items.push_back({name, child, type, next});
+    return true;
+  });
+  if (err && items.empty()) {
+    fuse_reply_err(req, -err);
+    return;
+  }
+  std::vector<char> buf(size);
+  size_t used = 0;
+  for (const Item& it : items) {
+    fuse_entry_param e{};
+    const bool dots = it.name == "." || it.name == "..";
+    if (dots) {
+      e.attr.st_ino = it.ino;
+      e.attr.st_mode = it.type << 12;
+    } else {
+      if (FS(req)->lookup(ino, it.name, &e.attr) != 0) continue;  // removed meanwhile
+      e.ino = e.attr.st_ino;
+      e.attr_timeout = kAttrTimeout;
+      e.entry_timeout = kAttrTimeout;
+    }
+    const size_t need = fuse_add_direntry_plus(req, buf.data() + used, size - used, it.name.c_str(), &e, off_t(it.next));
+    if (need > size - used) {
+      if (!dots) FS(req)->forget(e.ino, 1);
+      break;
+    }
+    used += need;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
   fuse_reply_err(req, -FS(req)->fsync(ino, datasync != 0));
 }
@@ -262,6 +308,7 @@ fuse_lowlevel_ops make_ops() {
   o.release = op_release;
   o.fsync = op_fsync;
   o.readdir = op_readdir;
+  o.readdirplus = op_readdirplus;
   o.fsyncdir = op_fsyncdir;
   o.statfs = op_statfs;
   o.fallocate = op_fallocate;
