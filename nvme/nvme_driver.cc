@@ -2,11 +2,33 @@
 // nvme_set_ctrl_limits, nvme_setup_cmd) and the blk-mq operations of drivers/nvme/host/pci.c.
 #include "nvme_driver.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
 namespace biofs {
+
+namespace {
+// The CPU a submitting thread runs on, read once per thread: threads that submit are pinned
+// (the daemon's and the benchmarks' are), as blockcore's queue map assumes.
+thread_local int tls_submit_cpu = -1;
+inline int submit_cpu() {
+  if (tls_submit_cpu < 0) [[unlikely]] {
+    const int cpu = sched_getcpu();
+    tls_submit_cpu = cpu < 0 ? 0 : cpu;
+  }
+  return tls_submit_cpu;
+}
+uint64_t mono_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+}  // namespace
 
 NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg)
     : transport_(std::move(transport)), cfg_(cfg) {
@@ -126,6 +148,10 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
   unsigned n = 0;
   for (Request* rq = run->head; rq; rq = rq->rq_next) n++;
   nq->inflight.fetch_add(n, std::memory_order_relaxed);
+  if (cfg_.completion_thread && cfg_.completion_affinity) {
+    const int cpu = submit_cpu();
+    if (nq->submit_cpu.load(std::memory_order_relaxed) != cpu) nq->submit_cpu.store(cpu, std::memory_order_relaxed);
+  }
   {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(run, true);
@@ -239,9 +265,25 @@ uint64_t NvmeDriver::inflight() const {
   return n;
 }
 
+// Moves the calling completion thread to the hardware queue's last submitting CPU.
+void NvmeDriver::follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns) {
+  const int want = nq->submit_cpu.load(std::memory_order_relaxed);
+  if (want < 0 || want == *cpu) return;
+  const uint64_t now = mono_ns();
+  if (now - *checked_ns < AFFINITY_RECHECK_NS) return;
+  *checked_ns = now;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(want, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) *cpu = want;
+}
+
 void NvmeDriver::completion_thread(NvmeHctx* nq) {
+  int cpu = -1;
+  uint64_t checked_ns = 0;
   for (;;) {
     nq->q->wait();
+    if (cfg_.completion_affinity) follow_submitter(nq, &cpu, &checked_ns);
     reap(nq, true);
     if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
   }

@@ -33,11 +33,18 @@ struct NvmeDriverConfig {
   unsigned nr_queues = 1;          // hardware queues (one transport queue each)
   unsigned queue_depth = 128;      // tags per hardware queue
   bool completion_thread = true;   // false: the submitter reaps with poll()/poll_all()
+  // The completion thread runs on the CPU that last submitted to its hardware queue (checked
+  // at most every AFFINITY_RECHECK_NS), as the kernel completes a request on the submitting
+  // CPU (managed IRQ affinity, rq_affinity): the wake-up that a completion causes stays on
+  // one CPU instead of crossing to another. Submitters that spin without ever yielding or
+  // blocking should poll instead.
+  bool completion_affinity = true;
   QueueToggles toggles;
 };
 
 // The driver caps a command at 4 MiB whatever MDTS allows (the kernel's NVME_MAX_KB_SZ).
 inline constexpr uint32_t NVME_MAX_TRANSFER = 4u << 20;
+inline constexpr uint64_t AFFINITY_RECHECK_NS = 10'000'000;
 
 class NvmeDriver : public BlkMqOps {
  public:
@@ -81,6 +88,7 @@ class NvmeDriver : public BlkMqOps {
     std::mutex sq_lock;  // submit/commit/wake; never held while a bio callback runs
     std::mutex cq_lock;  // reap; never held while a bio callback runs
     alignas(64) std::atomic<uint64_t> inflight{0};
+    std::atomic<int> submit_cpu{-1};  // the CPU that submitted last (completion_affinity)
     std::thread completer;
   };
 
@@ -89,6 +97,7 @@ class NvmeDriver : public BlkMqOps {
   void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void completion_thread(NvmeHctx* nq);
+  static void follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns);
 
   std::unique_ptr<NvmeTransport> transport_;
   NvmeDriverConfig cfg_;

@@ -146,6 +146,7 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
   cfg.nr_queues = opts.queues;
   cfg.queue_depth = opts.qd;
   cfg.completion_thread = opts.completion_thread;
+  cfg.completion_affinity = opts.completion_affinity;
   cfg.toggles = opts.toggles;
   dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
   dev->bdev_ = dev->nvme_->bdev();

@@ -26,6 +26,7 @@ struct DeviceOptions {
   unsigned queues = 1;            // hardware queues
   unsigned qd = 128;              // tags per hardware queue
   bool completion_thread = true;  // false (`poll`): the submitter reaps (NvmeDriver::poll_all)
+  bool completion_affinity = true;  // the completion thread follows the submitting CPU
   QueueToggles toggles;
 };
 
