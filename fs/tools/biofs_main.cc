@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   if (debug) fargv.push_back("-d");
   fuse_args args = FUSE_ARGS_INIT(int(fargv.size()), const_cast<char**>(fargv.data()));
   fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
+  fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
   if (!se) fail(32, "cannot create the FUSE session");
   if (fuse_set_signal_handlers(se)) fail(32, "cannot set signal handlers");
   if (fuse_session_mount(se, mnt.c_str())) {
