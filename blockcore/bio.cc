@@ -91,7 +91,9 @@ void bio_advance(Bio* bio, uint32_t bytes) {
 }
 
 void bio_inc_remaining(Bio* bio) {
-  bio_set_flag(bio, BIO_CHAIN);
+  // Set once: a later split's chaining must not write bi_flags while an earlier piece's
+  // completion reads them on another thread.
+  if (!bio_flagged(bio, BIO_CHAIN)) bio_set_flag(bio, BIO_CHAIN);
   bio->bi_remaining.fetch_add(1, std::memory_order_relaxed);
 }
 

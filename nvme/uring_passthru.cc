@@ -35,6 +35,7 @@ class UringQueue final : public NvmeQueue {
   void wake() override;
 
   void probe(const NvmeQueueParams& p);
+  int probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed);
 
  private:
   void prep(io_uring_sqe* sqe, NvmeIod* iod);
@@ -161,25 +162,31 @@ int UringQueue::reap(IoCompBatch* iob, RqList* failed) {
       // res: 0, the NVMe status field (> 0), or -errno when the host side failed.
       const int res = cqe->res;
       const uint16_t status = res >= 0 ? uint16_t(res) : uint16_t(NVME_SC_INTERNAL);
+      if (res < 0) [[unlikely]]  // the host side failed: say why, the NVMe status cannot
+        std::fprintf(stderr, "%s: cid=%u: the kernel failed the command: %s\n", name_.c_str(),
+                     unsigned(iod->cmd.command_id), std::strerror(-res));
       if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
         copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed_.slot(iod->cmd.command_id));
       complete(iod, status, iob, failed);
       done++;
     }
     io_uring_cq_advance(&ring_, seen);
-    // Nothing in the ring: let the kernel flush an overflowed CQ (or poll an IOPOLL ring)
-    // once, then give up.
-    if (done || seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
+    // Nothing in the ring: let the kernel flush an overflowed CQ once, then give up. An
+    // IOPOLL ring completes nothing until someone enters with GETEVENTS, so it is polled here.
+    if (done || seen || entered) return done;
     entered = true;
+    if (ring_.flags & IORING_SETUP_IOPOLL)
+      io_uring_get_events(&ring_);
+    else if (io_uring_peek_cqe(&ring_, &cqe) != 0)
+      return done;
   }
 }
 
-// One read of LBA 0: turns "no passthrough here" into a start-up error instead of failed I/O.
-void UringQueue::probe(const NvmeQueueParams& p) {
-  const size_t len = size_t(1) << p.lba_shift;
+// Sends one read of LBA 0 (into `buf`, or through the registered buffer with `fixed`) and
+// waits for it: the CQE's res.
+int UringQueue::probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed) {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (!sqe) throw std::runtime_error(name_ + ": a new ring has no free entry");
-  void* buf = std::aligned_alloc(4096, std::max<size_t>(len, 4096));
   std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));
   sqe->opcode = IORING_OP_URING_CMD;
   sqe->fd = fd_;
@@ -188,15 +195,40 @@ void UringQueue::probe(const NvmeQueueParams& p) {
   c.opcode = nvme_cmd_read;
   c.nsid = p.nsid;
   const iovec v{buf, len};
-  nvme_uring_cmd_prep(c, &v, 1, reinterpret_cast<nvme_uring_cmd*>(sqe->cmd), &sqe->cmd_op);
+  auto* cmd = reinterpret_cast<nvme_uring_cmd*>(sqe->cmd);
+  nvme_uring_cmd_prep(c, &v, 1, cmd, &sqe->cmd_op);
+  if (fixed) {
+    cmd->addr = reinterpret_cast<uintptr_t>(buf);
+    cmd->data_len = uint32_t(len);
+    sqe->cmd_op = NVME_URING_CMD_IO;
+    sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+    sqe->buf_index = 0;
+  }
   io_uring_sqe_set_data(sqe, nullptr);
   int ret = uring_submit(&ring_);
   io_uring_cqe* cqe = nullptr;
   if (ret >= 0) ret = io_uring_wait_cqe(&ring_, &cqe);
   const int res = ret < 0 ? ret : cqe->res;
   if (cqe) io_uring_cqe_seen(&ring_, cqe);
+  return res;
+}
+
+// One read of LBA 0: turns "no passthrough here" into a start-up error instead of failed I/O;
+// with fixedbufs, a second read through the registered buffer does the same for
+// IORING_URING_CMD_FIXED (Debian 12's 6.1 kernel answers it with EINVAL).
+void UringQueue::probe(const NvmeQueueParams& p) {
+  const size_t len = size_t(1) << p.lba_shift;
+  void* buf = std::aligned_alloc(4096, std::max<size_t>(len, 4096));
+  const int res = probe_read(p, buf, len, false);
   std::free(buf);
-  if (res == 0) return;
+  if (res == 0) {
+    if (!fixed_.ready()) return;
+    const int fres = probe_read(p, fixed_.slot(0), len, true);
+    if (fres == 0) return;
+    throw std::runtime_error(name_ + ": fixed buffers: a test read with IORING_URING_CMD_FIXED failed: " +
+                             (fres < 0 ? std::string(std::strerror(-fres)) : nvme_status_describe(uint16_t(fres))) +
+                             " (this kernel does not take registered buffers for NVMe passthrough; drop fixedbufs)");
+  }
   if (res > 0)
     throw std::runtime_error(name_ + ": a test read of LBA 0 failed: " + nvme_status_describe(uint16_t(res)));
   std::string msg = name_ + ": a test read through IORING_OP_URING_CMD failed: " + std::strerror(-res);
