@@ -5,16 +5,20 @@
 # The command's binary and every shared library it needs are copied into the initramfs.
 #
 # Usage: tests/qemu/run-in-guest.sh [--disk-mb N] [--lba 512|4096] [--timeout S] [--cache DIR] \
-#          -- BINARY [ARGS...]
+#          [--add FILE]... -- BINARY [ARGS...]
+# --add puts more programs (with their libraries) beside BINARY in /test, for a BINARY that is
+# a script running several of them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 disk_mb=256 lba=512 timeout_s=600 cache="$here/../../build/qemu-cache"
+extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --disk-mb) disk_mb=$2; shift 2 ;;
     --lba) lba=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
+    --add) extra+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "run-in-guest: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -33,15 +37,17 @@ root="$work/root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,modules,test}
 
 cp "$(command -v busybox)" "$root/bin/busybox"
-for app in sh mount insmod sleep poweroff cat ls echo mkdir; do ln -s busybox "$root/bin/$app"; done
+for app in sh mount insmod sleep poweroff cat ls echo mkdir grep; do ln -s busybox "$root/bin/$app"; done
 cp "$cache"/modules/*.ko "$root/modules/"
 cp "$cache/modules.order" "$root/modules.order"
 
 # The binary and its shared libraries, each at its own path.
 copy_with_path() { mkdir -p "$root$(dirname "$1")"; cp -L "$1" "$root$1"; }
-cp "$bin" "$root/test/$(basename "$bin")"
-for lib in $(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}'); do
-  copy_with_path "$lib"
+for prog in "$bin" "${extra[@]}"; do
+  cp "$prog" "$root/test/$(basename "$prog")"
+  for lib in $( (ldd "$prog" 2>/dev/null || true) | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}'); do
+    copy_with_path "$lib"
+  done
 done
 
 # The command line, quoted for the guest's sh.
