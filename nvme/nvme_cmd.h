@@ -22,6 +22,8 @@ namespace biofs {
 
 // Most data segments one command carries: the queue's max_segments.
 inline constexpr unsigned NVME_MAX_SEGS = 128;
+// The most segments the kernel's nvme-pci driver puts in one request (drivers/nvme/host/pci.c).
+inline constexpr unsigned NVME_KERNEL_MAX_SEGS = 127;
 
 // struct nvme_iod: the driver's per-request data (the tag set's cmd_size bytes after each
 // Request). Built on the submitting thread, read by the transport and the completion path.

@@ -116,8 +116,12 @@ QueueLimits NvmeDriver::limits() const {
   QueueLimits lim;
   lim.logical_block_size = 1u << ns_.lba_shift;
   lim.max_hw_sectors = max_transfer_ >> SECTOR_SHIFT;
-  // nvme_max_drv_segments(): one PRP entry per controller page, plus one for an offset start.
-  lim.max_segments = std::min<uint32_t>(lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1, NVME_MAX_SEGS);
+  // nvme_max_drv_segments(): one PRP entry per controller page, plus one for an offset start;
+  // never more than the kernel's nvme-pci takes (NVME_MAX_SEGS there is 127): a passthrough
+  // command's pages become a kernel request, which the QEMU guest showed failing with EINVAL
+  // at 129 segments.
+  lim.max_segments = std::min<uint32_t>(lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1,
+                                        NVME_KERNEL_MAX_SEGS);
   lim.virt_boundary_mask = NVME_CTRL_PAGE_SIZE - 1;
   lim.max_segment_size = UINT32_MAX;
   lim.dma_alignment = 3;
