@@ -285,8 +285,10 @@ int io_main(int argc, char** argv) {
   if (args.flag("help")) {
     std::printf(
         "usage: biofs-bench [io] [--dev SPEC]... [options]\n"
-        "  --dev SPEC        null | null:SIZE | stripe:N (N null devices striped); repeat for\n"
-        "                    several devices, which each submitter uses in turn (default null)\n"
+        "  --dev SPEC        null | null:SIZE | stripe:N (N null devices striped) |\n"
+        "                    emu:PATH[,lba=4096][,size=SIZE]... (a plain PATH too) |\n"
+        "                    nvme:/dev/ngXnY[,regfiles][,sqpoll]... (see nvme/README.md); repeat\n"
+        "                    for several devices, which each submitter uses in turn (default null)\n"
         "  --depth N         bios in flight per thread (128)     --bs N   block size (4096)\n"
         "  --submit N        bios per plug/submit batch (32)      --threads N  submitters (1)\n"
         "  --runtime S       seconds per run (3)                  --rw randread|read|randwrite|write\n"
