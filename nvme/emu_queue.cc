@@ -278,35 +278,19 @@ void EmuQueue::finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed) {
 }
 
 int EmuQueue::reap(IoCompBatch* iob, RqList* failed) {
-  int done = 0;
-  bool entered = false;
-  for (;;) {
-    unsigned head, seen = 0;
-    io_uring_cqe* cqe;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
-      seen++;
-      auto* iod = static_cast<NvmeIod*>(io_uring_cqe_get_data(cqe));
-      if (!iod) [[unlikely]]
-        continue;  // wake()
-      NVME_TSAN_ACQUIRE(iod);
-      const int res = cqe->res;
-      if (iod->status == NVME_SC_SUCCESS) [[likely]] {
-        if (res < 0)
-          iod->status = nvme_status_from_errno(res, iod->cmd.opcode);
-        else if (iod->xfer != EMU_XFER_NONE && uint32_t(res) != iod->data_len)
-          iod->status = NVME_SC_DATA_XFER_ERROR;  // short transfer: the file shrank under us
-      }
-      if (--iod->pending == 0) {
-        finish(iod, iob, failed);
-        done++;
-      }
+  return uring_reap(&ring_, [&](void* data, int res) {
+    auto* iod = static_cast<NvmeIod*>(data);
+    NVME_TSAN_ACQUIRE(iod);
+    if (iod->status == NVME_SC_SUCCESS) [[likely]] {
+      if (res < 0)
+        iod->status = nvme_status_from_errno(res, iod->cmd.opcode);
+      else if (iod->xfer != EMU_XFER_NONE && uint32_t(res) != iod->data_len)
+        iod->status = NVME_SC_DATA_XFER_ERROR;  // short transfer: the file shrank under us
     }
-    io_uring_cq_advance(&ring_, seen);
-    // Nothing in the ring: let the kernel flush an overflowed CQ (or poll an IOPOLL ring)
-    // once, then give up.
-    if (done || seen || entered || io_uring_peek_cqe(&ring_, &cqe) != 0) return done;
-    entered = true;
-  }
+    if (--iod->pending != 0) return 0;  // one command may take several file operations
+    finish(iod, iob, failed);
+    return 1;
+  });
 }
 
 }  // namespace

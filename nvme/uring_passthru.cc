@@ -148,38 +148,19 @@ void UringQueue::wake() {
 }
 
 int UringQueue::reap(IoCompBatch* iob, RqList* failed) {
-  int done = 0;
-  bool entered = false;
-  for (;;) {
-    unsigned head, seen = 0;
-    io_uring_cqe* cqe;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
-      seen++;
-      auto* iod = static_cast<NvmeIod*>(io_uring_cqe_get_data(cqe));
-      if (!iod) [[unlikely]]
-        continue;  // wake()
-      NVME_TSAN_ACQUIRE(iod);
-      // res: 0, the NVMe status field (> 0), or -errno when the host side failed.
-      const int res = cqe->res;
-      const uint16_t status = res >= 0 ? uint16_t(res) : uint16_t(NVME_SC_INTERNAL);
-      if (res < 0) [[unlikely]]  // the host side failed: say why, the NVMe status cannot
-        std::fprintf(stderr, "%s: cid=%u: the kernel failed the command: %s\n", name_.c_str(),
-                     unsigned(iod->cmd.command_id), std::strerror(-res));
-      if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
-        copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed_.slot(iod->cmd.command_id));
-      complete(iod, status, iob, failed);
-      done++;
-    }
-    io_uring_cq_advance(&ring_, seen);
-    // Nothing in the ring: let the kernel flush an overflowed CQ once, then give up. An
-    // IOPOLL ring completes nothing until someone enters with GETEVENTS, so it is polled here.
-    if (done || seen || entered) return done;
-    entered = true;
-    if (ring_.flags & IORING_SETUP_IOPOLL)
-      io_uring_get_events(&ring_);
-    else if (io_uring_peek_cqe(&ring_, &cqe) != 0)
-      return done;
-  }
+  return uring_reap(&ring_, [&](void* data, int res) {
+    auto* iod = static_cast<NvmeIod*>(data);
+    NVME_TSAN_ACQUIRE(iod);
+    // res: 0, the NVMe status field (> 0), or -errno when the host side failed.
+    const uint16_t status = res >= 0 ? uint16_t(res) : uint16_t(NVME_SC_INTERNAL);
+    if (res < 0) [[unlikely]]  // the host side failed: say why, the NVMe status cannot
+      std::fprintf(stderr, "%s: cid=%u: the kernel failed the command: %s\n", name_.c_str(),
+                   unsigned(iod->cmd.command_id), std::strerror(-res));
+    if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
+      copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed_.slot(iod->cmd.command_id));
+    complete(iod, status, iob, failed);
+    return 1;
+  });
 }
 
 // Sends one read of LBA 0 (into `buf`, or through the registered buffer with `fixed`) and

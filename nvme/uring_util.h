@@ -1,5 +1,5 @@
-// Small io_uring helpers shared by the two transports: ring set-up with one-line errors, and
-// getting a submission entry when the ring may be full.
+// Small io_uring helpers shared by the two transports: ring set-up with one-line errors,
+// submitting when the ring may be busy, waiting, and draining the completion ring.
 #pragma once
 
 #include <liburing.h>
@@ -23,5 +23,30 @@ int uring_submit(io_uring* ring);
 // left to wait for comes back. Returns io_uring_wait_cqe*()'s result.
 inline constexpr long REAP_WAIT_MS = 10;
 int uring_wait(io_uring* ring);
+
+// Drains the completion ring: fn(user_data, res) for each CQE that carries data (a wake() NOP
+// carries none), returning how many requests that CQE finished. When a pass finds nothing it
+// enters the kernel once — GETEVENTS on an IOPOLL ring, where nothing completes otherwise, else
+// a peek that flushes an overflowed CQ — and looks again. Returns the requests finished.
+template <typename Fn>
+int uring_reap(io_uring* ring, Fn&& fn) {
+  int done = 0;
+  bool entered = false;
+  for (;;) {
+    unsigned head, seen = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(ring, head, cqe) {
+      seen++;
+      if (void* data = io_uring_cqe_get_data(cqe)) done += fn(data, cqe->res);
+    }
+    io_uring_cq_advance(ring, seen);
+    if (done || seen || entered) return done;
+    entered = true;
+    if (ring->flags & IORING_SETUP_IOPOLL)
+      io_uring_get_events(ring);
+    else if (io_uring_peek_cqe(ring, &cqe) != 0)
+      return done;
+  }
+}
 
 }  // namespace biofs
