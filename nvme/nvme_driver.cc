@@ -106,6 +106,12 @@ void NvmeDriver::identify() {
   uint64_t max = NVME_MAX_TRANSFER;
   if (id_ctrl_->mdts) max = std::min<uint64_t>(max, uint64_t(NVME_CTRL_PAGE_SIZE) << std::min<unsigned>(id_ctrl_->mdts, 31));
   max = std::min<uint64_t>(max, uint64_t(NVME_MAX_NLB) << ns_.lba_shift);
+  // A buffer of `max` bytes at any offset touches at most max/4096 + 1 pages: keep that within
+  // what the transport's kernel maps (127 for passthrough: 504 KiB, not the 512 KiB of MDTS).
+  if (const uint32_t pages = transport_->max_user_pages(); pages > 1) {
+    const uint64_t fit = uint64_t(pages - 1) * NVME_CTRL_PAGE_SIZE;
+    max = std::min<uint64_t>(max, fit >> ns_.lba_shift << ns_.lba_shift);
+  }
   if (max < (1u << ns_.lba_shift))
     throw std::runtime_error(where + ": MDTS allows " + std::to_string(max) + " bytes, less than one block");
   max_transfer_ = uint32_t(max);

@@ -92,6 +92,10 @@ class NvmeTransport {
   virtual ~NvmeTransport() = default;
   virtual std::string name() const = 0;  // the device string, for messages
   virtual uint32_t nsid() const = 0;
+  // Most user pages one command's data may touch, 0 for no limit. Passthrough hands the data
+  // to the kernel, which pins every page and fails a request with more than its nvme-pci
+  // max_segments of them (EINVAL), whatever blockcore thinks of the buffer's segments.
+  virtual uint32_t max_user_pages() const { return 0; }
   // Runs an admin command synchronously (start-up only); `data` receives `len` bytes from
   // the controller. Returns the NVMe status field (0: success). Throws std::runtime_error with
   // one line if the transport itself fails.

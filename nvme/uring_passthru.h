@@ -39,6 +39,7 @@ class UringPassthru final : public NvmeTransport {
 
   std::string name() const override { return "nvme:" + cfg_.path; }
   uint32_t nsid() const override { return nsid_; }
+  uint32_t max_user_pages() const override { return NVME_KERNEL_MAX_SEGS; }
   uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
   // The first queue also sends one read of LBA 0, so that a kernel without passthrough on
   // io_uring, or a device without poll queues for iopoll, is reported here in one line.

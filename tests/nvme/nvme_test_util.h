@@ -46,9 +46,10 @@ inline void io_wait_end(Bio* bio) {
 }
 
 // Builds a bio for `op` over buf/len (data ops) or a length only (discard, write zeroes).
-inline Bio* make_bio(Device& dev, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len, IoWait* w) {
+inline Bio* make_bio_on(BlockDevice* bdev, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len,
+                        IoWait* w) {
   const bool data = bio_op_of(op) == REQ_OP_READ || bio_op_of(op) == REQ_OP_WRITE;
-  Bio* bio = bio_alloc_bioset(dev.bdev(), data ? 1 : 0, op, GFP_KERNEL, &bs);
+  Bio* bio = bio_alloc_bioset(bdev, data ? 1 : 0, op, GFP_KERNEL, &bs);
   if (data)
     REQUIRE(bio_add_virt(bio, buf, len) == len);
   else
@@ -57,6 +58,9 @@ inline Bio* make_bio(Device& dev, BioSet& bs, blk_opf_t op, sector_t sector, voi
   bio->bi_end_io = io_wait_end;
   bio->bi_private = w;
   return bio;
+}
+inline Bio* make_bio(Device& dev, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len, IoWait* w) {
+  return make_bio_on(dev.bdev(), bs, op, sector, buf, len, w);
 }
 
 // Waits for `n` completions, polling the device when it has no completion thread.
