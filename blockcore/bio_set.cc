@@ -5,6 +5,8 @@
 #include <cassert>
 #include <stdexcept>
 
+#include "stage_clock.h"
+
 namespace biofs {
 
 namespace {
@@ -332,6 +334,7 @@ static inline Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
 
 Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs) {
   assert((nr_vecs <= BIO_INLINE_VECS || bs->bvec_pool_ready()) && "set lacks BIOSET_NEED_BVECS");
+  stage_bio_alloc_begin();
   if (bs->has_cache() && nr_vecs <= BIO_INLINE_VECS) {
     // Rule 2: the flag is set here, in the eligible branch, for a hit and a miss alike.
     opf |= REQ_ALLOC_CACHE;
@@ -340,13 +343,18 @@ Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t 
       bio_init(bio, bdev, nr_vecs ? bio->bi_inline_vecs : nullptr, nr_vecs ? BIO_INLINE_VECS : 0, opf);
       bio->bi_pool = bs;
       bio->bi_cache = cache;
+      stage_mark(STAGE_BIO_ALLOC_HIT);
       return bio;
     }
     // No cached bio: the one made below keeps the flag and joins the cache when put.
-    return bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, cache);
+    Bio* bio = bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, cache);
+    stage_mark(STAGE_BIO_ALLOC_MISS);
+    return bio;
   }
   opf &= ~REQ_ALLOC_CACHE;
-  return bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, nullptr);
+  Bio* bio = bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, nullptr);
+  stage_mark(STAGE_BIO_ALLOC_MISS);
+  return bio;
 }
 
 Bio* bio_alloc_clone(BlockDevice* bdev, Bio* src, gfp_t gfp, BioSet* bs) {
@@ -354,6 +362,7 @@ Bio* bio_alloc_clone(BlockDevice* bdev, Bio* src, gfp_t gfp, BioSet* bs) {
   Bio* bio = bio_alloc_bioset(bdev, 0, src->bi_opf, gfp, bs);
   if (!bio) return nullptr;
   bio_set_flag(bio, BIO_CLONED);  // __bio_clone()
+  blk_stat_count_clone();
   bio->bi_ioprio = src->bi_ioprio;
   bio->bi_iter = src->bi_iter;
   bio->bi_io_vec = src->bi_io_vec;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sbitmap.h"
+#include "stage_clock.h"
 
 namespace biofs {
 
@@ -239,6 +240,7 @@ static void blk_mq_bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
   rq->__sector = bio->bi_iter.bi_sector;
   rq->__data_len = bio->bi_iter.bi_size;
   rq->nr_phys_segments = uint16_t(nr_segs);
+  rq->io_start_time_ns = 0;  // stamped by the driver if this I/O is sampled
   bio->bi_next = nullptr;
   rq->bio = rq->biotail = bio;
 }
@@ -293,8 +295,10 @@ void blk_flush_plug(BlkPlug* plug) {
   plug->multiple_queues = false;
   plug->counters.plug_flushes++;
   publish_counters(plug);
+  stage_mark(STAGE_PLUG_FLUSH);
   if (!multiple) {
     blk_mq_dispatch_queue_list(&list);
+    stage_dispatched();
     return;
   }
   // Several queues: dispatch each queue's requests in submission order, one list per queue.
@@ -305,6 +309,7 @@ void blk_flush_plug(BlkPlug* plug) {
     blk_mq_dispatch_queue_list(&mine);
     list = others;
   }
+  stage_dispatched();
 }
 
 // blk_add_rq_to_plug()
@@ -351,10 +356,12 @@ void blk_mq_submit_bio(Bio* bio) {
       issue = bio_split_to_limits(bio, q->limits(), &nr_segs, &q->bio_split(), &sc);
       counters->split_checks += sc.checks;
       counters->splits += sc.splits;
+      stage_mark(STAGE_SPLIT);
       if (!issue) break;  // ended with an error
     }
     Request* rq = plug ? blk_mq_take_cached_request(plug, q, issue) : nullptr;
     if (!rq) rq = blk_mq_get_new_requests(q, plug, issue, counters);
+    stage_mark(STAGE_TAG);
     if (!rq) [[unlikely]] {  // REQ_NOWAIT and no tag
       issue->bi_status = BLK_STS_AGAIN;
       bio_endio(issue);
@@ -369,6 +376,7 @@ void blk_mq_submit_bio(Bio* bio) {
       RqList one;
       one.add_tail(rq);
       blk_mq_dispatch_queue_list(&one);
+      stage_dispatched();
     }
     if (issue == bio) break;
   }
@@ -379,6 +387,8 @@ void blk_mq_submit_bio(Bio* bio) {
 
 // blk_update_request() for a whole request: ends every bio with the request's status.
 static void blk_mq_end_bios(Request* rq, blk_status_t status) {
+  stage_rq_completed(rq);
+  blk_stat_account_done(req_op_of(rq), blk_rq_bytes(rq), status != BLK_STS_OK);  // blk_account_io_done
   Bio* bio = rq->bio;
   rq->bio = rq->biotail = nullptr;
   while (bio) {

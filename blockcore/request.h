@@ -26,6 +26,7 @@ struct alignas(64) Request {
   Bio* biotail;
   Request* rq_next;           // list link (plug, cache, completion batch)
   uint64_t start_time_ns;     // set when the request is dispatched, for the stage histograms
+  uint64_t io_start_time_ns;  // a sampled request's submission to the device (stage_clock.h); 0 if not sampled
   // The driver's per-request area (tag set cmd_size bytes) follows: blk_mq_rq_to_pdu().
 };
 

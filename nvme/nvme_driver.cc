@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "blockcore/stage_clock.h"
+
 namespace biofs {
 
 namespace {
@@ -162,6 +164,7 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
     const int cpu = submit_cpu();
     if (nq->submit_cpu.load(std::memory_order_relaxed) != cpu) nq->submit_cpu.store(cpu, std::memory_order_relaxed);
   }
+  stage_rqs_submitted(run->head);
   {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(run, true);
@@ -205,6 +208,7 @@ blk_status_t NvmeDriver::queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) {
   RqList one;
   one.add_tail(rq);
   nq->inflight.fetch_add(1, std::memory_order_relaxed);
+  stage_rqs_submitted(rq);
   {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(&one, last);

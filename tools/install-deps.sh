@@ -12,6 +12,8 @@ packages=(
   doctest-dev                        # tests/
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons
+  python3 python3-matplotlib         # tools/biofs-compare, biofs-stat (plots)
+  e2fsprogs mount                    # biofs-compare: the ext4-on-loop baseline
   qemu-system-x86 busybox-static cpio xz-utils kmod  # tests/qemu: a guest with a real NVMe controller
 )
 

@@ -1,0 +1,102 @@
+// Sampled time stamps along one I/O (see stage_clock.h): the slow paths, taken only by sampled
+// I/O and once per N unsampled ones.
+#include "stage_clock.h"
+
+#include <atomic>
+#include <cstdlib>
+
+namespace biofs {
+
+constinit thread_local StageTrace tls_stage;
+
+namespace {
+
+unsigned initial_sample() {
+  const char* env = std::getenv("BIOFS_STAGE_SAMPLE");
+  if (!env || !*env) return 64;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(env, &end, 10);
+  return (*end || n > (1ul << 30)) ? 64 : unsigned(n);
+}
+
+std::atomic<unsigned> g_sample{initial_sample()};
+
+// With sampling off a thread still comes here once per this many I/Os, to see it turned on.
+constexpr uint32_t kOffRecheck = 1u << 16;
+
+// The sampling decision: true for one call in N. Resets the countdown.
+bool sample_this(StageTrace& t) {
+  const unsigned n = g_sample.load(std::memory_order_relaxed);
+  if (n == 0) {
+    t.countdown = kOffRecheck;
+    return false;
+  }
+  t.countdown = n - 1;
+  return true;
+}
+
+void start(StageTrace& t, bool from_fuse, uint64_t now) {
+  t.on = true;
+  t.from_fuse = from_fuse;
+  t.start_ns = t.last_ns = now;
+}
+
+}  // namespace
+
+void stage_clock_set_sample(unsigned n) { g_sample.store(n, std::memory_order_relaxed); }
+unsigned stage_clock_sample() { return g_sample.load(std::memory_order_relaxed); }
+
+StageToken stage_fuse_received() {
+  StageTrace& t = tls_stage;
+  t.on = false;  // a trace left by an earlier request on this thread ends here
+  if (t.countdown-- != 0) return {};
+  if (!sample_this(t)) return {};
+  const uint64_t now = stage_now_ns();
+  start(t, true, now);
+  return {now};
+}
+
+void stage_fuse_reply(StageToken token) {
+  if (!token.start_ns) return;
+  const uint64_t now = stage_now_ns();
+  StageTrace& t = tls_stage;
+  if (t.on && t.from_fuse && t.start_ns == token.start_ns) {  // replied on the submitting thread
+    blk_stat_record(STAGE_FUSE_REPLY, now - t.last_ns);
+    t.on = false;
+  }
+  blk_stat_record(STAGE_FUSE_TOTAL, now - token.start_ns);
+}
+
+void stage_trace_maybe_start() {
+  StageTrace& t = tls_stage;
+  if (sample_this(t)) start(t, false, stage_now_ns());
+}
+
+void stage_mark_slow(Stage stage) {
+  StageTrace& t = tls_stage;
+  const uint64_t now = stage_now_ns();
+  blk_stat_record(stage, now - t.last_ns);
+  t.last_ns = now;
+}
+
+void stage_rqs_submitted_slow(Request* first) {
+  StageTrace& t = tls_stage;
+  const uint64_t now = stage_now_ns();
+  blk_stat_record(STAGE_SUBMIT, now - t.last_ns);
+  t.last_ns = now;
+  for (Request* rq = first; rq; rq = rq->rq_next) rq->io_start_time_ns = now;
+}
+
+void stage_rq_completed_slow(Request* rq) {
+  const uint64_t now = stage_now_ns();
+  const uint64_t start_ns = rq->io_start_time_ns;
+  rq->io_start_time_ns = 0;
+  blk_stat_record(STAGE_COMPLETE, now > start_ns ? now - start_ns : 0);
+}
+
+void stage_dispatched_slow() {
+  StageTrace& t = tls_stage;
+  if (!t.from_fuse) t.on = false;
+}
+
+}  // namespace biofs

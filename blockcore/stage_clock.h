@@ -1,0 +1,87 @@
+// Time stamps along one I/O, sampled: the userspace stand-in for the kernel's rq->start_time_ns /
+// io_start_time_ns and the block tracepoints (block_bio_queue, block_getrq, block_plug,
+// block_rq_issue, block_rq_complete) that blktrace turns into per-stage latencies.
+//
+// One I/O in N (stage_clock_set_sample(), default 64; the environment's BIOFS_STAGE_SAMPLE at
+// start, 0 turns it off) is traced on its submitting thread: each stamp records the time since
+// the previous stamp into that stage's histogram (percpu_stat.h). Unsampled I/O pays one
+// thread-local load and a branch per stamp; nothing on the hot path takes a lock.
+//
+// A trace starts at a FUSE request (stage_fuse_received) or, where nothing above the block
+// layer started one, at a bio allocation. A FUSE trace ends at stage_fuse_reply (or at the
+// thread's next stage_fuse_received); a bio-started one ends once its requests are dispatched.
+// The device's share crosses threads in the request (io_start_time_ns).
+//
+// For the filesystem: call `StageToken t = stage_fuse_received();` first thing in a request
+// handler and `stage_fuse_reply(t);` where the reply is sent, on whatever thread sends it.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+
+#include "percpu_stat.h"
+#include "request.h"
+
+namespace biofs {
+
+struct StageTrace {
+  bool on = false;
+  bool from_fuse = false;
+  uint32_t countdown = 0;  // I/Os until the next sample
+  uint64_t start_ns = 0;
+  uint64_t last_ns = 0;
+};
+extern constinit thread_local StageTrace tls_stage;
+
+inline uint64_t stage_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+// 1 in n I/Os is traced; 0 stops tracing (threads pick the new value up at their next sample).
+void stage_clock_set_sample(unsigned n);
+unsigned stage_clock_sample();
+
+// ---- the FUSE side ----
+struct StageToken {
+  uint64_t start_ns = 0;  // 0: this request is not sampled
+};
+StageToken stage_fuse_received();
+void stage_fuse_reply(StageToken token);
+
+// ---- the block layer and the driver ----
+void stage_trace_maybe_start();  // out of line: the sampling decision
+void stage_mark_slow(Stage stage);
+void stage_rqs_submitted_slow(Request* first);
+void stage_rq_completed_slow(Request* rq);
+void stage_dispatched_slow();
+
+// At the top of bio_alloc_bioset: starts a trace for 1 bio in N when none is running.
+inline void stage_bio_alloc_begin() {
+  StageTrace& t = tls_stage;
+  if (!t.on && t.countdown-- == 0) [[unlikely]]
+    stage_trace_maybe_start();
+}
+// A stamp: the time since the trace's previous stamp goes to `stage`.
+inline void stage_mark(Stage stage) {
+  if (tls_stage.on) [[unlikely]]
+    stage_mark_slow(stage);
+}
+// The driver handed these requests (a list from `first` through rq_next) to the device.
+inline void stage_rqs_submitted(Request* first) {
+  if (tls_stage.on) [[unlikely]]
+    stage_rqs_submitted_slow(first);
+}
+// The core saw the request complete (any thread).
+inline void stage_rq_completed(Request* rq) {
+  if (rq->io_start_time_ns) [[unlikely]]
+    stage_rq_completed_slow(rq);
+}
+// A plug flush or a direct dispatch finished: ends a trace that a bio allocation started.
+inline void stage_dispatched() {
+  if (tls_stage.on) [[unlikely]]
+    stage_dispatched_slow();
+}
+
+}  // namespace biofs

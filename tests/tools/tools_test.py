@@ -1,0 +1,218 @@
+#!/usr/bin/python3
+"""Tests of tools/biofs-compare and tools/biofs-stat.
+
+    tools_test.py TestClass.test_name
+
+Pure tests (CompareMath) need nothing; the Mount tests need root, /dev/fuse, fio and the built
+binaries (BIOFS_BIN_DIR, default build/bin) and exit 77 (ctest: skipped) without them.
+"""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = os.path.join(REPO, "tools")
+BIN = os.environ.get("BIOFS_BIN_DIR", os.path.join(REPO, "build", "bin"))
+
+
+def load_tool(name):
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(TOOLS, name))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+compare = load_tool("biofs-compare")
+
+# Rows of the seed's attachment (shared/reference/nullblk_fs_results.csv), as they are there.
+REFERENCE_ROWS = """\
+engine,medium,fs_type,numjobs,qdepth,pattern,bs,repeat_id,IOPS,IOPS_new,diff
+io_uring,null_blk,ext4,1,1,randread,4k,1,441198.8267,444427.4858,0.732%
+io_uring,null_blk,ext4,1,1,randread,4k,2,438292.0236,444626.8791,1.445%
+libaio,null_blk,ext4,64,1,randread,4k,1,662702.9531,626737.4842,-5.427%
+libaio,null_blk,ext4,64,1,randread,4k,2,664373.2418,649577.2615,-2.227%
+sync,null_blk,ext4,64,1,read,4k,1,1424210.093,1401115.659,-1.622%
+sync,null_blk,ext4,1,64,read,4k,1,588193.8269,609792.1069,3.672%
+"""
+
+
+class CompareMath(unittest.TestCase):
+    def test_header_is_the_reference_header(self):
+        self.assertEqual(compare.CSV_HEADER, REFERENCE_ROWS.splitlines()[0])
+
+    def test_diff_is_computed_as_the_reference_does(self):
+        for line in REFERENCE_ROWS.splitlines()[1:]:
+            f = line.split(",")
+            c = dict(engine=f[0], numjobs=int(f[3]), qdepth=int(f[4]), pattern=f[5], bs=f[6])
+            row = compare.csv_row(c, f[1], f[2], int(f[7]), float(f[8]), float(f[9]))
+            self.assertEqual(row, line)
+
+    def test_group_summary_flags_spread_larger_than_the_difference(self):
+        rows = [("io_uring", "randread", [1.0, 1.2, 0.9]), ("sync", "read", [3.0, -2.0, 0.5])]
+        out = {(e, p): (m, s, noisy) for e, p, m, s, noisy in compare.group_summary(rows)}
+        m, s, noisy = out[("io_uring", "randread")]
+        self.assertAlmostEqual(m, 1.0)
+        self.assertAlmostEqual(s, 0.3)
+        self.assertFalse(noisy)
+        self.assertTrue(out[("sync", "read")][2])
+
+    def test_stage_histogram_difference_and_quantiles(self):
+        before = {"stages": {"tag": {"buckets": [[128, 5], [1024, 1]]}}}
+        after = {"stages": {"tag": {"buckets": [[128, 15], [1024, 1], [8192, 10]]}},
+                 "bio_cache": {"alloc_hits": 9}, "queue": {"tags": 8, "tag_calls": 2}}
+        d = compare.counters_delta(before, after)
+        self.assertEqual(d["stages"], {"tag": {128: 10, 8192: 10}})
+        self.assertEqual(d["hits"], 9)
+        self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.5), 128 + 7)  # [128, 143]
+        self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.99), 8192 + 511)
+
+
+def need_mount():
+    why = None
+    if os.geteuid() != 0:
+        why = "not root"
+    elif not os.path.exists("/dev/fuse"):
+        why = "no /dev/fuse"
+    elif not shutil.which("fio") or not shutil.which("fusermount3"):
+        why = "fio or fusermount3 missing"
+    elif not os.access(os.path.join(BIN, "biofs"), os.X_OK):
+        why = f"{BIN}/biofs not built"
+    return why
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, **kw)
+
+
+class Mount(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        self.img = os.path.join(self.tmp, "disk.img")
+        self.mnt = os.path.join(self.tmp, "mnt")
+        os.mkdir(self.mnt)
+
+    def tearDown(self):
+        if os.path.ismount(self.mnt):
+            run(["fusermount3", "-u", self.mnt])
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stat_json(self):
+        p = run([os.path.join(TOOLS, "biofs-stat"), self.mnt, "--json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_stat_json_counters_move_after_io(self):
+        with open(self.img, "wb") as f:
+            f.truncate(256 << 20)
+        self.assertEqual(run([os.path.join(BIN, "mkfs.biofs"), "-f", "-q", f"emu:{self.img}"]).returncode, 0)
+        p = run([os.path.join(BIN, "biofs"), f"emu:{self.img}", self.mnt, "-o", "bio_cache=on"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s0 = self.stat_json()
+        for key in ("rss_bytes", "bio_cache", "queue", "io", "stages"):
+            self.assertIn(key, s0)
+        self.assertGreater(s0["rss_bytes"], 0)
+        self.assertTrue(s0["bio_cache"]["enabled"])
+        path = os.path.join(self.mnt, "f")
+        block = os.urandom(4096)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o644)
+        buf = bytearray(4096 * 256)
+        mv = memoryview(buf)
+        for i in range(256):
+            mv[i * 4096:(i + 1) * 4096] = block
+        import mmap
+        aligned = mmap.mmap(-1, len(buf))  # page-aligned, for O_DIRECT
+        aligned.write(bytes(buf))
+        for _ in range(4):
+            self.assertEqual(os.pwrite(fd, aligned, 0), len(buf))
+        os.fsync(fd)
+        os.close(fd)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        for off in range(0, len(buf), 4096):
+            self.assertEqual(os.preadv(fd, [memoryview(aligned)[:4096]], off), 4096)
+        os.close(fd)
+        s1 = self.stat_json()
+        self.assertGreaterEqual(s1["io"]["writes"] - s0["io"]["writes"], 4)
+        self.assertGreaterEqual(s1["io"]["reads"] - s0["io"]["reads"], 256)
+        self.assertGreaterEqual(s1["io"]["write_bytes"] - s0["io"]["write_bytes"], 4 * len(buf))
+        allocs = lambda s: s["bio_cache"]["alloc_hits"] + s["bio_cache"]["alloc_misses"]
+        self.assertGreaterEqual(allocs(s1) - allocs(s0), 256)
+        self.assertGreater(s1["bio_cache"]["alloc_hits"], s0["bio_cache"]["alloc_hits"])
+        self.assertGreater(s1["queue"]["requests"], s0["queue"]["requests"])
+        self.assertGreater(s1["queue"]["tag_calls"], s0["queue"]["tag_calls"])
+        self.assertEqual(s1["io"]["errors"], 0)
+        # The human form names the sections; a directory that is not a biofs mount is refused.
+        p = run([os.path.join(TOOLS, "biofs-stat"), self.mnt])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("bio cache on", p.stdout)
+        self.assertIn("tags/call", p.stdout)
+        p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        self.assertIn(self.tmp, p.stderr)
+
+    def compare(self, *extra):
+        return run([os.path.join(TOOLS, "biofs-compare"), "--bin", BIN, "--image", self.img,
+                    "--image-size", "256M", "--file-size", "16M", "--engines", "io_uring", "--qdepths", "8",
+                    "--patterns", "randread", "--repeats", "2", "--runtime", "1", "--layers", "none",
+                    "--out", os.path.join(self.tmp, "out"), *extra])
+
+    def test_compare_tiny_matrix_writes_reference_csv_and_resumes(self):
+        p = self.compare()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.tmp, "out")
+        with open(os.path.join(out, "results.csv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], compare.CSV_HEADER)
+        self.assertEqual(len(lines), 3)  # one cell, two repeats
+        for i, line in enumerate(lines[1:], 1):
+            f = line.split(",")
+            self.assertEqual(len(f), 11)
+            self.assertEqual(f[:8], ["io_uring", "emu", "biofs", "1", "8", "randread", "4k", str(i)])
+            old, new = float(f[8]), float(f[9])
+            self.assertGreater(old, 0)
+            self.assertEqual(f[10], f"{(new - old) / old * 100:.3f}%")
+        with open(os.path.join(out, "cells.csv")) as f:
+            cells = [l.split(",") for l in f.read().splitlines()]
+        row = dict(zip(cells[0], cells[1]))
+        self.assertEqual(float(row["hit_rate_old"]), 0.0)  # bio_cache=off: no cache
+        self.assertGreater(float(row["hit_rate_new"]), 0.5)
+        self.assertGreater(int(row["requests_new"]), 0)
+        with open(os.path.join(out, "runs.jsonl")) as f:
+            runs = f.read().splitlines()
+        self.assertEqual(len(runs), 4)  # two repeats x two sides
+        self.assertEqual([json.loads(r)["side"] for r in runs], ["off", "on", "on", "off"])
+        # Resume: every run is there, none is redone, and the report is the same.
+        p = self.compare("--resume")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("4 runs, 4 already done", p.stderr)
+        self.assertNotIn("IOPS  elapsed", p.stderr)
+        with open(os.path.join(out, "results.csv")) as f:
+            self.assertEqual(f.read().splitlines(), lines)
+        # An interrupted run (its line lost): only that run is done again.
+        with open(os.path.join(out, "runs.jsonl"), "w") as f:
+            f.write("\n".join(runs[:3]) + "\n" + runs[3][:20])
+        p = self.compare("--resume")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("4 runs, 3 already done", p.stderr)
+        self.assertEqual(p.stderr.count("IOPS  elapsed"), 1)
+        self.assertIn("[4/4] io_uring/1/8/randread/4k bio_cache=off rep 2", p.stderr)
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:]
+    if any(n.startswith("Mount") for n in names) or not names:
+        why = need_mount()
+        if why:
+            print(f"skipped: {why}")
+            sys.exit(77)
+    suite = unittest.defaultTestLoader.loadTestsFromNames(names, sys.modules[__name__]) if names else \
+        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    sys.exit(0 if result.wasSuccessful() else 1)
