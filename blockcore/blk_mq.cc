@@ -295,7 +295,7 @@ void blk_flush_plug(BlkPlug* plug) {
   plug->multiple_queues = false;
   plug->counters.plug_flushes++;
   publish_counters(plug);
-  stage_mark(STAGE_PLUG_FLUSH);
+  stage_mark_flush();
   if (!multiple) {
     blk_mq_dispatch_queue_list(&list);
     stage_dispatched();

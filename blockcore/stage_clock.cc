@@ -36,7 +36,7 @@ bool sample_this(StageTrace& t) {
 }
 
 void start(StageTrace& t, bool from_fuse, uint64_t now) {
-  t.on = true;
+  t.on = TRACE_BIO | TRACE_DISPATCH;
   t.from_fuse = from_fuse;
   t.start_ns = t.last_ns = now;
 }
@@ -48,7 +48,7 @@ unsigned stage_clock_sample() { return g_sample.load(std::memory_order_relaxed);
 
 StageToken stage_fuse_received() {
   StageTrace& t = tls_stage;
-  t.on = false;  // a trace left by an earlier request on this thread ends here
+  t.on = 0;  // a trace left by an earlier request on this thread ends here
   if (t.countdown-- != 0) return {};
   if (!sample_this(t)) return {};
   const uint64_t now = stage_now_ns();
@@ -62,7 +62,7 @@ void stage_fuse_reply(StageToken token) {
   StageTrace& t = tls_stage;
   if (t.on && t.from_fuse && t.start_ns == token.start_ns) {  // replied on the submitting thread
     blk_stat_record(STAGE_FUSE_REPLY, now - t.last_ns);
-    t.on = false;
+    t.on = 0;
   }
   blk_stat_record(STAGE_FUSE_TOTAL, now - token.start_ns);
 }
@@ -77,6 +77,8 @@ void stage_mark_slow(Stage stage) {
   const uint64_t now = stage_now_ns();
   blk_stat_record(stage, now - t.last_ns);
   t.last_ns = now;
+  // A bio-started trace follows one bio: after its tag, only its flush and submission.
+  if (stage == STAGE_TAG && !t.from_fuse) t.on = TRACE_DISPATCH;
 }
 
 void stage_rqs_submitted_slow(Request* first) {
@@ -96,7 +98,7 @@ void stage_rq_completed_slow(Request* rq) {
 
 void stage_dispatched_slow() {
   StageTrace& t = tls_stage;
-  if (!t.from_fuse) t.on = false;
+  if (!t.from_fuse) t.on = 0;
 }
 
 }  // namespace biofs

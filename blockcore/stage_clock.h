@@ -8,9 +8,11 @@
 // thread-local load and a branch per stamp; nothing on the hot path takes a lock.
 //
 // A trace starts at a FUSE request (stage_fuse_received) or, where nothing above the block
-// layer started one, at a bio allocation. A FUSE trace ends at stage_fuse_reply (or at the
-// thread's next stage_fuse_received); a bio-started one ends once its requests are dispatched.
-// The device's share crosses threads in the request (io_start_time_ns).
+// layer started one, at a bio allocation. A FUSE trace stamps every bio of its request and ends
+// at stage_fuse_reply (or at the thread's next stage_fuse_received). A bio-started trace stamps
+// that one bio up to its tag, then only the plug flush and the submission that carry it, and
+// ends once they are dispatched. The device's share crosses threads in the request
+// (io_start_time_ns).
 //
 // For the filesystem: call `StageToken t = stage_fuse_received();` first thing in a request
 // handler and `stage_fuse_reply(t);` where the reply is sent, on whatever thread sends it.
@@ -24,8 +26,12 @@
 
 namespace biofs {
 
+enum : uint8_t {
+  TRACE_BIO = 1,       // stamps the per-bio stages (allocation, split, tag)
+  TRACE_DISPATCH = 2,  // stamps the plug flush and the submission
+};
 struct StageTrace {
-  bool on = false;
+  uint8_t on = 0;      // TRACE_* bits
   bool from_fuse = false;
   uint32_t countdown = 0;  // I/Os until the next sample
   uint64_t start_ns = 0;
@@ -63,10 +69,15 @@ inline void stage_bio_alloc_begin() {
   if (!t.on && t.countdown-- == 0) [[unlikely]]
     stage_trace_maybe_start();
 }
-// A stamp: the time since the trace's previous stamp goes to `stage`.
+// A per-bio stamp (allocation, split, tag): the time since the trace's previous stamp.
 inline void stage_mark(Stage stage) {
-  if (tls_stage.on) [[unlikely]]
+  if (tls_stage.on & TRACE_BIO) [[unlikely]]
     stage_mark_slow(stage);
+}
+// The plug flush stamp.
+inline void stage_mark_flush() {
+  if (tls_stage.on) [[unlikely]]
+    stage_mark_slow(STAGE_PLUG_FLUSH);
 }
 // The driver handed these requests (a list from `first` through rq_next) to the device.
 inline void stage_rqs_submitted(Request* first) {
