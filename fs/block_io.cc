@@ -63,8 +63,10 @@ void IoBatch::end_io(Bio* bio) {
 
 void IoBatch::done_one(blk_status_t st) {
   if (st != BLK_STS_OK) {
+    // Whatever the device said (medium error, timeout, transport), the caller sees EIO, as a
+    // kernel filesystem reports a failed bio; the device's own line names the cause.
     int expected = 0;
-    status_.compare_exchange_strong(expected, blk_status_to_errno(st) ? blk_status_to_errno(st) : -EIO);
+    status_.compare_exchange_strong(expected, -EIO);
     io_->errors.fetch_add(1, std::memory_order_relaxed);
   }
   if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -81,6 +83,27 @@ void IoBatch::submit() {
   if (queued_.empty()) {
     if (callback_) callback_(status_.load());
     return;
+  }
+  // blockcore has no blk-flush state machine and the driver sends a write's REQ_PREFLUSH as a
+  // plain write, so the pre-flush is done here (blk-flush.c's REQ_FSEQ_PREFLUSH step): a flush
+  // of its own, completed before the batch's writes go. Without it a commit block could reach
+  // a volatile cache's media before the journal blocks it vouches for.
+  bool preflush = false;
+  for (Pending& p : queued_) {
+    if (p.write && bio_op_of(p.flags) != REQ_OP_FLUSH && (p.flags & REQ_PREFLUSH)) {
+      p.flags &= ~REQ_PREFLUSH;
+      preflush = true;
+    }
+  }
+  if (preflush) {
+    IoBatch f(io_);
+    f.flush();
+    if (int err = f.wait()) {  // nothing of this batch may be written: it fails as a whole
+      queued_.clear();
+      status_.store(err);
+      if (callback_) callback_(err);
+      return;
+    }
   }
   // The count covers every bio before the first is submitted, so an inline completion of an
   // early bio cannot finish the batch.

@@ -100,6 +100,8 @@ EmuNamespace::EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {
         }
       }
     }
+    if (cfg_.powercut.enabled)
+      powercut_ = std::make_unique<EmuPowerCut>(cfg_.powercut, buffered_fd_, lba_shift_, nlba_, cfg_.vwc);
   } catch (...) {
     if (direct_fd_ >= 0) close(direct_fd_);
     close(buffered_fd_);

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "emu_powercut.h"
 #include "nvme_spec.h"
 #include "nvme_transport.h"
 
@@ -31,6 +32,7 @@ struct EmuConfig {
   bool vwc = false;          // volatile write cache present
   bool buffered = false;     // never use O_DIRECT
   uint64_t create_size = 0;  // create the file with this size if it does not exist
+  PowerCutConfig powercut;   // power-cut emulation (emu_powercut.h); off by default
 };
 
 class EmuNamespace final : public NvmeTransport {
@@ -58,6 +60,10 @@ class EmuNamespace final : public NvmeTransport {
   int zeroes_mode() const { return zeroes_mode_; }  // fallocate mode for Write Zeroes
   int dealloc_mode() const { return dealloc_mode_; }  // fallocate mode for deallocate
 
+  // The power-cut emulation, or nullptr when it is off (then the queues take their usual
+  // io_uring path).
+  EmuPowerCut* powercut() const { return powercut_.get(); }
+
   void identify_ctrl(NvmeIdCtrl* id) const;
   void identify_ns(NvmeIdNs* id) const;
 
@@ -70,6 +76,7 @@ class EmuNamespace final : public NvmeTransport {
   uint32_t dio_mem_align_ = 0, dio_offset_align_ = 0;
   int zeroes_mode_ = 0, dealloc_mode_ = 0;
   bool block_device_ = false;
+  std::unique_ptr<EmuPowerCut> powercut_;
 };
 
 }  // namespace biofs

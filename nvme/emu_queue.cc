@@ -61,6 +61,7 @@ class EmuQueue final : public NvmeQueue {
   const unsigned depth_;
   const bool vwc_;
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
+  EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
 };
 
 EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
@@ -73,7 +74,8 @@ EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
       depth_(p.depth),
       vwc_(ns->config().vwc),
       mem_mask_(ns->direct() ? ns->dio_mem_align() - 1 : 0),
-      off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0) {
+      off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0),
+      powercut_(ns->powercut()) {
   io_uring_params params{};
   params.flags = IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL;
   const std::string err = uring_init(&ring_, std::max(2 * p.depth, 64u), &params, IORING_SETUP_SUBMIT_ALL, name_);
@@ -135,6 +137,8 @@ void EmuQueue::queue_cmd(NvmeIod* iod) {
   iod->status = NVME_SC_SUCCESS;
   if (iod->cmd.nsid != nsid_) [[unlikely]]
     return post(iod, NVME_SC_INVALID_NS | NVME_STATUS_DNR);
+  if (powercut_) [[unlikely]]
+    return post(iod, powercut_->execute(iod));
   switch (iod->cmd.opcode) {
     case nvme_cmd_read:
     case nvme_cmd_write:

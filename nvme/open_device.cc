@@ -48,20 +48,43 @@ bool parse_size(const std::string& text, uint64_t* out) {
   return true;
 }
 
+// The text as it may be printed: control characters as \xNN, so a message stays one line.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+      continue;
+    }
+    static const char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* err) {
   *out = DeviceSpec{};
-  const std::string where = "device '" + spec + "'";
+  const char* env = getenv("BIOFS_FAULT");
+  const std::string where = "device '" + spec + "'" + (env && *env ? std::string(" (with BIOFS_FAULT)") : "");
   if (spec.empty()) {
     *err = "empty device string (expected emu:PATH, nvme:/dev/ngXnY, null:SIZE or a path)";
+    return false;
+  }
+  if (printable(spec) != spec) {
+    *err = "device '" + printable(spec) + "' holds a control character";
     return false;
   }
   if (spec == "null" || spec.rfind("null:", 0) == 0) {
     out->kind = DeviceSpec::Kind::null;
     return parse_null_device(spec, &out->null_blk, err);
   }
-  const std::vector<std::string> parts = split(spec, ',');
+  std::string full = spec;
+  if (env && *env) full += std::string(",") + env;
+  const std::vector<std::string> parts = split(full, ',');
   std::string path = parts[0];
   if (path.rfind("emu:", 0) == 0) {
     path = path.substr(4);
@@ -94,7 +117,28 @@ bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* er
       return true;
     };
     uint64_t n = 0;
-    if (emu && key == "lba") {
+    std::string ferr;
+    if (parse_fault_option(key, val, &out->fault, &ferr)) {
+      if (!ferr.empty()) {
+        *err = where + ": " + ferr;
+        return false;
+      }
+      out->faults = true;
+    } else if (key == "seed") {
+      if (!parse_uint(val, &n)) return bad("expected seed=N");
+      out->fault.seed = out->emu.powercut.seed = n;
+    } else if (emu && key == "powercut") {
+      if (!parse_uint(val, &n)) return bad("expected powercut=N (cut at the Nth write or flush; 0: count only)");
+      out->emu.powercut.enabled = true;
+      out->emu.powercut.cut_after = n;
+    } else if (emu && key == "tear") {
+      if (!flag(&out->emu.powercut.tear)) return false;
+    } else if (emu && key == "keep") {
+      char* end = nullptr;
+      const double f = strtod(val.c_str(), &end);
+      if (val.empty() || *end || !(f >= 0 && f <= 1)) return bad("expected keep=F, a fraction 0..1");
+      out->emu.powercut.keep = f;
+    } else if (emu && key == "lba") {
       if (!parse_uint(val, &n) || (n != 512 && n != 4096)) return bad("expected lba=512 or lba=4096");
       out->emu.lba_size = unsigned(n);
     } else if (emu && key == "mdts") {
@@ -116,9 +160,17 @@ bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* er
     } else if (!emu && key == "sqpoll") {
       if (!flag(&out->nvme.sqpoll)) return false;
     } else {
-      return bad(emu ? "unknown option (emu: takes lba=, mdts=, size=, vwc, buffered)"
-                     : "unknown option (nvme: takes regfiles, fixedbufs, iopoll, sqpoll)");
+      return bad(emu ? "unknown option (emu: takes lba=, mdts=, size=, vwc, buffered, powercut=, tear, keep=, "
+                       "seed= and the fault options fail_read=, fail_write=, fail_flush=, delay=, delay_us=, "
+                       "timeout=, timeout_ms=, fault_after=)"
+                     : "unknown option (nvme: takes regfiles, fixedbufs, iopoll, sqpoll, seed= and the fault "
+                       "options fail_read=, fail_write=, fail_flush=, delay=, delay_us=, timeout=, timeout_ms=, "
+                       "fault_after=)");
     }
+  }
+  if ((out->emu.powercut.tear || out->emu.powercut.keep > 0) && !out->emu.powercut.enabled) {
+    *err = where + ": tear and keep= need powercut=N";
+    return false;
   }
   return true;
 }
@@ -138,10 +190,18 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
     return dev;
   }
   std::unique_ptr<NvmeTransport> transport;
-  if (ds.kind == DeviceSpec::Kind::emu)
-    transport = std::make_unique<EmuNamespace>(ds.emu);
-  else
+  if (ds.kind == DeviceSpec::Kind::emu) {
+    auto emu = std::make_unique<EmuNamespace>(ds.emu);
+    dev->emu_ = emu.get();
+    transport = std::move(emu);
+  } else {
     transport = std::make_unique<UringPassthru>(ds.nvme);
+  }
+  if (ds.faults) {
+    auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
+    dev->faults_ = &wrap->injector();
+    transport = std::move(wrap);
+  }
   NvmeDriverConfig cfg;
   cfg.nr_queues = opts.queues;
   cfg.queue_depth = opts.qd;

@@ -1,0 +1,195 @@
+// Crash test through the kernel: the biofs daemon (build's bin/biofs) serves a real FUSE mount
+// while the mixed workload runs on it with system calls; at a seeded moment the daemon gets
+// SIGKILL. Then: lazy unmount, mount again (the journal replays), every file whose fsync
+// returned before the kill (and was not touched after) has exactly its fsync'd contents, the
+// whole tree reads back, a clean unmount, and fsck.biofs -n finds nothing.
+// Rounds: BIOFS_CRASH_ROUNDS (default 3); first seed: BIOFS_CRASH_SEED (default 1). Skips
+// itself without /dev/fuse, root or fusermount3.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "rel_util.h"
+
+using namespace biofs_test;
+
+namespace {
+
+const std::string kBin = BIOFS_BIN_DIR;
+
+int run(const std::string& cmd, std::string* out = nullptr) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string s;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) s.append(buf, n);
+  const int st = pclose(p);
+  if (out) *out = s;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+bool is_mounted(const std::string& mnt) {
+  std::ifstream m("/proc/mounts");
+  std::string line;
+  while (std::getline(m, line))
+    if (line.find(" " + mnt + " fuse") != std::string::npos) return true;
+  return false;
+}
+
+bool can_mount() {
+  return access("/dev/fuse", R_OK | W_OK) == 0 && geteuid() == 0 && run("command -v fusermount3") == 0;
+}
+
+pid_t start_daemon(const std::string& dev, const std::string& mnt, const std::string& opts) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string bin = kBin + "/biofs";
+    execl(bin.c_str(), "biofs", dev.c_str(), mnt.c_str(), "-f", "-o", opts.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 400 && !is_mounted(mnt); i++) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) FAIL("the daemon exited before mounting");
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  REQUIRE(is_mounted(mnt));
+  return pid;
+}
+
+// The workload's calls as system calls under the mountpoint.
+class PosixBackend : public Backend {
+ public:
+  explicit PosixBackend(std::string root) : root_(std::move(root)) {}
+  static int err(int rc) { return rc < 0 ? -errno : 0; }
+  int create(const std::string& p) override {
+    const int fd = open((root_ + p).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) return -errno;
+    return err(close(fd));
+  }
+  int write(const std::string& p, uint64_t off, const std::string& data) override {
+    const int fd = open((root_ + p).c_str(), O_WRONLY);
+    if (fd < 0) return -errno;
+    const ssize_t n = pwrite(fd, data.data(), data.size(), off_t(off));
+    const int e = n < 0 ? -errno : n == ssize_t(data.size()) ? 0 : -EIO;
+    close(fd);
+    return e;
+  }
+  int truncate(const std::string& p, uint64_t size) override { return err(::truncate((root_ + p).c_str(), off_t(size))); }
+  int rename(const std::string& a, const std::string& b) override {
+    return err(::rename((root_ + a).c_str(), (root_ + b).c_str()));
+  }
+  int unlink(const std::string& p) override { return err(::unlink((root_ + p).c_str())); }
+  int mkdir(const std::string& p) override { return err(::mkdir((root_ + p).c_str(), 0755)); }
+  int rmdir(const std::string& p) override { return err(::rmdir((root_ + p).c_str())); }
+  int fsync(const std::string& p) override {
+    const int fd = open((root_ + p).c_str(), O_RDONLY);
+    if (fd < 0) return -errno;
+    const int e = err(::fsync(fd));
+    close(fd);
+    return e;
+  }
+  int read(const std::string& p, std::string* out) override {
+    const int fd = open((root_ + p).c_str(), O_RDONLY);
+    if (fd < 0) return -errno;
+    out->clear();
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out->append(buf, size_t(n));
+    const int e = n < 0 ? -errno : 0;
+    close(fd);
+    return e;
+  }
+
+ private:
+  std::string root_;
+};
+
+// Reads every file under `dir` (recursively); returns "" or the first that fails.
+std::string read_all(const std::string& dir, size_t* files) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    std::ifstream f(it->path(), std::ios::binary);
+    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (f.bad()) return it->path().string() + ": read failed";
+    (*files)++;
+  }
+  return ec ? dir + ": " + ec.message() : "";
+}
+
+}  // namespace
+
+TEST_CASE("crash: SIGKILL of the FUSE daemon at a random moment keeps fsync'd files, remounts and checks clean") {
+  if (!can_mount()) {
+    MESSAGE("skipped: needs /dev/fuse, root and fusermount3");
+    return;
+  }
+  ScratchDir dir;
+  const std::string img = dir.file("disk.img"), mnt = dir.file("mnt");
+  REQUIRE(::mkdir(mnt.c_str(), 0755) == 0);
+  const uint64_t rounds = env_u64("BIOFS_CRASH_ROUNDS", 3), seed0 = env_u64("BIOFS_CRASH_SEED", 1);
+  uint64_t promised = 0, ops_total = 0;
+  for (uint64_t r = 0; r < rounds; r++) {
+    const uint64_t seed = seed0 + r;
+    CAPTURE(seed);
+    make_image(img, 32ull << 20);
+    Rng rng(seed ^ 0xDEAD);
+    const uint64_t kill_at = 10 + rng.below(200);           // after this many operations
+    const auto kill_delay = std::chrono::microseconds(rng.below(3000));  // then this much later
+    // Background commits every second as well as on fsync; half the rounds with the bio cache off.
+    const std::string opts = std::string("commit=1,bio_cache=") + (seed % 2 ? "on" : "off");
+    pid_t pid = start_daemon("emu:" + img, mnt, opts);
+    Workload w(seed);
+    PosixBackend be(mnt);
+    std::atomic<uint64_t> done{0};
+    std::atomic<bool> killed{false};
+    std::thread killer([&] {
+      while (done.load() < kill_at) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::this_thread::sleep_for(kill_delay);
+      kill(pid, SIGKILL);
+      killed = true;
+    });
+    REQUIRE(w.setup(be) == 0);
+    // Operations fail (ENOTCONN) once the daemon is gone; stop a little after that.
+    for (uint64_t i = 0; i < 2000; i++) {
+      const int e = w.step(be);
+      done++;
+      if (killed && e) break;
+    }
+    killer.join();
+    ops_total += w.ops();
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFSIGNALED(st));
+    run("fusermount3 -u -z " + mnt);
+    if (is_mounted(mnt)) run("umount -l " + mnt);
+    REQUIRE_FALSE(is_mounted(mnt));
+
+    pid = start_daemon("emu:" + img, mnt, "bio_cache=on");
+    PosixBackend after(mnt);
+    const std::string broken = w.check(after);
+    CHECK_MESSAGE(broken == "", "killed after " << kill_at << " operations: " << broken);
+    promised += w.synced_files();
+    size_t files = 0;
+    const std::string unreadable = read_all(mnt, &files);
+    CHECK_MESSAGE(unreadable == "", unreadable);
+    REQUIRE(run("fusermount3 -u " + mnt) == 0);
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    std::string out;
+    const int rc = run(kBin + "/fsck.biofs -n emu:" + img, &out);
+    CHECK_MESSAGE(rc == 0, "fsck.biofs -n after the kill at " << kill_at << ": " << out);
+  }
+  MESSAGE(rounds << " rounds, " << ops_total << " operations, " << promised << " fsync'd files checked");
+}
