@@ -5,30 +5,54 @@
 #include <cstring>
 #include <new>
 
+#ifndef BIOFS_SANITIZER_BUILD
+#include <tbb/scalable_allocator.h>
+#endif
+
 namespace biofs {
 
-IoBuf::IoBuf(size_t bytes, bool zero) : n_(bytes) {
+// I/O buffers come and go with every file I/O, up to 1 MiB each: TBB's scalable allocator
+// keeps freed large blocks for reuse, where glibc would mmap and munmap them (a page fault and
+// a zeroed page per 4 KiB, every time). Sanitizer builds use malloc, which they can see.
+static void* io_buf_alloc(size_t bytes) {
+#ifdef BIOFS_SANITIZER_BUILD
   void* p = nullptr;
-  if (posix_memalign(&p, PAGE_SIZE, bytes ? bytes : PAGE_SIZE)) throw std::bad_alloc();
-  p_ = static_cast<uint8_t*>(p);
+  return posix_memalign(&p, PAGE_SIZE, bytes) ? nullptr : p;
+#else
+  return scalable_aligned_malloc(bytes, PAGE_SIZE);
+#endif
+}
+static void io_buf_free(void* p) {
+#ifdef BIOFS_SANITIZER_BUILD
+  free(p);
+#else
+  scalable_aligned_free(p);
+#endif
+}
+
+IoBuf::IoBuf(size_t bytes, bool zero) : n_(bytes) {
+  p_ = static_cast<uint8_t*>(io_buf_alloc(bytes ? bytes : PAGE_SIZE));
+  if (!p_) throw std::bad_alloc();
   if (zero) std::memset(p_, 0, bytes);
 }
 IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {
   if (this != &o) {
-    free(p_);
+    if (p_) io_buf_free(p_);
     p_ = o.p_, n_ = o.n_;
     o.p_ = nullptr, o.n_ = 0;
   }
   return *this;
 }
-IoBuf::~IoBuf() { free(p_); }
+IoBuf::~IoBuf() {
+  if (p_) io_buf_free(p_);
+}
 
 // Bios carry at most this much; the queue splits further to its own limits.
 static constexpr uint32_t kMaxBioBytes = 1u << 20;
 
 IoBatch::~IoBatch() {
   if (!queued_.empty()) queued_.clear();
-  if (!callback_) wait();
+  if (!async_) wait();
 }
 
 void IoBatch::rw_bytes(bool write, uint64_t byte_off, uint32_t len, void* buf, blk_opf_t flags) {
@@ -70,8 +94,10 @@ void IoBatch::done_one(blk_status_t st) {
     io_->errors.fetch_add(1, std::memory_order_relaxed);
   }
   if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  if (callback_) {
-    callback_(status_.load());
+  if (async_) {
+    // Moved out first: the callback may destroy this batch.
+    std::function<void(int)> fn = std::move(callback_);
+    fn(status_.load());
     return;
   }
   std::lock_guard g(lock_);
@@ -81,7 +107,10 @@ void IoBatch::done_one(blk_status_t st) {
 
 void IoBatch::submit() {
   if (queued_.empty()) {
-    if (callback_) callback_(status_.load());
+    if (async_) {
+      std::function<void(int)> fn = std::move(callback_);
+      fn(status_.load());
+    }
     return;
   }
   // blockcore has no blk-flush state machine and the driver sends a write's REQ_PREFLUSH as a
@@ -101,7 +130,10 @@ void IoBatch::submit() {
     if (int err = f.wait()) {  // nothing of this batch may be written: it fails as a whole
       queued_.clear();
       status_.store(err);
-      if (callback_) callback_(err);
+      if (async_) {
+        std::function<void(int)> fn = std::move(callback_);
+        fn(err);
+      }
       return;
     }
   }
@@ -111,23 +143,27 @@ void IoBatch::submit() {
     std::lock_guard g(lock_);
     finished_ = false;
   }
-  outstanding_.fetch_add(int(queued_.size()), std::memory_order_relaxed);
-  BlockDevice* bdev = io_->bdev();
+  // With a callback, the last bio's completion may destroy the batch (inside submit_bio or
+  // blk_finish_plug): nothing below touches `this` once the bios are out.
+  const std::vector<Pending> todo = std::move(queued_);
+  queued_.clear();
+  outstanding_.fetch_add(int(todo.size()), std::memory_order_relaxed);
+  BlockIo* io = io_;
+  BlockDevice* bdev = io->bdev();
   BlkPlug plug;
-  blk_start_plug_nr_ios(&plug, uint16_t(queued_.size() < 32 ? queued_.size() : 32));
-  for (const Pending& p : queued_) {
+  blk_start_plug_nr_ios(&plug, uint16_t(todo.size() < 32 ? todo.size() : 32));
+  for (const Pending& p : todo) {
     const bool flush = bio_op_of(p.flags) == REQ_OP_FLUSH;
     const blk_opf_t op = flush ? p.flags : ((p.write ? REQ_OP_WRITE : REQ_OP_READ) | p.flags);
-    Bio* bio = bio_alloc_bioset(bdev, flush ? 0 : 1, op, GFP_KERNEL, &io_->bio_set());
+    Bio* bio = bio_alloc_bioset(bdev, flush ? 0 : 1, op, GFP_KERNEL, &io->bio_set());
     if (!flush) bio_add_virt(bio, p.buf, p.len);
     bio->bi_iter.bi_sector = p.sector;
     bio->bi_end_io = end_io;
     bio->bi_private = this;
-    io_->bios.fetch_add(1, std::memory_order_relaxed);
-    io_->bytes.fetch_add(p.len, std::memory_order_relaxed);
+    io->bios.fetch_add(1, std::memory_order_relaxed);
+    io->bytes.fetch_add(p.len, std::memory_order_relaxed);
     submit_bio(bio);
   }
-  queued_.clear();
   blk_finish_plug(&plug);
 }
 

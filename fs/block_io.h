@@ -52,7 +52,11 @@ class IoBatch {
   // A byte-granular form for callers that address sectors (superblock at byte 0).
   void rw_bytes(bool write, uint64_t byte_off, uint32_t len, void* buf, blk_opf_t flags = 0);
   void flush(blk_opf_t flags = REQ_PREFLUSH);
-  void on_complete(std::function<void(int)> fn) { callback_ = std::move(fn); }
+  // The last completion calls fn (0 or -errno) and nobody waits; fn may destroy the batch.
+  void on_complete(std::function<void(int)> fn) {
+    callback_ = std::move(fn);
+    async_ = true;
+  }
   // Submits everything queued, under one plug.
   void submit();
   int wait();
@@ -78,6 +82,7 @@ class IoBatch {
   std::condition_variable cv_;
   bool finished_ = true;
   std::function<void(int)> callback_;
+  bool async_ = false;
 };
 
 class BlockIo {

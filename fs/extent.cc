@@ -58,6 +58,7 @@ void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint6
 }
 
 void Filesystem::punch_extents(InodeObj* in, uint64_t lblk, uint64_t count) {
+  inode_dio_wait(in);  // a block freed here may be reused: nothing may still be reading or writing it
   const uint64_t end = count > UINT64_MAX - lblk ? UINT64_MAX : lblk + count;
   std::vector<Extent> out;
   out.reserve(in->ext.size() + 1);

@@ -1,5 +1,5 @@
-// File data: reads and writes of byte ranges as bios over the extent map (holes read as
-// zeros, partial blocks read-modify-written), and truncation.
+// File data outside the read/write path (file_io.cc): block reads for metadata-like callers,
+// truncation, fallocate (preallocation and punch hole) and SEEK_DATA/SEEK_HOLE.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -27,77 +27,8 @@ int Filesystem::read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t
   return batch.wait();
 }
 
-ssize_t Filesystem::read(uint64_t ino, uint64_t off, size_t size, char* out) {
-  std::shared_lock shared(lock_);
-  auto it = inodes_.find(ino);
-  if (it == inodes_.end()) {  // not in memory: load it under the exclusive lock, then retry
-    shared.unlock();
-    {
-      std::unique_lock ex(lock_);
-      InodeObj* in;
-      if (int err = iget(ino, &in)) return err;
-    }
-    shared.lock();
-    it = inodes_.find(ino);
-    if (it == inodes_.end()) return -ESTALE;
-  }
-  InodeObj* in = it->second.get();
-  if (S_ISDIR(in->d.mode)) return -EISDIR;
-  if (off >= in->d.size || size == 0) return 0;
-  size = size_t(std::min<uint64_t>(size, in->d.size - off));
-  const uint64_t first = off / bs_, last = (off + size - 1) / bs_;
-  IoBuf tmp((last - first + 1) * bs_, false);  // read_blocks fills every byte
-  if (int err = read_blocks(in, first, last - first + 1, tmp.data())) return err;
-  std::memcpy(out, tmp.data() + (off - first * bs_), size);
-  return ssize_t(size);
-}
-
-ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* data) {
-  std::unique_lock ex(lock_);
-  if (int err = maybe_commit()) return err;
-  InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
-  if (!S_ISREG(in->d.mode)) return -EINVAL;
-  if (size == 0) return 0;
-  const uint64_t end = off + size;
-  if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
-  const uint64_t first = off / bs_, last = (end - 1) / bs_, n = last - first + 1;
-  IoBuf tmp(n * bs_, false);  // head/tail reads and the caller's data cover every byte
-  // Read the partial head and tail blocks before allocating: a hole must read as zeros.
-  if (off % bs_) {
-    if (int err = read_blocks(in, first, 1, tmp.data())) return err;
-  }
-  if (end % bs_ && (last != first || off % bs_ == 0)) {
-    if (int err = read_blocks(in, last, 1, tmp.data() + (n - 1) * bs_)) return err;
-  }
-  std::memcpy(tmp.data() + (off - first * bs_), data, size);
-  const size_t before = in->ext.size();
-  const uint64_t blocks_before = in->d.blocks;
-  std::vector<std::pair<uint64_t, uint64_t>> added;
-  if (int err = allocate_range(in, first, n, false, &added)) return err;
-  // Data first (ordered mode): the bios complete before the metadata naming them can commit.
-  IoBatch batch(&io_);
-  for (uint64_t l = first; l <= last;) {
-    uint64_t run;
-    const uint64_t p = map_block(in, l, &run, nullptr);
-    run = std::min(run, last + 1 - l);
-    batch.write(p, uint32_t(run), tmp.data() + (l - first) * bs_);
-    l += run;
-  }
-  if (int err = batch.wait()) {
-    // The new blocks hold nothing valid: unmap them again, so no metadata points at them.
-    for (auto [l, c] : added) punch_extents(in, l, c);
-    if (!added.empty()) save_extents(in);
-    return err;
-  }
-  const bool converted = mark_written(in, first, n);
-  if (end > in->d.size) in->d.size = end;
-  touch(in->d, false, true, true);
-  int err = (converted || in->ext.size() != before || in->d.blocks != blocks_before) ? save_extents(in) : isave(in);
-  return err ? err : ssize_t(size);
-}
-
 int Filesystem::truncate(InodeObj* in, uint64_t size) {
+  inode_dio_wait(in);  // no I/O in flight to blocks about to be freed or zeroed
   if (size < in->d.size) {
     const uint64_t keep = (size + bs_ - 1) / bs_;
     punch_extents(in, keep, UINT64_MAX);
@@ -141,6 +72,7 @@ int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   if (int err = iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
   if (len == 0) return -EINVAL;
+  inode_dio_wait(in);
   const uint64_t end = off + len;
   if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
   if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {

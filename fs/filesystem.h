@@ -2,13 +2,20 @@
 // every metadata change journaled and every byte moved as bios. POSIX-shaped calls that return
 // 0 or -errno; the FUSE daemon (fuse_ops.cc) and the tests call these directly.
 //
-// Concurrency (first slice): one reader-writer lock. File reads take it shared and do their I/O
-// in parallel; everything that changes state takes it exclusive.
+// Concurrency: one reader-writer lock over the filesystem's state, never held while waiting
+// for file data. Reads and overwrites of written blocks map their blocks under the shared
+// lock, count themselves in the inode's in-flight I/O (inode_dio_begin, as the kernel's direct
+// I/O does) and complete asynchronously; whatever frees or rewrites blocks of a file takes the
+// lock exclusive and first waits for that count to drain (inode_dio_wait). Writes that
+// allocate, convert unwritten extents or extend the file allocate under the exclusive lock,
+// write their data with no lock held, and finish their metadata under it again. Completion
+// callbacks never take the lock (sync callers may wait for I/O while holding it).
 #pragma once
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +75,14 @@ class Filesystem {
   // Reads into buf; returns bytes read (short at end of file) or -errno.
   ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf);
   ssize_t write(uint64_t ino, uint64_t off, size_t size, const char* buf);
+  // The same, completing asynchronously: `done` runs exactly once, on the thread that ends the
+  // last bio or inline (errors, holes, a write that must allocate), with the bytes moved or
+  // -errno. A read's `data` is valid only during the call. `buf` of a write is copied before
+  // write_async returns. The FUSE daemon replies from `done`.
+  using ReadDone = std::function<void(ssize_t n, const uint8_t* data)>;
+  using WriteDone = std::function<void(ssize_t n)>;
+  void read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done);
+  void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done);
   // Calls fn(name, ino, type, next_offset) for entries from `off`; fn returns false to stop.
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
@@ -102,6 +117,7 @@ class Filesystem {
     std::vector<uint64_t> tree;        // extent tree blocks in use (root first)
     uint64_t nlookup = 0;
     uint32_t open = 0;
+    std::atomic<int> dio{0};           // file I/O in flight (inode->i_dio_count)
     // Directories: name -> entry, loaded on first use.
     struct DirLoc {
       uint64_t ino;
@@ -153,6 +169,21 @@ class Filesystem {
   int dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type);
   int dir_remove(InodeObj* dir, const std::string& name);
   bool dir_empty(InodeObj* dir);
+
+  // file_io.cc: inode_dio_begin/end/wait (include/linux/fs.h, fs/inode.c).
+  static void inode_dio_begin(InodeObj* in) { in->dio.fetch_add(1, std::memory_order_relaxed); }
+  static void inode_dio_end(InodeObj* in) {
+    if (in->dio.fetch_sub(1, std::memory_order_acq_rel) == 1) in->dio.notify_all();
+  }
+  static void inode_dio_wait(InodeObj* in) {
+    for (int v; (v = in->dio.load(std::memory_order_acquire)) != 0;) in->dio.wait(v);
+  }
+  // The inode, taking the exclusive lock for a moment if it is not in memory yet.
+  int iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out);
+  // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
+  static bool times_need_update(const disk::Inode& d);
+  ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf);
+  struct FileIo;
 
   // file.cc
   int truncate(InodeObj* in, uint64_t size);

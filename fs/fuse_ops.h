@@ -1,7 +1,7 @@
-// The FUSE low-level operations table over a Filesystem (libfuse3, API 3.4).
+// The FUSE low-level operations table over a Filesystem (libfuse3, API 3.12).
 #pragma once
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
 #include "filesystem.h"
@@ -11,6 +11,7 @@ namespace biofs {
 struct FuseContext {
   Filesystem* fs;
   bool writeback_cache = false;
+  unsigned max_background = 256;
 };
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.

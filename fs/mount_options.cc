@@ -45,6 +45,10 @@ std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
       if (!parse_unsigned(val, 1, 256, &o->queues)) return bad("a number from 1 to 256");
     } else if (key == "qd") {
       if (!parse_unsigned(val, 1, 4096, &o->qd)) return bad("a number from 1 to 4096");
+    } else if (key == "threads") {
+      if (!parse_unsigned(val, 1, 1024, &o->threads)) return bad("a number from 1 to 1024");
+    } else if (key == "max_background") {
+      if (!parse_unsigned(val, 1, 65535, &o->max_background)) return bad("a number from 1 to 65535");
     } else if (key == "commit") {
       if (!parse_unsigned(val, 0, 3600, &o->fs.commit_interval_s)) return bad("seconds from 0 to 3600");
     } else if (key == "meta_cache") {

@@ -16,6 +16,8 @@ struct DaemonOptions {
   QueueToggles toggles;       // tag_batch=off|plain|retain|loop, split_check=fast|iter
   unsigned queues = 1;        // queues=N
   unsigned qd = 128;          // qd=N
+  unsigned threads = 16;         // threads=N: FUSE worker threads at most
+  unsigned max_background = 256; // max_background=N: async FUSE requests the kernel keeps in flight
   MountOptions fs;            // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache: the kernel caches writes (FUSE_CAP_WRITEBACK_CACHE)
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o

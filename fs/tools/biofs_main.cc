@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -37,7 +38,8 @@ int g_report_fd = -1;  // the parent's pipe while daemonizing
 void usage() {
   fputs("usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
         "  -o bio_cache=on|off,tag_batch=off|plain|retain|loop,split_check=fast|iter,\n"
-        "     queues=N,qd=N,commit=SECONDS,meta_cache=MiB,writeback_cache,ro, and FUSE/mount options\n"
+        "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,writeback_cache,ro,\n"
+        "     and FUSE/mount options\n"
         "  -f foreground   -d debug (implies -f)   -s single-threaded\n",
         stderr);
 }
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
   if (!fs) fail(32, spec + ": " + err);
 
-  FuseContext ctx{fs.get(), opts.writeback_cache};
+  FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background};
   std::string fuse_o = "fsname=biofs:" + spec + ",subtype=biofs";
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0) continue;
@@ -175,10 +177,14 @@ int main(int argc, char** argv) {
   if (single) {
     ret = fuse_session_loop(se);
   } else {
-    fuse_loop_config cfg{};
-    cfg.clone_fd = 0;
-    cfg.max_idle_threads = 16;
-    ret = fuse_session_loop_mt(se, &cfg);
+    // Reads and writes reply from the completion path, so the workers rarely block; the cap
+    // (libfuse's default is 10) matters for what does block: allocating writes, metadata.
+    fuse_loop_config* cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(cfg, 0);
+    fuse_loop_cfg_set_max_threads(cfg, opts.threads);
+    fuse_loop_cfg_set_idle_threads(cfg, std::min(opts.threads, 16u));
+    ret = fuse_session_loop_mt(se, cfg);
+    fuse_loop_cfg_destroy(cfg);
   }
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);

@@ -1,0 +1,249 @@
+// File reads and writes as bios over the extent map, completing asynchronously. The kernel
+// twins: the direct I/O path of fs/iomap/direct-io.c (map under the inode lock, count the I/O
+// in i_dio_count with inode_dio_begin/inode_dio_end, complete from the bio's end_io) and
+// ext4's write paths (overwrites of written blocks run shared; writes that allocate or convert
+// unwritten extents finish their metadata after the data; unaligned writes wait for all I/O in
+// flight, ext4_dio_write_iter's inode_dio_wait, and read-modify-write under the exclusive lock).
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+#include "filesystem.h"
+
+namespace biofs {
+
+using namespace disk;
+
+// One asynchronous file I/O: its bios, its aligned buffer and who to tell. Deleted by the
+// completion of its last bio.
+struct Filesystem::FileIo {
+  explicit FileIo(BlockIo* io, size_t bytes) : batch(io), buf(bytes, false) {}
+  IoBatch batch;
+  IoBuf buf;
+  InodeObj* in = nullptr;
+  size_t skip = 0;   // bytes of buf before the caller's data (reads)
+  size_t len = 0;    // the caller's bytes
+  ReadDone read_done;
+  WriteDone write_done;
+};
+
+int Filesystem::iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out) {
+  if (auto it = inodes_.find(ino); it != inodes_.end()) {
+    *out = it->second.get();
+    return 0;
+  }
+  // Not in memory: load it under the exclusive lock, then look again under the shared one.
+  shared.unlock();
+  {
+    std::unique_lock ex(lock_);
+    InodeObj* in;
+    if (int err = iget(ino, &in)) {
+      ex.unlock();
+      shared.lock();
+      return err;
+    }
+  }
+  shared.lock();
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return -ESTALE;
+  *out = it->second.get();
+  return 0;
+}
+
+bool Filesystem::times_need_update(const Inode& d) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return d.mtime_sec != int64_t(now.tv_sec) || d.mtime_nsec != uint32_t(now.tv_nsec) ||
+         d.ctime_sec != int64_t(now.tv_sec) || d.ctime_nsec != uint32_t(now.tv_nsec);
+}
+
+void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done) {
+  std::shared_lock shared(lock_);
+  InodeObj* in;
+  if (int err = iget_shared(shared, ino, &in)) {
+    shared.unlock();
+    return done(err, nullptr);
+  }
+  if (S_ISDIR(in->d.mode)) {
+    shared.unlock();
+    return done(-EISDIR, nullptr);
+  }
+  if (off >= in->d.size || size == 0) {
+    shared.unlock();
+    return done(0, nullptr);
+  }
+  size = size_t(std::min<uint64_t>(size, in->d.size - off));
+  const uint64_t first = off / bs_, last = (off + size - 1) / bs_, count = last - first + 1;
+  auto* op = new FileIo(&io_, count * bs_);
+  op->in = in;
+  op->skip = off - first * bs_;
+  op->len = size;
+  op->read_done = std::move(done);
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    bool unwritten;
+    const uint64_t p = map_block(in, l, &run, &unwritten);
+    run = std::min(run, last + 1 - l);
+    uint8_t* dst = op->buf.data() + (l - first) * bs_;
+    if (p && !unwritten) op->batch.read(p, uint32_t(run), dst);
+    else std::memset(dst, 0, run * bs_);  // a hole or unwritten extent reads as zeros
+    l += run;
+  }
+  inode_dio_begin(in);
+  shared.unlock();
+  op->batch.on_complete([op](int err) {
+    inode_dio_end(op->in);
+    if (err) op->read_done(err, nullptr);
+    else op->read_done(ssize_t(op->len), op->buf.data() + op->skip);
+    delete op;
+  });
+  op->batch.submit();
+}
+
+void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done) {
+  const uint64_t end = off + size;
+  if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
+    // The overwrite fast path: every block mapped and written, inside the file, times already
+    // current. No metadata changes, so the shared lock covers the mapping.
+    std::shared_lock shared(lock_);
+    InodeObj* in;
+    if (iget_shared(shared, ino, &in) == 0 && S_ISREG(in->d.mode) && end <= in->d.size &&
+        !times_need_update(in->d) && !failed_ && !opts_.read_only) {
+      const uint64_t first = off / bs_, last = (end - 1) / bs_;
+      bool mapped = true;
+      for (uint64_t l = first; l <= last && mapped;) {
+        uint64_t run;
+        bool unwritten;
+        mapped = map_block(in, l, &run, &unwritten) && !unwritten;
+        l += run;
+      }
+      if (mapped) {
+        auto* op = new FileIo(&io_, size);
+        op->in = in;
+        op->len = size;
+        op->write_done = std::move(done);
+        std::memcpy(op->buf.data(), data, size);
+        for (uint64_t l = first; l <= last;) {
+          uint64_t run;
+          const uint64_t p = map_block(in, l, &run, nullptr);
+          run = std::min(run, last + 1 - l);
+          op->batch.write(p, uint32_t(run), op->buf.data() + (l - first) * bs_);
+          l += run;
+        }
+        inode_dio_begin(in);
+        shared.unlock();
+        op->batch.on_complete([op](int err) {
+          inode_dio_end(op->in);
+          op->write_done(err ? ssize_t(err) : ssize_t(op->len));
+          delete op;
+        });
+        op->batch.submit();
+        return;
+      }
+    }
+  }
+  done(write_locked(ino, off, size, data));
+}
+
+// Writes that change metadata: allocation, unwritten conversion, size, times. The data moves
+// with no lock held unless the write is unaligned (read-modify-write of its edge blocks).
+ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data) {
+  std::unique_lock ex(lock_);
+  if (int err = maybe_commit()) return err;
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  if (!S_ISREG(in->d.mode)) return -EINVAL;
+  if (size == 0) return 0;
+  const uint64_t end = off + size;
+  if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
+  const uint64_t first = off / bs_, last = (end - 1) / bs_, n = last - first + 1;
+  const bool rmw = off % bs_ || end % bs_;
+  IoBuf tmp(n * bs_, false);  // head/tail reads and the caller's data cover every byte
+  if (rmw) {
+    inode_dio_wait(in);  // an aligned write in flight to an edge block would be lost
+    // Read the partial head and tail blocks before allocating: a hole must read as zeros.
+    if (off % bs_) {
+      if (int err = read_blocks(in, first, 1, tmp.data())) return err;
+    }
+    if (end % bs_ && (last != first || off % bs_ == 0)) {
+      if (int err = read_blocks(in, last, 1, tmp.data() + (n - 1) * bs_)) return err;
+    }
+  }
+  std::memcpy(tmp.data() + (off - first * bs_), data, size);
+  // New blocks are unwritten until their data is down: a reader meanwhile, or a commit and a
+  // crash, sees zeros rather than what the blocks held before.
+  std::vector<std::pair<uint64_t, uint64_t>> added;
+  if (int err = allocate_range(in, first, n, true, &added)) return err;
+  if (!added.empty()) {
+    if (int err = save_extents(in)) return err;
+  }
+  IoBatch batch(&io_);
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    const uint64_t p = map_block(in, l, &run, nullptr);
+    run = std::min(run, last + 1 - l);
+    batch.write(p, uint32_t(run), tmp.data() + (l - first) * bs_);
+    l += run;
+  }
+  // Data first (ordered mode): the bios complete before the metadata naming them can commit.
+  inode_dio_begin(in);
+  if (!rmw) ex.unlock();
+  const int io_err = batch.wait();
+  inode_dio_end(in);
+  if (!ex.owns_lock()) {
+    ex.lock();
+    if (int err = iget(ino, &in)) return err;
+  }
+  if (io_err) {
+    // The new blocks hold nothing valid: unmap them again, so no metadata points at them.
+    for (auto [l, c] : added) punch_extents(in, l, c);
+    if (!added.empty()) save_extents(in);
+    return io_err;
+  }
+  const bool converted = mark_written(in, first, n);
+  if (end > in->d.size) in->d.size = end;
+  touch(in->d, false, true, true);
+  const int err = converted ? save_extents(in) : isave(in);
+  return err ? err : ssize_t(size);
+}
+
+// The synchronous forms wait for the asynchronous ones.
+namespace {
+struct Waiter {
+  std::mutex lock;
+  std::condition_variable cv;
+  bool done = false;
+  ssize_t result = 0;
+  void finish(ssize_t r) {
+    std::lock_guard g(lock);
+    result = r;
+    done = true;
+    cv.notify_all();
+  }
+  ssize_t wait() {
+    std::unique_lock g(lock);
+    cv.wait(g, [this] { return done; });
+    return result;
+  }
+};
+}  // namespace
+
+ssize_t Filesystem::read(uint64_t ino, uint64_t off, size_t size, char* buf) {
+  Waiter w;
+  read_async(ino, off, size, [&w, buf](ssize_t n, const uint8_t* data) {
+    if (n > 0) std::memcpy(buf, data, size_t(n));
+    w.finish(n);
+  });
+  return w.wait();
+}
+
+ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* buf) {
+  Waiter w;
+  write_async(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); });
+  return w.wait();
+}
+
+}  // namespace biofs
