@@ -3,6 +3,8 @@
 // flipped, and read everything back.
 #include <doctest/doctest.h>
 
+#include "fuse_util.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -18,79 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
-
-namespace stdfs = std::filesystem;
-const std::string kBin = BIOFS_BIN_DIR;
-
-// Runs a command line; returns its exit status and its stdout+stderr.
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::string s;
-  char buf[512];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) s.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = s;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-bool is_mounted(const std::string& mnt) {
-  std::ifstream m("/proc/mounts");
-  std::string line;
-  while (std::getline(m, line))
-    if (line.find(" " + mnt + " fuse.biofs ") != std::string::npos) return true;
-  return false;
-}
-
-// Starts the daemon in the foreground as a child, waits for the mount to appear.
-pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& opts) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const std::string bin = kBin + "/biofs";
-    if (opts.empty()) execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", (char*)nullptr);
-    else execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", "-o", opts.c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 200 && !is_mounted(mnt); i++) {
-    int st;
-    if (waitpid(pid, &st, WNOHANG) == pid) FAIL("the daemon exited before mounting");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  REQUIRE(is_mounted(mnt));
-  return pid;
-}
-
-void unmount(const std::string& mnt, pid_t pid) {
-  REQUIRE(run("fusermount3 -u " + mnt) == 0);
-  int st = 0;
-  REQUIRE(waitpid(pid, &st, 0) == pid);  // the daemon has written everything back
-  CHECK(WIFEXITED(st));
-  CHECK(WEXITSTATUS(st) == 0);
-}
-
-std::string pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) s[i] = char((i * 2654435761u + seed) >> 13);
-  return s;
-}
-
-void write_file(const std::string& path, const std::string& data, bool sync = false) {
-  const int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  REQUIRE(fd >= 0);
-  REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
-  if (sync) REQUIRE(fsync(fd) == 0);
-  REQUIRE(close(fd) == 0);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-}  // namespace
+using namespace biofs::test;
 
 TEST_CASE("fuse: mkfs, mount, write, unmount, remount with toggles flipped, read back") {
   if (access("/dev/fuse", R_OK | W_OK) != 0) {

@@ -1,0 +1,262 @@
+// POSIX behaviour through a real mount, asserted call by call, once per mount option set (the
+// defaults and each block-core toggle off), so every combination is known to work: rename over
+// an existing file and its flags, unlink of an open file, link counts, sparse files and
+// SEEK_DATA/SEEK_HOLE, truncate up and down, a 10,000-entry readdir, offsets beyond 4 GiB,
+// permissions with default_permissions, extended attributes, fallocate and statfs.
+#include <doctest/doctest.h>
+
+#include <dirent.h>
+#include <grp.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fuse_util.h"
+
+using namespace biofs::test;
+
+namespace {
+
+int renameat2_(const std::string& a, const std::string& b, unsigned flags) {
+  return int(syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), flags));
+}
+
+ino_t inode_of(const std::string& p) {
+  struct stat st;
+  REQUIRE(stat(p.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+// In a child running as `nobody` (65534): opening `path` for `flags` gives this errno (0: it opens).
+int errno_as_nobody(const std::string& path, int flags) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, nullptr) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(200);
+    const int fd = open(path.c_str(), flags);
+    _exit(fd >= 0 ? 0 : errno);
+  }
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  REQUIRE(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+
+void posix_suite(const std::string& m) {
+  // rename over an existing file: the target's old inode is gone, the name has the source's.
+  write_file(m + "/src", "source");
+  write_file(m + "/dst", "target");
+  const ino_t src_ino = inode_of(m + "/src");
+  REQUIRE(rename((m + "/src").c_str(), (m + "/dst").c_str()) == 0);
+  CHECK(read_file(m + "/dst") == "source");
+  CHECK(inode_of(m + "/dst") == src_ino);
+  CHECK(access((m + "/src").c_str(), F_OK) == -1);
+  // RENAME_NOREPLACE refuses an existing target; RENAME_EXCHANGE swaps the two names.
+  write_file(m + "/other", "other");
+  CHECK(renameat2_(m + "/other", m + "/dst", RENAME_NOREPLACE) == -1);
+  CHECK(errno == EEXIST);
+  REQUIRE(renameat2_(m + "/other", m + "/dst", RENAME_EXCHANGE) == 0);
+  CHECK(read_file(m + "/dst") == "other");
+  CHECK(read_file(m + "/other") == "source");
+  // A directory over a non-empty directory fails; over an empty one it replaces it.
+  mkdir((m + "/d1").c_str(), 0755);
+  mkdir((m + "/d2").c_str(), 0755);
+  write_file(m + "/d2/x", "x");
+  CHECK(rename((m + "/d1").c_str(), (m + "/d2").c_str()) == -1);
+  CHECK(errno == ENOTEMPTY);
+  REQUIRE(unlink((m + "/d2/x").c_str()) == 0);
+  CHECK(rename((m + "/d1").c_str(), (m + "/d2").c_str()) == 0);
+
+  // Unlink of an open file: still readable and writable through the descriptor; its blocks
+  // come back only after the last close.
+  struct statvfs before, during, after;
+  REQUIRE(statvfs(m.c_str(), &before) == 0);
+  {
+    const std::string data = pattern(4 << 20, 7);
+    const int fd = open((m + "/open-unlinked").c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
+    REQUIRE(unlink((m + "/open-unlinked").c_str()) == 0);
+    CHECK(access((m + "/open-unlinked").c_str(), F_OK) == -1);
+    std::string back(data.size(), '\0');
+    CHECK(pread(fd, back.data(), back.size(), 0) == ssize_t(back.size()));
+    CHECK(back == data);
+    struct stat st;
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_nlink == 0);
+    REQUIRE(statvfs(m.c_str(), &during) == 0);
+    CHECK(during.f_bfree + 1000 <= before.f_bfree);  // 4 MiB (1024 blocks) still held
+    REQUIRE(close(fd) == 0);
+  }
+  // The kernel sends RELEASE after close() returns, so the blocks come back a moment later.
+  for (int i = 0; i < 200; i++) {
+    REQUIRE(statvfs(m.c_str(), &after) == 0);
+    if (after.f_bfree + 16 >= before.f_bfree) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(after.f_bfree + 16 >= before.f_bfree);
+
+  // Link counts: files count their names, directories 2 + their subdirectories.
+  write_file(m + "/l", "l");
+  REQUIRE(link((m + "/l").c_str(), (m + "/l2").c_str()) == 0);
+  REQUIRE(link((m + "/l").c_str(), (m + "/l3").c_str()) == 0);
+  struct stat st;
+  REQUIRE(stat((m + "/l").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 3);
+  REQUIRE(unlink((m + "/l2").c_str()) == 0);
+  REQUIRE(stat((m + "/l3").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 2);
+  mkdir((m + "/p").c_str(), 0755);
+  mkdir((m + "/p/a").c_str(), 0755);
+  mkdir((m + "/p/b").c_str(), 0755);
+  REQUIRE(stat((m + "/p").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 4);
+  REQUIRE(rmdir((m + "/p/a").c_str()) == 0);
+  REQUIRE(stat((m + "/p").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 3);
+  CHECK(rmdir((m + "/p").c_str()) == -1);
+  CHECK(errno == ENOTEMPTY);
+
+  // Sparse files, holes, SEEK_DATA/SEEK_HOLE, truncate down and up, beyond 4 GiB.
+  {
+    const int fd = open((m + "/sparse").c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    const off_t far = (6ll << 30) + 12345;
+    REQUIRE(pwrite(fd, "head", 4, 0) == 4);
+    REQUIRE(pwrite(fd, "tail", 4, far) == 4);
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_size == far + 4);
+    CHECK(st.st_blocks == 16);  // two 4 KiB blocks
+    CHECK(lseek(fd, 0, SEEK_HOLE) == 4096);
+    CHECK(lseek(fd, 4096, SEEK_DATA) == (far & ~4095ll));
+    char buf[8] = {};
+    CHECK(pread(fd, buf, 4, 1ll << 32) == 4);
+    CHECK(std::string(buf, 4) == std::string(4, '\0'));
+    CHECK(pread(fd, buf, 4, far) == 4);
+    CHECK(std::string(buf, 4) == "tail");
+    REQUIRE(ftruncate(fd, 2) == 0);  // down into the first block
+    REQUIRE(ftruncate(fd, 8192) == 0);  // and up again: the cut bytes read as zeros
+    CHECK(pread(fd, buf, 4, 0) == 4);
+    CHECK(std::string(buf, 4) == std::string("he\0\0", 4));
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 8192);
+    CHECK(st.st_blocks == 8);
+    // Punch a hole, then preallocate: both read as zeros, the size moves only without KEEP_SIZE.
+    const std::string data = pattern(64 << 10, 3);
+    REQUIRE(pwrite(fd, data.data(), data.size(), 0) == ssize_t(data.size()));
+    REQUIRE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4096, 8192) == 0);
+    std::string back(data.size(), '\0');
+    REQUIRE(pread(fd, back.data(), back.size(), 0) == ssize_t(back.size()));
+    CHECK(back.substr(0, 4096) == data.substr(0, 4096));
+    CHECK(back.substr(4096, 8192) == std::string(8192, '\0'));
+    CHECK(back.substr(12288) == data.substr(12288));
+    REQUIRE(fallocate(fd, 0, 1 << 20, 1 << 20) == 0);
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 2 << 20);
+    CHECK(pread(fd, buf, 4, (1 << 20) + 10) == 4);
+    CHECK(std::string(buf, 4) == std::string(4, '\0'));
+    close(fd);
+  }
+
+  // A 10,000-entry directory lists every name exactly once.
+  mkdir((m + "/big").c_str(), 0755);
+  for (int i = 0; i < 10000; i++) {
+    const int fd = open((m + "/big/entry-" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    close(fd);
+  }
+  std::set<std::string> names;
+  int dups = 0;
+  DIR* d = opendir((m + "/big").c_str());
+  REQUIRE(d);
+  while (dirent* e = readdir(d)) {
+    if (!names.insert(e->d_name).second) dups++;
+  }
+  closedir(d);
+  CHECK(dups == 0);
+  CHECK(names.size() == 10002);  // with . and ..
+  CHECK(names.count("entry-9999") == 1);
+
+  // default_permissions: the kernel checks mode bits, so `nobody` cannot read a 0600 file of
+  // root's nor write a 0644 one, but can read the latter.
+  write_file(m + "/secret", "s");
+  REQUIRE(chmod((m + "/secret").c_str(), 0600) == 0);
+  write_file(m + "/public", "p");
+  REQUIRE(chmod((m + "/public").c_str(), 0644) == 0);
+  REQUIRE(chmod(m.c_str(), 0755) == 0);
+  CHECK(errno_as_nobody(m + "/secret", O_RDONLY) == EACCES);
+  CHECK(errno_as_nobody(m + "/public", O_WRONLY) == EACCES);
+  CHECK(errno_as_nobody(m + "/public", O_RDONLY) == 0);
+  REQUIRE(chown((m + "/secret").c_str(), 65534, 65534) == 0);
+  CHECK(errno_as_nobody(m + "/secret", O_RDWR) == 0);
+
+  // Extended attributes: set, get, list, replace, remove, and their errors.
+  const std::string x = m + "/dst";
+  REQUIRE(setxattr(x.c_str(), "user.color", "blue", 4, 0) == 0);
+  CHECK(setxattr(x.c_str(), "user.color", "red", 3, XATTR_CREATE) == -1);
+  CHECK(errno == EEXIST);
+  CHECK(setxattr(x.c_str(), "user.size", "1", 1, XATTR_REPLACE) == -1);
+  CHECK(errno == ENODATA);
+  REQUIRE(setxattr(x.c_str(), "user.color", "green", 5, XATTR_REPLACE) == 0);
+  REQUIRE(setxattr(x.c_str(), "user.size", "1", 1, 0) == 0);
+  char v[16] = {};
+  CHECK(getxattr(x.c_str(), "user.color", v, sizeof(v)) == 5);
+  CHECK(std::string(v, 5) == "green");
+  CHECK(getxattr(x.c_str(), "user.color", v, 2) == -1);
+  CHECK(errno == ERANGE);
+  char list[64] = {};
+  const ssize_t n = listxattr(x.c_str(), list, sizeof(list));
+  CHECK(n == ssize_t(sizeof("user.color") + sizeof("user.size")));
+  REQUIRE(removexattr(x.c_str(), "user.color") == 0);
+  CHECK(getxattr(x.c_str(), "user.color", v, sizeof(v)) == -1);
+  CHECK(errno == ENODATA);
+}
+
+// What the suite left, checked again after a remount.
+void check_after_remount(const std::string& m) {
+  CHECK(read_file(m + "/dst") == "other");
+  CHECK(read_file(m + "/other") == "source");
+  struct stat st;
+  REQUIRE(stat((m + "/sparse").c_str(), &st) == 0);
+  CHECK(st.st_size == 2 << 20);
+  REQUIRE(stat((m + "/l").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 2);
+  REQUIRE(stat((m + "/big/entry-5000").c_str(), &st) == 0);
+  char v[4] = {};
+  CHECK(getxattr((m + "/dst").c_str(), "user.size", v, sizeof(v)) == 1);
+  REQUIRE(stat((m + "/secret").c_str(), &st) == 0);
+  CHECK(st.st_uid == 65534);
+  CHECK((st.st_mode & 07777) == 0600);
+}
+
+void run_suite_with(const std::string& opts) {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  CAPTURE(opts);
+  FuseScratch s(256 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);  // so that `nobody` reaches the mount
+  const std::string all = "default_permissions,allow_other" + (opts.empty() ? "" : "," + opts);
+  pid_t pid = mount_fg(s.img, s.mnt, all);
+  posix_suite(s.mnt);
+  unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  pid = mount_fg(s.img, s.mnt, all);
+  check_after_remount(s.mnt);
+  unmount(s.mnt, pid);
+}
+
+}  // namespace
+
+TEST_CASE("fuse posix: the defaults") { run_suite_with(""); }
+TEST_CASE("fuse posix: bio_cache=off") { run_suite_with("bio_cache=off"); }
+TEST_CASE("fuse posix: tag_batch=off") { run_suite_with("tag_batch=off"); }
+TEST_CASE("fuse posix: split_check=fast") { run_suite_with("split_check=fast"); }

@@ -1,0 +1,117 @@
+// Helpers for the tests that mount biofs through the kernel: running the built tools, starting
+// the daemon in the foreground, unmounting and waiting for it, patterns and whole files.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace biofs::test {
+
+
+namespace stdfs = std::filesystem;
+inline const std::string kBin = BIOFS_BIN_DIR;
+
+// Runs a command line; returns its exit status and its stdout+stderr.
+inline int run(const std::string& cmd, std::string* out = nullptr) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string s;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) s.append(buf, n);
+  const int st = pclose(p);
+  if (out) *out = s;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+inline bool is_mounted(const std::string& mnt) {
+  std::ifstream m("/proc/mounts");
+  std::string line;
+  while (std::getline(m, line))
+    if (line.find(" " + mnt + " fuse.biofs ") != std::string::npos) return true;
+  return false;
+}
+
+// Starts the daemon in the foreground as a child, waits for the mount to appear.
+inline pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& opts) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string bin = kBin + "/biofs";
+    if (opts.empty()) execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", (char*)nullptr);
+    else execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", "-o", opts.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 200 && !is_mounted(mnt); i++) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) FAIL("the daemon exited before mounting");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(is_mounted(mnt));
+  return pid;
+}
+
+inline void unmount(const std::string& mnt, pid_t pid) {
+  REQUIRE(run("fusermount3 -u " + mnt) == 0);
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);  // the daemon has written everything back
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+}
+
+inline std::string pattern(size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i++) s[i] = char((i * 2654435761u + seed) >> 13);
+  return s;
+}
+
+inline void write_file(const std::string& path, const std::string& data, bool sync = false) {
+  const int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
+  if (sync) REQUIRE(fsync(fd) == 0);
+  REQUIRE(close(fd) == 0);
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+
+// A scratch directory with an image of `bytes` made by mkfs.biofs and an empty mount point;
+// removed (unmounting first if needed) at scope exit.
+struct FuseScratch {
+  std::string dir, img, mnt;
+  explicit FuseScratch(uint64_t bytes, const std::string& mkfs_args = "") {
+    char tmpl[] = "/tmp/biofs-fuse-XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    dir = tmpl, img = dir + "/img", mnt = dir + "/mnt";
+    std::filesystem::create_directory(mnt);
+    { std::ofstream(img).close(); }
+    REQUIRE(truncate(img.c_str(), off_t(bytes)) == 0);
+    std::string out;
+    REQUIRE_MESSAGE(run(kBin + "/mkfs.biofs -q " + mkfs_args + " " + img, &out) == 0, out);
+  }
+  ~FuseScratch() {
+    if (is_mounted(mnt)) run("fusermount3 -u -z " + mnt);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+inline bool have_fuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
+
+}  // namespace biofs::test
