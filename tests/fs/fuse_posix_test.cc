@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,19 +34,21 @@ ino_t inode_of(const std::string& p) {
   return st.st_ino;
 }
 
-// In a child running as `nobody` (65534): opening `path` for `flags` gives this errno (0: it opens).
-int errno_as_nobody(const std::string& path, int flags) {
+// Runs `call` in a child as `nobody` (65534); returns the errno it failed with, 0 on success.
+int errno_as_nobody(const std::function<int()>& call) {
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     if (setgroups(0, nullptr) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(200);
-    const int fd = open(path.c_str(), flags);
-    _exit(fd >= 0 ? 0 : errno);
+    _exit(call() >= 0 ? 0 : errno);
   }
   int st = 0;
   REQUIRE(waitpid(pid, &st, 0) == pid);
   REQUIRE(WIFEXITED(st));
   return WEXITSTATUS(st);
+}
+int errno_as_nobody(const std::string& path, int flags) {
+  return errno_as_nobody([&] { return open(path.c_str(), flags); });
 }
 
 void posix_suite(const std::string& m) {
@@ -196,6 +199,26 @@ void posix_suite(const std::string& m) {
   REQUIRE(chown((m + "/secret").c_str(), 65534, 65534) == 0);
   CHECK(errno_as_nobody(m + "/secret", O_RDWR) == 0);
 
+  // copy_file_range: the daemon copies; a range past the source's end copies what is there.
+  {
+    const std::string data = pattern((3 << 20) + 777, 11);
+    write_file(m + "/copy-src", data);
+    const int in = open((m + "/copy-src").c_str(), O_RDONLY);
+    const int out = open((m + "/copy-dst").c_str(), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(in >= 0);
+    REQUIRE(out >= 0);
+    loff_t a = 100, b = 5000;
+    size_t copied = 0;
+    for (ssize_t n; (n = copy_file_range(in, &a, out, &b, 8 << 20, 0)) > 0;) copied += size_t(n);
+    CHECK(copied == data.size() - 100);
+    close(in);
+    close(out);
+    const std::string got = read_file(m + "/copy-dst");
+    REQUIRE(got.size() == 5000 + data.size() - 100);
+    CHECK(got.substr(0, 5000) == std::string(5000, '\0'));
+    CHECK(got.substr(5000) == data.substr(100));
+  }
+
   // Extended attributes: set, get, list, replace, remove, and their errors.
   const std::string x = m + "/dst";
   REQUIRE(setxattr(x.c_str(), "user.color", "blue", 4, 0) == 0);
@@ -255,6 +278,27 @@ void run_suite_with(const std::string& opts) {
 }
 
 }  // namespace
+
+TEST_CASE("fuse posix: access() without default_permissions is answered by the daemon from the mode bits") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);
+  const pid_t pid = mount_fg(s.img, s.mnt, "allow_other");
+  REQUIRE(chmod(s.mnt.c_str(), 0755) == 0);
+  write_file(s.mnt + "/secret", "s");
+  REQUIRE(chmod((s.mnt + "/secret").c_str(), 0600) == 0);
+  write_file(s.mnt + "/public", "p");
+  REQUIRE(chmod((s.mnt + "/public").c_str(), 0644) == 0);
+  const std::string secret = s.mnt + "/secret", pub = s.mnt + "/public";
+  CHECK(errno_as_nobody([&] { return access(secret.c_str(), R_OK); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return access(secret.c_str(), F_OK); }) == 0);
+  CHECK(errno_as_nobody([&] { return access(pub.c_str(), R_OK); }) == 0);
+  CHECK(errno_as_nobody([&] { return access(pub.c_str(), W_OK); }) == EACCES);
+  CHECK(access(pub.c_str(), R_OK | W_OK) == 0);  // root
+  CHECK(access(pub.c_str(), X_OK) == -1);        // root too needs an x bit
+  CHECK(errno == EACCES);
+  unmount(s.mnt, pid);
+}
 
 TEST_CASE("fuse posix: the defaults") { run_suite_with(""); }
 TEST_CASE("fuse posix: bio_cache=off") { run_suite_with("bio_cache=off"); }
