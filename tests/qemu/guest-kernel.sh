@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fetches Debian's stock kernel (the package linux-image-amd64 points at) and unpacks it into
-# CACHE_DIR: CACHE_DIR/vmlinuz and CACHE_DIR/modules/ with the NVMe driver and everything it
-# depends on, plus CACHE_DIR/modules.order (insmod order). Idempotent.
+# CACHE_DIR: CACHE_DIR/vmlinuz and CACHE_DIR/modules/ with the NVMe driver, FUSE and everything
+# they depend on, plus CACHE_DIR/modules.order (insmod order). Idempotent.
 # Usage: tests/qemu/guest-kernel.sh CACHE_DIR
 set -euo pipefail
 cache=${1:?usage: guest-kernel.sh CACHE_DIR}
-[ -s "$cache/vmlinuz" ] && [ -s "$cache/modules.order" ] && exit 0
+[ -s "$cache/vmlinuz" ] && grep -qx fuse.ko "$cache/modules.order" 2>/dev/null && exit 0
 mkdir -p "$cache"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -38,6 +38,9 @@ resolve() {
 nvme=$(awk -F: '$1 ~ /\/nvme\/host\/nvme\.ko/ {print $1; exit}' "$moddir/modules.dep")
 [ -n "$nvme" ] || { echo "guest-kernel: no nvme module in $pkg" >&2; exit 1; }
 resolve "$nvme"
+fuse=$(awk -F: '$1 ~ /\/fs\/fuse\/fuse\.ko/ {print $1; exit}' "$moddir/modules.dep")
+[ -n "$fuse" ] || { echo "guest-kernel: no fuse module in $pkg" >&2; exit 1; }
+resolve "$fuse"
 
 mkdir -p "$cache/modules"
 : > "$cache/modules.order.tmp"

@@ -37,7 +37,7 @@ root="$work/root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,modules,test}
 
 cp "$(command -v busybox)" "$root/bin/busybox"
-for app in sh mount insmod sleep poweroff cat ls echo mkdir grep; do ln -s busybox "$root/bin/$app"; done
+for app in sh mount umount insmod sleep poweroff cat ls echo mkdir grep kill; do ln -s busybox "$root/bin/$app"; done
 cp "$cache"/modules/*.ko "$root/modules/"
 cp "$cache/modules.order" "$root/modules.order"
 
