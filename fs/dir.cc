@@ -26,6 +26,7 @@ int Filesystem::dir_load(InodeObj* dir) {
     if (reinterpret_cast<const DirBlock*>(b->data.data())->owner != dir->ino) return -EUCLEAN;
     uint32_t fr = 0;
     for (uint32_t off = sizeof(DirBlock); off < bs_;) {
+      if (off + sizeof(DirEntry) > bs_) return -EUCLEAN;  // a chain that stops short of the end
       const DirEntry* e = entry_at(b, off);
       if (e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs_ ||
           (e->ino && (e->name_len == 0 || dirent_size(e->name_len) > e->rec_len || e->ino > sb_.inode_count)))

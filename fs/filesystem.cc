@@ -490,6 +490,7 @@ int Filesystem::readdir(uint64_t ino, uint64_t off,
   InodeObj* dir;
   if (int err = iget(ino, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  if (int err = dir_load(dir)) return err;  // checks every entry of every block (dir.cc)
   // Offsets: 1 after ".", 2 after "..", then 3 + lblk * block_size + the entry's byte offset
   // (+1 for the next one), stable while other entries come and go.
   if (off < 1 && !fn(".", ino, DT_DIR, 1)) return 0;

@@ -15,6 +15,23 @@ using namespace disk;
 
 namespace {
 
+// A name as fsck prints it: control characters as \xNN, so each report stays one line.
+std::string printable(const char* p, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char c = static_cast<unsigned char>(p[i]);
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+      continue;
+    }
+    static const char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
 struct Checker {
   BlockIo& io;
   const std::function<void(const std::string&)>& report;
@@ -250,6 +267,12 @@ struct Checker {
       error(who + " size is not a multiple of the block size");
       return;
     }
+    uint64_t mapped = 0;
+    for (const Extent& e : ext) mapped += e.len;
+    if (d.size / bs > mapped) {  // also bounds the walk below
+      error(who + " size " + std::to_string(d.size) + " is more than its " + std::to_string(mapped) + " blocks hold");
+      return;
+    }
     for (uint64_t lblk = 0; lblk < d.size / bs; lblk++) {
       uint64_t pblk = 0;
       for (const Extent& e : ext)
@@ -263,12 +286,12 @@ struct Checker {
       if (reinterpret_cast<const DirBlock*>(buf.data())->owner != ino) error(who + " block " + std::to_string(lblk) + " belongs to another inode");
       for (uint32_t off = sizeof(DirBlock); off < bs;) {
         const auto* e = reinterpret_cast<const DirEntry*>(buf.data() + off);
-        if (e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs) {
+        if (off + sizeof(DirEntry) > bs || e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs) {
           error(who + " block " + std::to_string(lblk) + " has a broken entry chain");
           break;
         }
         if (e->ino) {
-          const std::string name(reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16));
+          const std::string name = printable(reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16));
           if (e->ino > sb.inode_count || inodes[e->ino - 1].mode == 0) {
             error(who + " entry '" + name + "' names free inode " + std::to_string(e->ino));
           } else {

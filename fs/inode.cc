@@ -58,6 +58,19 @@ int Filesystem::isave(InodeObj* in) {
   return 0;
 }
 
+// The extent code trusts a map to be sorted, non-overlapping, non-empty and inside the data
+// area (a damaged one could make a punch walk 2^32 blocks, or free metadata blocks).
+static int check_extents(const std::vector<Extent>& v, const SuperBlock& sb) {
+  uint64_t next = 0;
+  for (const Extent& e : v) {
+    if (e.len == 0 || (e.flags & ~EXTENT_UNWRITTEN) || e.lblk < next || e.lblk + e.len < e.lblk ||
+        e.pblk < sb.data_start || e.pblk >= sb.block_count || e.len > sb.block_count - e.pblk)
+      return -EUCLEAN;
+    next = e.lblk + e.len;
+  }
+  return 0;
+}
+
 int Filesystem::load_extents(InodeObj* in) {
   in->ext.clear();
   in->tree.clear();
@@ -65,7 +78,7 @@ int Filesystem::load_extents(InodeObj* in) {
   if (!(in->d.flags & INODE_EXTENT_TREE)) {
     if (in->d.nr_extents > INLINE_EXTENTS) return -EUCLEAN;
     in->ext.assign(in->d.extents, in->d.extents + in->d.nr_extents);
-    return 0;
+    return check_extents(in->ext, sb_);
   }
   const uint32_t per = extents_per_node(bs_);
   Buffer* b;
@@ -80,7 +93,7 @@ int Filesystem::load_extents(InodeObj* in) {
   };
   if (root->level == 0) {
     load_leaf(b->data.data());
-    return 0;
+    return check_extents(in->ext, sb_);
   }
   // Copy the index: reading the leaves may evict nothing (trim runs between operations only),
   // but keep it simple and safe.
@@ -94,7 +107,7 @@ int Filesystem::load_extents(InodeObj* in) {
     in->tree.push_back(x.child);
     load_leaf(leaf->data.data());
   }
-  return 0;
+  return check_extents(in->ext, sb_);
 }
 
 int Filesystem::save_extents(InodeObj* in) {
@@ -176,6 +189,9 @@ int Filesystem::new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out) {
     return err;
   }
   const auto* old = reinterpret_cast<const Inode*>(b->data.data() + off);
+  // The bitmap called it free but the slot is in use: a damaged bitmap. Its bit stays set, so
+  // the number is not offered again; replacing the live inode would corrupt the tree.
+  if (old->mode != 0 || inodes_.count(ino)) return -EUCLEAN;
   auto in = std::make_unique<InodeObj>();
   in->ino = ino;
   in->d.generation = old->generation + 1;  // a reused number is a different file to NFS/FUSE
@@ -230,9 +246,13 @@ int Filesystem::orphan_remove(InodeObj* in) {
 }
 
 int Filesystem::free_orphans() {
-  while (sb_.orphan_head) {
+  for (uint64_t steps = 0; sb_.orphan_head; steps++) {
     InodeObj* in;
-    if (int err = iget(sb_.orphan_head, &in)) {
+    int err = iget(sb_.orphan_head, &in);
+    // Every step takes the head off the list; one that cannot (an inode not marked orphan, the
+    // root, a list longer than the table) would loop forever.
+    if (!err && (!(in->d.flags & INODE_ORPHAN) || in->ino == ROOT_INO || steps > sb_.inode_count)) err = -EUCLEAN;
+    if (err) {
       sb_.orphan_head = 0;  // a broken list: drop it, fsck finds what it held
       save_superblock_journaled();
       return err;

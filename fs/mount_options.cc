@@ -12,6 +12,22 @@ static bool parse_unsigned(const std::string& s, unsigned lo, unsigned hi, unsig
   return true;
 }
 
+// The text as it may be printed: control characters as \xNN, so a message stays one line.
+static std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+      continue;
+    }
+    static const char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
 std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
   static const std::set<std::string> pass = {
@@ -26,6 +42,7 @@ std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
     const std::string opt = list.substr(start, comma - start);
     start = comma + 1;
     if (opt.empty()) continue;
+    if (printable(opt) != opt) return "mount option '" + printable(opt) + "' holds a control character";
     const size_t eq = opt.find('=');
     const std::string key = opt.substr(0, eq);
     const bool has_value = eq != std::string::npos;

@@ -20,6 +20,7 @@ struct Attr {
 };
 
 bool unpack(const Inode& d, std::vector<Attr>* out) {
+  if (d.xattr_len > INLINE_XATTR_BYTES) return false;  // a damaged inode: never read past the area
   for (uint32_t p = 0; p < d.xattr_len;) {
     if (p + 2 > d.xattr_len) return false;
     const uint32_t nl = d.xattr[p], vl = d.xattr[p + 1];

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds, and
-# runs ctest in three configurations:
+# runs ctest in four configurations:
 #   build/        optimised build, every test (the `long` forms included)
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer, every test but the `long` and
 #                 `qemu` ones
 #   build-tsan/   ThreadSanitizer, every test but the `long` and `qemu` ones (`concurrent` marks
 #                 the stress tests written for it)
+#   build-fuzz/   clang + libFuzzer + ASan/UBSan: the `fuzz` label (each harness 20 s,
+#                 BIOFS_FUZZ_SECONDS to change it; tools/fuzz-long.sh for the long form)
 # Usage: tools/test-all.sh [--quick]   (--quick: optimised build only, without the `long` and `qemu` tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,3 +47,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ru
 
 configure_and_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DBIOFS_SANITIZE=thread
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -LE "long|qemu"
+
+# Fuzzing (issue 7): clang, libFuzzer, ASan+UBSan. Each harness runs BIOFS_FUZZ_SECONDS (20) over
+# a seed corpus made at test time, beside the regression inputs (tools/fuzz-long.sh: longer).
+echo "== build build-fuzz (clang, libFuzzer)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBIOFS_FUZZ=ON \
+  -DBIOFS_FUZZ_SECONDS="${BIOFS_FUZZ_SECONDS:-20}" >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz_all
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-fuzz -L fuzz

@@ -1,0 +1,235 @@
+// The harness bodies (fuzz_targets.h has the input formats) and their seeds.
+#include "fuzz_targets.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "fs/format.h"
+#include "fs/mount_options.h"
+#include "fuzz_image.h"
+#include "nvme/open_device.h"
+
+namespace biofs::fuzz {
+
+using namespace disk;
+
+namespace {
+
+constexpr uint8_t FIX = 1, CRASHED = 2, ALSO_BACKUP = 4, SHORT_DEVICE = 8;
+
+const Image& image_for(uint8_t flags) { return (flags & CRASHED) ? crash_image() : clean_image(); }
+
+// Overlays `data` on `len` bytes at `off` (as much of it as the input has).
+void overlay(std::vector<uint8_t>& img, uint64_t off, uint64_t len, const uint8_t* data, size_t size) {
+  std::memcpy(img.data() + off, data, std::min<uint64_t>(len, size));
+}
+
+// Whether a superblock check_superblock() accepted keeps every region inside the device.
+void check_accepted_layout(const SuperBlock& sb, uint64_t device_bytes) {
+  using u128 = unsigned __int128;
+  const u128 bs = sb.block_size, bpb = bitmap_bits_per_block(sb.block_size), ipb = bs / INODE_SIZE;
+  const bool fits = u128(sb.block_count) * bs <= device_bytes && sb.data_start < sb.block_count &&
+                    u128(sb.block_bitmap_blocks) * bpb >= sb.block_count &&
+                    u128(sb.inode_bitmap_blocks) * bpb >= sb.inode_count &&
+                    u128(sb.inode_table_blocks) * ipb >= sb.inode_count &&
+                    u128(sb.journal_start) + sb.journal_blocks <= sb.data_start;
+  if (!fits)
+    property_failed("check_superblock accepted a layout that does not fit: " + std::to_string(sb.block_count) +
+                    " blocks, " + std::to_string(sb.inode_count) + " inodes, data from " + std::to_string(sb.data_start));
+}
+
+// As the parsers print their input: control characters as \xNN.
+std::string printable(const std::string& s) {
+  std::string out;
+  char hex[8];
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+    } else {
+      snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// Control characters in a message would let an input forge extra lines of output.
+void one_printable_line(const std::string& msg, const std::string& what) {
+  for (char c : msg)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) property_failed(what + " holds a control character: " + msg);
+}
+
+}  // namespace
+
+int fuzz_superblock(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t flags = data[0];
+  std::vector<uint8_t> img = image_for(flags).bytes;
+  overlay(img, 0, sizeof(SuperBlock), data + 1, size - 1);
+  SuperBlock sb;
+  std::memcpy(&sb, img.data(), sizeof sb);
+  if (flags & FIX) sb.checksum = superblock_crc(sb);
+  std::memcpy(img.data(), &sb, sizeof sb);
+  if ((flags & ALSO_BACKUP) && sb.block_size >= MIN_BLOCK_SIZE && sb.block_size <= MAX_BLOCK_SIZE)
+    std::memcpy(img.data() + img.size() - sb.block_size, &sb, sizeof sb);
+  if (flags & SHORT_DEVICE) img.resize(img.size() / 2);
+  const std::string why = check_superblock(sb, img.size());
+  one_printable_line(why, "a superblock complaint");
+  if (why.empty()) check_accepted_layout(sb, img.size());
+  exercise_image(img);
+  return 0;
+}
+
+int fuzz_inode(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const Image& base = image_for(data[1]);
+  const uint64_t ino = base.used_inodes[data[0] % base.used_inodes.size()];
+  std::vector<uint8_t> img = base.bytes;
+  const uint64_t ipb = base.sb.block_size / INODE_SIZE;
+  const uint64_t off = (base.sb.inode_table_start + (ino - 1) / ipb) * base.sb.block_size + (ino - 1) % ipb * INODE_SIZE;
+  overlay(img, off, INODE_SIZE, data + 2, size - 2);
+  if (data[1] & FIX) {
+    Inode in;
+    std::memcpy(&in, img.data() + off, INODE_SIZE);
+    in.checksum = inode_crc(ino, in);
+    std::memcpy(img.data() + off, &in, INODE_SIZE);
+  }
+  exercise_image(img);
+  return 0;
+}
+
+// A headered block of the image replaced by the input (its crc fixed on request).
+static int fuzz_block(std::vector<uint64_t> Image::*which, const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const Image& base = image_for(data[1]);
+  const auto& blocks = base.*which;
+  const uint64_t blk = blocks[data[0] % blocks.size()];
+  const uint32_t bs = base.sb.block_size;
+  std::vector<uint8_t> img = base.bytes;
+  overlay(img, blk * bs, bs, data + 2, size - 2);
+  if (data[1] & FIX) set_block_crc(img.data() + blk * bs, bs);
+  exercise_image(img);
+  return 0;
+}
+
+int fuzz_extent(const uint8_t* data, size_t size) { return fuzz_block(&Image::tree_blocks, data, size); }
+int fuzz_dir(const uint8_t* data, size_t size) { return fuzz_block(&Image::dir_blocks, data, size); }
+
+int fuzz_journal(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  // The crashed image unless told otherwise: its journal has something to replay.
+  const Image& base = (data[0] & CRASHED) ? clean_image() : crash_image();
+  std::vector<uint8_t> img = base.bytes;
+  const uint64_t bs = base.sb.block_size;
+  apply_patches(img, data + 1, size - 1, 2, base.sb.journal_start * bs, base.sb.data_start * bs);
+  if (data[0] & FIX) fix_checksums(img, false);
+  exercise_image(img);
+  return 0;
+}
+
+int fuzz_image(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  std::vector<uint8_t> img = image_for(data[0]).bytes;
+  apply_patches(img, data + 1, size - 1, 3, 0, img.size());
+  if (data[0] & FIX) fix_checksums(img, false);
+  exercise_image(img);
+  return 0;
+}
+
+int fuzz_mount_options(const uint8_t* data, size_t size) {
+  const std::string list(reinterpret_cast<const char*>(data), size);
+  DaemonOptions o;
+  const std::string msg = parse_mount_options(list, &o);
+  if (msg.empty()) return 0;
+  one_printable_line(msg, "a mount option error");
+  // It names the option at fault: some option of the list (its name at least) is in it.
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string opt = list.substr(start, comma - start);
+    const std::string key = opt.substr(0, opt.find('='));
+    if (!opt.empty() && msg.find(printable(key)) != std::string::npos) return 0;
+    start = comma + 1;
+  }
+  property_failed("a mount option error names no option of '" + list + "': " + msg);
+}
+
+int fuzz_device_spec(const uint8_t* data, size_t size) {
+  const std::string spec(reinterpret_cast<const char*>(data), size);
+  DeviceSpec ds;
+  std::string err;
+  if (parse_device_spec(spec, &ds, &err)) {
+    if (ds.kind == DeviceSpec::Kind::null ? ds.null_blk.size_bytes == 0 : ds.emu.path.empty())
+      property_failed("device string '" + spec + "' parsed to an empty device");
+    return 0;
+  }
+  if (err.empty()) property_failed("device string '" + spec + "' refused without a message");
+  one_printable_line(err, "a device string error");
+  // It names the string (or says it is empty).
+  if (!spec.empty() && err.find(printable(spec)) == std::string::npos)
+    property_failed("a device string error does not name '" + spec + "': " + err);
+  return 0;
+}
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> t = {
+      {"superblock", fuzz_superblock}, {"inode", fuzz_inode},       {"extent", fuzz_extent},
+      {"dir", fuzz_dir},               {"journal", fuzz_journal},   {"image", fuzz_image},
+      {"mount_options", fuzz_mount_options}, {"device_spec", fuzz_device_spec}};
+  return t;
+}
+
+std::vector<std::vector<uint8_t>> seeds(const std::string& target) {
+  std::vector<std::vector<uint8_t>> out;
+  auto bytes = [](std::initializer_list<uint8_t> head, const uint8_t* p, size_t n) {
+    std::vector<uint8_t> v(head);
+    v.insert(v.end(), p, p + n);
+    return v;
+  };
+  const Image* imgs[2] = {&clean_image(), &crash_image()};
+  if (target == "superblock") {
+    for (uint8_t f : {FIX, uint8_t(FIX | CRASHED), uint8_t(FIX | ALSO_BACKUP), uint8_t(FIX | SHORT_DEVICE), uint8_t(0)})
+      out.push_back(bytes({f}, image_for(f).bytes.data(), sizeof(SuperBlock)));
+  } else if (target == "inode") {
+    for (int c = 0; c < 2; c++) {
+      const Image& im = *imgs[c];
+      const uint64_t ipb = im.sb.block_size / INODE_SIZE;
+      for (size_t i = 0; i < im.used_inodes.size(); i++) {
+        const uint64_t ino = im.used_inodes[i];
+        const uint64_t off = (im.sb.inode_table_start + (ino - 1) / ipb) * im.sb.block_size + (ino - 1) % ipb * INODE_SIZE;
+        out.push_back(bytes({uint8_t(i), uint8_t(FIX | (c ? CRASHED : 0))}, im.bytes.data() + off, INODE_SIZE));
+      }
+    }
+  } else if (target == "extent" || target == "dir") {
+    const Image& im = clean_image();
+    const auto& blocks = target == "extent" ? im.tree_blocks : im.dir_blocks;
+    for (size_t i = 0; i < blocks.size(); i++)
+      out.push_back(bytes({uint8_t(i), FIX}, im.bytes.data() + blocks[i] * im.sb.block_size, im.sb.block_size));
+  } else if (target == "journal") {
+    out.push_back({FIX});
+    out.push_back({uint8_t(FIX | CRASHED)});
+    // The first descriptor's first target, and the commit's block count, touched.
+    const uint32_t bs = crash_image().sb.block_size;
+    const uint16_t target_off = uint16_t(bs + sizeof(JournalDesc));
+    out.push_back({FIX, uint8_t(target_off), uint8_t(target_off >> 8), 1, 0});
+    out.push_back({0, uint8_t(bs), uint8_t(bs >> 8), 4, 'B', 'J', 'D', 'C'});
+  } else if (target == "image") {
+    out.push_back({FIX});
+    out.push_back({uint8_t(FIX | CRASHED)});
+    out.push_back({FIX, 0, 0x10, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+  } else if (target == "mount_options") {
+    for (const char* s : {"bio_cache=off,tag_batch=retain,split_check=fast", "queues=2,qd=64,commit=0",
+                          "meta_cache=16,writeback_cache,ro", "allow_other,default_permissions,fsname=x,noatime",
+                          "bio_cache=maybe", "frobnicate", "qd=0", ",,"})
+      out.emplace_back(s, s + strlen(s));
+  } else if (target == "device_spec") {
+    for (const char* s : {"emu:/tmp/x.img,lba=4096,mdts=5,vwc,buffered,size=4G", "/tmp/plain.img",
+                          "nvme:/dev/ng0n1,regfiles,fixedbufs,iopoll,sqpoll", "null", "null:1G", "emu:",
+                          "emu:/x,lba=1024", "foo:bar", "null:12Q"})
+      out.emplace_back(s, s + strlen(s));
+  }
+  return out;
+}
+
+}  // namespace biofs::fuzz
