@@ -63,6 +63,12 @@ struct alignas(64) BioAllocCache {
   // from the others (see counters()).
   OwnerCounter alloc_hits, alloc_misses, put_full, splices, pruned;
   OwnerCounter remote_received;                // bios taken off the remote list, spliced or pruned
+  // The trim handshake (BioSet::trim_idle_caches): the owner sets `busy` around every use of
+  // its lists and backs off while `claimed`; a trimmer claims, runs membarrier(), and takes the
+  // lists only if the owner is not busy. Plain stores and loads on the owner's side.
+  std::atomic<uint8_t> busy{0};
+  std::atomic<uint8_t> claimed{0};
+  uint64_t trim_seen = 0;                      // the trimmer's last activity snapshot (global lock)
   // ---- remote putters' line ----
   alignas(64) std::atomic<uintptr_t> free_list_remote{0};
 

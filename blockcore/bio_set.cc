@@ -2,9 +2,14 @@
 // bio_alloc_percpu_cache, bio_put_percpu_cache, bio_alloc_clone, bvec_alloc and bio_free.
 #include "bio_set.h"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cassert>
 #include <stdexcept>
 
+#include "blk_mq.h"
 #include "stage_clock.h"
 
 namespace biofs {
@@ -79,6 +84,17 @@ struct ThreadCacheExit {
 thread_local ThreadCacheExit tls_cache_exit;
 
 static void bio_free(Bio* bio);
+
+// mempool_alloc() as a submitter meets it: when the allocator and the reserve are both dry, the
+// caller's plug is flushed before it sleeps (the kernel's schedule() does this through
+// sched_submit_work()): the bios we wait for may be sitting in that very plug.
+static void* pool_alloc(Mempool& pool, gfp_t gfp) {
+  void* p = pool.alloc(GFP_NOWAIT);
+  if (p || gfp == GFP_NOWAIT) [[likely]]
+    return p;
+  if (BlkPlug* plug = current_plug()) blk_flush_plug(plug);
+  return pool.alloc(gfp);
+}
 
 // Frees a whole list linked by bi_next; returns how many.
 static uint64_t bio_free_list(Bio* bio) {
@@ -160,6 +176,60 @@ BioAllocCache* BioSet::this_thread_cache() {
   return attach_this_thread();
 }
 
+// The owner's half of the trim handshake: announce, then make sure no trimmer holds the lists.
+// No read-modify-write and no fence instruction on this path: the trimmer's membarrier() makes
+// either the owner's `busy` visible to it or its `claimed` visible to the owner.
+static inline bool cache_enter(BioAllocCache* cache) {
+  cache->busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (cache->claimed.load(std::memory_order_acquire)) [[unlikely]] {
+    cache->busy.store(0, std::memory_order_release);
+    return false;
+  }
+  return true;
+}
+static inline void cache_exit(BioAllocCache* cache) { cache->busy.store(0, std::memory_order_release); }
+
+// membarrier(2): registered once per process; false where the kernel or a seccomp filter says no.
+static bool membarrier_ready() {
+  static const bool ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  return ok;
+}
+
+uint64_t BioSet::trim_idle_caches() {
+  if (!has_cache() || !membarrier_ready()) return 0;
+  std::lock_guard guard(g_cache_lock);
+  uint64_t freed = 0;
+  for (auto& c : caches_) {
+    BioAllocCache* cache = c.get();
+    if (!cache->owner.load(std::memory_order_relaxed)) continue;  // ended: already emptied
+    const uint64_t activity = cache->alloc_hits.get() + cache->alloc_misses.get();
+    const bool idle = activity == cache->trim_seen;
+    cache->trim_seen = activity;
+    const uintptr_t remote_head = cache->free_list_remote.load(std::memory_order_relaxed);
+    if (!idle || (cache->nr.load(std::memory_order_relaxed) == 0 && BioAllocCache::remote_count(remote_head) == 0))
+      continue;
+    cache->claimed.store(1, std::memory_order_relaxed);
+    // Every running thread of the process passes a full barrier: the owner either is seen busy
+    // here or sees the claim before it touches its lists again.
+    const bool fenced = syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+    if (!fenced || cache->busy.load(std::memory_order_acquire)) {
+      cache->claimed.store(0, std::memory_order_release);
+      continue;
+    }
+    const uint64_t n = bio_free_list(cache->free_list);
+    cache->free_list = nullptr;
+    cache->nr.store(0, std::memory_order_relaxed);
+    const uintptr_t head = cache->free_list_remote.exchange(0, std::memory_order_acquire);
+    const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
+    cache->remote_received.add(remote);
+    cache->pruned.add(n + remote);
+    cache->claimed.store(0, std::memory_order_release);
+    freed += n + remote;
+  }
+  return freed;
+}
+
 // bio_alloc_irq_cache_splice(): the owner takes the whole remote list in one exchange.
 static void bio_alloc_cache_splice(BioAllocCache* cache) {
   const uintptr_t head = cache->free_list_remote.exchange(0, std::memory_order_acquire);
@@ -173,6 +243,7 @@ static void bio_alloc_cache_splice(BioAllocCache* cache) {
 void BioSet::prune_this_thread_cache() {
   if (!has_cache()) return;
   BioAllocCache* cache = this_thread_cache();
+  if (!cache_enter(cache)) return;  // a trimmer is emptying it right now
   uint64_t n = bio_free_list(cache->free_list);
   cache->free_list = nullptr;
   cache->nr.store(0, std::memory_order_relaxed);
@@ -180,6 +251,7 @@ void BioSet::prune_this_thread_cache() {
   const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
   cache->remote_received.add(remote);
   cache->pruned.add(n + remote);
+  cache_exit(cache);
 }
 
 BioSetStats BioSet::stats() const {
@@ -214,7 +286,7 @@ BioVec* BioSet::bvec_alloc(uint16_t* nr_vecs, gfp_t gfp) {
     if (gfp == GFP_NOWAIT) return nullptr;
     *nr_vecs = BIO_MAX_VECS;
   }
-  return static_cast<BioVec*>(bvec_pool_->alloc(gfp));
+  return static_cast<BioVec*>(pool_alloc(*bvec_pool_, gfp));
 }
 
 void BioSet::bvec_free(BioVec* table, uint16_t nr_vecs) {
@@ -260,16 +332,22 @@ static void bio_put_percpu_cache(Bio* bio) {
     bio_put_remote(cache, bio);
     return;
   }
+  if (!cache_enter(cache)) [[unlikely]] {  // being trimmed: this one goes to the mempool
+    bio_free(bio);
+    return;
+  }
   const unsigned nr = cache->nr.load(std::memory_order_relaxed);
   const unsigned remote = BioAllocCache::remote_count(cache->free_list_remote.load(std::memory_order_relaxed));
   if (nr + remote >= ALLOC_CACHE_MAX) [[unlikely]] {
     cache->put_full.add();
+    cache_exit(cache);
     bio_free(bio);
     return;
   }
   bio->bi_next = cache->free_list;
   cache->free_list = bio;
   cache->nr.store(nr + 1, std::memory_order_relaxed);
+  cache_exit(cache);
 }
 
 void bio_put(Bio* bio) {
@@ -293,21 +371,29 @@ void bio_put(Bio* bio) {
 
 // bio_alloc_percpu_cache(): a bio from the owner's list, or nullptr on a miss.
 static inline Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
+  if (!cache_enter(cache)) [[unlikely]] {  // being trimmed: a miss, from the mempool
+    cache->alloc_misses.add();
+    return nullptr;
+  }
   Bio* bio = cache->free_list;
   if (!bio) [[unlikely]] {
     bio = bio_alloc_cache_refill(cache);
-    if (!bio) return nullptr;
+    if (!bio) {
+      cache_exit(cache);
+      return nullptr;
+    }
   }
   cache->free_list = bio->bi_next;
   cache->nr.store(cache->nr.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   cache->alloc_hits.add();
+  cache_exit(cache);
   return bio;
 }
 
 // The mempool half of bio_alloc_bioset(): cache misses and every bio that is not eligible.
 [[gnu::noinline]] static Bio* bio_alloc_from_pool(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf,
                                                   gfp_t gfp, BioSet* bs, BioAllocCache* cache) {
-  void* p = bs->bio_pool().alloc(gfp);
+  void* p = pool_alloc(bs->bio_pool(), gfp);
   if (!p) [[unlikely]]
     return nullptr;
   // Rule 3: while the reserve is in use, give this bio back to the mempool, not to a cache.

@@ -67,6 +67,12 @@ class BioSet {
   // Gives every bio in the calling thread's domain back to the mempool (e.g. when a thread
   // goes idle; the kernel does this when a CPU goes offline).
   void prune_this_thread_cache();
+  // From any thread: empties every cache domain whose owner has allocated nothing since the
+  // previous call (so a thread that stopped issuing I/O does not hold its bios forever; call
+  // it periodically). Never waits for an owner: a domain whose owner is inside its lists is
+  // left for the next call. Needs membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED); without
+  // it nothing is trimmed. Returns the bios given back to the mempool.
+  uint64_t trim_idle_caches();
 
   // The caller's structure in front of a bio, and back (container_of for front_pad users).
   void* front_of(Bio* bio) const { return reinterpret_cast<uint8_t*>(bio) - front_pad_; }
