@@ -1,9 +1,12 @@
-// fsck.biofs: checks a biofs filesystem.
-//   fsck.biofs [-n] [-f] [-v] DEVICE
-// Exit status as fsck(8): 0 no errors, 4 errors left uncorrected, 8 operational error,
-// 16 usage error. Repair (-y, -p) is not implemented yet: those flags are refused.
+// fsck.biofs: checks a biofs filesystem, and repairs it with -p or -y.
+//   fsck.biofs [-n | -p | -a | -y] [-f] [-v] DEVICE
+// -n checks only; -p (or -a) repairs what is safe without a human and names what needs -y;
+// -y repairs everything it can. Exit status as fsck(8), summed: 0 no errors, 1 errors
+// corrected, 4 errors left uncorrected, 8 operational error, 16 usage error, 32 cancelled
+// (SIGINT/SIGTERM before the repairs are written).
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -13,31 +16,48 @@
 
 using namespace biofs;
 
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+void on_signal(int) { g_cancel.store(true); }
+
+int usage() {
+  fprintf(stderr, "usage: fsck.biofs [-n | -p | -a | -y] [-f] [-v] DEVICE\n");
+  return 16;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   bool verbose = false;
+  char chosen = 0;
+  FsckMode mode = FsckMode::check;
   int c;
-  while ((c = getopt(argc, argv, "nfvyp")) != -1) {
+  while ((c = getopt(argc, argv, "nfvypa")) != -1) {
+    char m = 0;
     switch (c) {
-      case 'n': break;
+      case 'n': m = 'n'; break;
+      case 'y': m = 'y'; break;
+      case 'p':
+      case 'a': m = 'p'; break;
       case 'f': break;  // always a full check
       case 'v': verbose = true; break;
-      case 'y':
-      case 'p':
-        fprintf(stderr, "fsck.biofs: -%c: repair is not implemented yet; use -n to check\n", c);
-        return 16;
-      default:
-        fprintf(stderr, "usage: fsck.biofs [-n] [-f] [-v] DEVICE\n");
-        return 16;
+      default: return usage();
     }
+    if (!m) continue;
+    if (chosen && chosen != m) {
+      fprintf(stderr, "fsck.biofs: only one of -n, -p and -y\n");
+      return 16;
+    }
+    chosen = m;
+    mode = m == 'y' ? FsckMode::yes : m == 'p' ? FsckMode::preen : FsckMode::check;
   }
-  if (optind + 1 != argc) {
-    fprintf(stderr, "usage: fsck.biofs [-n] [-f] [-v] DEVICE\n");
-    return 16;
-  }
+  if (optind + 1 != argc) return usage();
   const std::string spec = argv[optind];
-  // Shared: several checks may run together, but not on a mounted filesystem.
+  // Checks share the device; a repair must be alone on it. Neither runs on a mounted one.
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, false, 0); !why.empty()) {
+  if (std::string why = lock.acquire(spec, mode != FsckMode::check, 0); !why.empty()) {
     fprintf(stderr, "fsck.biofs: %s\n", why.c_str());
     return 8;
   }
@@ -48,12 +68,27 @@ int main(int argc, char** argv) {
     fprintf(stderr, "fsck.biofs: %s\n", e.what());
     return 8;
   }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   BlockIo io(dev->bdev(), 4096);
-  const FsckResult r = fsck_check(io, [&](const std::string& line) { printf("%s: %s\n", spec.c_str(), line.c_str()); });
+  const auto print = [&](const std::string& line) { printf("%s: %s\n", spec.c_str(), line.c_str()); };
+  const FsckResult r = fsck_repair(io, mode, print, &g_cancel);
+  const int status = fsck_exit_code(r, mode);
   if (r.fatal) {
-    fprintf(stderr, "fsck.biofs: %s: cannot check this filesystem\n", spec.c_str());
-    return 8;
+    fprintf(stderr, "fsck.biofs: %s: cannot %s this filesystem\n", spec.c_str(), mode == FsckMode::check ? "check" : "repair");
+    return status;
   }
+  if (r.cancelled) {
+    fprintf(stderr, "fsck.biofs: %s: cancelled before writing any repair\n", spec.c_str());
+    return status;
+  }
+  if (r.needs_yes)
+    printf("%s: %llu problems need fsck.biofs -y; nothing but the journal was written\n", spec.c_str(),
+           (unsigned long long)r.needs_yes);
+  if (r.repaired)
+    printf("%s: %llu repairs made\n", spec.c_str(), (unsigned long long)r.repaired);
   if (verbose || r.errors)
     printf("%s: %llu inodes (%llu directories), %llu blocks in use, %llu errors\n", spec.c_str(),
            (unsigned long long)r.inodes, (unsigned long long)r.dirs, (unsigned long long)r.blocks_used,
@@ -61,5 +96,5 @@ int main(int argc, char** argv) {
   else
     printf("%s: clean, %llu inodes, %llu blocks in use\n", spec.c_str(), (unsigned long long)r.inodes,
            (unsigned long long)r.blocks_used);
-  return r.errors ? 4 : 0;
+  return status;
 }
