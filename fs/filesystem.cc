@@ -144,6 +144,14 @@ int Filesystem::unmount() {
 
 int Filesystem::commit_locked() {
   if (failed_) return -EROFS;
+  // A metadata read failed: the operation that met it may have stopped half-way (an entry
+  // removed, not yet added), so this transaction is not committed (ext4's journal abort).
+  if (const int rerr = cache_.read_error()) {
+    failed_ = rerr;
+    fprintf(stderr, "biofs: metadata read failed (%s): no more changes are written until a remount\n",
+            strerror(-rerr));
+    return rerr;
+  }
   int err = alloc_.release_pending();
   if (!err) err = cache_.commit();
   if (err) {
@@ -158,6 +166,7 @@ int Filesystem::commit_locked() {
 
 int Filesystem::maybe_commit() {
   if (failed_) return -EROFS;
+  if (cache_.read_error()) return commit_locked();  // refuses, and says so once
   // Leave room for the largest single operation (a write of 1 MiB touches a few bitmap blocks,
   // an inode block, the extent tree).
   if (cache_.dirty_count() + alloc_.pending_bitmap_blocks() + 64 > journal_.capacity() / 2)
@@ -406,7 +415,8 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
   const bool sdir_is = S_ISDIR(src->d.mode);
   // A directory may not move below itself: walk up from the new parent.
   if (sdir_is && parent != newparent) {
-    for (uint64_t p = newparent; p != ROOT_INO;) {
+    for (uint64_t p = newparent, steps = 0; p != ROOT_INO; steps++) {
+      if (steps > sb_.inode_count) return -EUCLEAN;  // damaged parent links that loop
       if (p == src->ino) return -EINVAL;
       InodeObj* pi;
       if ((err = iget(p, &pi))) return err;
@@ -417,7 +427,8 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
   if (flags & RENAME_EXCHANGE) {
     const bool ddir_is = S_ISDIR(dst->d.mode);
     if (ddir_is && parent != newparent) {
-      for (uint64_t p = parent; p != ROOT_INO && p;) {
+      for (uint64_t p = parent, steps = 0; p != ROOT_INO && p; steps++) {
+        if (steps > sb_.inode_count) return -EUCLEAN;
         if (p == dst->ino) return -EINVAL;
         InodeObj* pi;
         if ((err = iget(p, &pi))) return err;

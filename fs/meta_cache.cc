@@ -23,7 +23,10 @@ int MetaCache::get(uint64_t blk, uint32_t magic, Buffer** out) {
   b->blk = blk;
   b->data = IoBuf(sb_.block_size);
   b->magic = magic;
-  if (int err = io_.read(blk, 1, b->data.data())) return err;
+  if (int err = io_.read(blk, 1, b->data.data())) {
+    if (!read_error_) read_error_ = err;
+    return err;
+  }
   if (magic) {
     const auto* h = reinterpret_cast<const BlockHeader*>(b->data.data());
     if (h->magic != magic || h->blocknr != blk || !block_crc_ok(b->data.data(), sb_.block_size))

@@ -36,6 +36,10 @@ class MetaCache {
   void drop(uint64_t blk);
 
   size_t dirty_count() const { return dirty_.size(); }
+  // A metadata read failed (EIO): an operation may have stopped half-way with some of its
+  // changes made, so the running transaction must not be committed (Filesystem goes
+  // read-only). The first such error, or 0.
+  int read_error() const { return read_error_; }
   // Logs and checkpoints every dirty buffer as one transaction. 0 or -errno.
   int commit();
   // Drops clean buffers while the cache is over its limit. Call between operations only: it
@@ -51,6 +55,7 @@ class MetaCache {
   size_t max_buffers_;
   std::unordered_map<uint64_t, std::unique_ptr<Buffer>> map_;
   std::vector<Buffer*> dirty_;
+  int read_error_ = 0;
 };
 
 }  // namespace biofs

@@ -275,6 +275,57 @@ TEST_CASE("fault: a failed metadata commit stops writing with one line, and the 
   }
 }
 
+// A metadata read that fails may leave an operation half done (a rename that removed the old
+// entry and could not read the new directory's block): nothing more may be committed.
+TEST_CASE("fault: a failed metadata read stops writing with one line, and the disk remounts clean") {
+  ScratchDir dir;
+  const std::string img = dir.file("fs.img");
+  make_image(img, kImage);
+  {
+    Mounted m = open_fs("emu:" + img);
+    REQUIRE(m.fs);
+    FsBackend be(*m.fs);
+    REQUIRE(be.mkdir("/a") == 0);
+    REQUIRE(be.mkdir("/b") == 0);
+    REQUIRE(be.create("/a/f") == 0);
+    REQUIRE(be.write("/a/f", 0, "contents") == 0);
+    for (int i = 0; i < 200; i++) REQUIRE(be.create("/b/n" + std::to_string(i)) == 0);  // several blocks
+    REQUIRE(m.fs->unmount() == 0);
+  }
+  Mounted m = open_fs("emu:" + img + ",fail_read=0");  // cold cache: /b's blocks are not read yet
+  REQUIRE(m.fs);
+  FsBackend be(*m.fs);
+  uint64_t a, b;
+  REQUIRE(be.resolve("/a", &a) == 0);
+  REQUIRE(be.resolve("/b", &b) == 0);
+  {
+    std::string got;
+    REQUIRE(be.read("/a/f", &got) == 0);  // /a's block is cached now
+  }
+  FaultConfig c;
+  c.fail_read = 1;
+  m.dev->faults()->set(c);
+  StderrCapture cap(dir.file("stderr.txt"));
+  CHECK(m.fs->rename(a, "f", b, "g", 0) == -EIO);
+  m.dev->faults()->set(no_faults());
+  CHECK(be.create("/a/h") == -EIO);     // the first change after it is refused, with the line
+  CHECK(be.create("/a/i") == -EROFS);   // and every later one
+  CHECK(m.fs->unmount() != 0);
+  const std::string said = cap.finish();
+  CHECK(said.find("biofs: metadata read failed (Input/output error): no more changes are written until a remount") !=
+        std::string::npos);
+  m.close();
+  Mounted r = open_fs("emu:" + img);
+  REQUIRE_MESSAGE(r.fs, r.err);
+  FsBackend rb(*r.fs);
+  std::string got;
+  CHECK(rb.read("/a/f", &got) == 0);
+  CHECK(got == "contents");
+  CHECK(r.fs->unmount() == 0);
+  r.close();
+  CHECK(fsck_errors(img) == "");
+}
+
 // Random faults of every kind under the mixed workload, in epochs: faults on for a stretch of
 // operations, then off; unmount (which fails if a commit failed: the disk is then as of the last
 // good one), check the fsync'd files and fsck, remount and go on. Every remount must succeed.
