@@ -45,9 +45,13 @@ std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
   if (device_bytes && sb.block_count > device_bytes / bs)
     return "device is " + std::to_string(device_bytes) + " bytes but the superblock says " +
            std::to_string(sb.block_count * bs) + " (truncated image?)";
-  // The regions must be in order and inside the filesystem.
+  // The regions must be in order and inside the filesystem. The counts are bounded first, so
+  // the sizes below cannot wrap (2^64 - 1 inodes would need 0 bitmap and table blocks).
   const uint64_t bpb = bitmap_bits_per_block(sb.block_size);
   const uint64_t ipb = bs / INODE_SIZE;
+  if (sb.block_count > (uint64_t(1) << 48) || sb.inode_count / ipb > sb.block_count ||
+      sb.journal_blocks > sb.block_count)
+    return "superblock layout is inconsistent";
   bool ok = sb.block_bitmap_start == 1 &&
             sb.block_bitmap_blocks == (sb.block_count + bpb - 1) / bpb &&
             sb.inode_bitmap_start == sb.block_bitmap_start + sb.block_bitmap_blocks &&

@@ -215,3 +215,34 @@ TEST_CASE("finding: an orphan list naming an inode not marked orphan fails the m
   Mounted m2 = mount(img);
   CHECK_FALSE(m2.fs);
 }
+
+TEST_CASE("finding: 2^64 - 1 inodes cannot wrap the layout sizes to zero (found by review)") {
+  SuperBlock s = sb();
+  s.inode_count = UINT64_MAX;  // (count + per_block - 1) / per_block wraps to 0 blocks
+  s.inode_bitmap_blocks = s.inode_table_blocks = 0;
+  s.inode_table_start = s.journal_start = s.inode_bitmap_start;
+  s.data_start = s.journal_start + s.journal_blocks;
+  s.checksum = superblock_crc(s);
+  CHECK(check_superblock(s, IMAGE_BYTES) == "superblock layout is inconsistent");
+  std::vector<uint8_t> img = clean_image().bytes;
+  std::memcpy(img.data(), &s, sizeof s);
+  std::memcpy(block(img, sb().backup_sb_block), &s, sizeof s);
+  const Fsck f = fsck(img);
+  CHECK(f.r.fatal);  // instead of sizing a table of 2^64 inodes
+  Mounted m = mount(img);
+  CHECK_FALSE(m.fs);
+  CHECK(m.err == "superblock layout is inconsistent");
+}
+
+TEST_CASE("finding: rename walks up parent links that loop and stops with EUCLEAN (found by review)") {
+  std::vector<uint8_t> img = clean_image().bytes;
+  const uint64_t d = ino_of("d"), moved = ino_of("moved");
+  inode(img, d)->parent = d;  // d claims to be its own parent: the walk up never meets the root
+  seal(img, d);
+  Mounted m = mount(img);
+  REQUIRE(m.fs);
+  CHECK(m.fs->rename(ROOT_INO, "moved", d, "moved", 0) == -EUCLEAN);
+  struct stat st;
+  CHECK(m.fs->lookup(ROOT_INO, "moved", &st) == 0);  // nothing moved
+  CHECK(st.st_ino == moved);
+}

@@ -453,6 +453,12 @@ void change_things(Filesystem& fs, Walker& w) {
     fs.forget(st.st_ino, 1);
     fs.unlink(w.some_dir, "fz.in");
   }
+  // A directory moved below another and back: the rename walks up the parent links.
+  if (w.some_dir && fs.mkdir(ROOT_INO, "fz.mv", 0755, 0, 0, &st) == 0) {
+    fs.forget(st.st_ino, 1);
+    if (fs.rename(ROOT_INO, "fz.mv", w.some_dir, "fz.mv", 0) == 0) fs.rename(w.some_dir, "fz.mv", ROOT_INO, "fz.mv", 0);
+    fs.rmdir(ROOT_INO, "fz.mv");
+  }
   fs.sync();
 }
 

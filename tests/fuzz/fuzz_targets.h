@@ -11,7 +11,8 @@
 //   inode       [which inode in use][flags][inode bytes, up to 256] over its table slot
 //   extent      [which tree block][flags][block bytes] over a two-level extent tree's block
 //   dir         [which directory block][flags][block bytes] over that block
-//   journal     [flags][patches: 2-byte offset, 1-byte length, bytes] within the journal
+//   journal     [flags][patches: 2-byte offset, 1-byte length, bytes] within the journal (here
+//               bit 1 starts from the clean image: the crashed one is the default)
 //   image       [flags][patches: 3-byte offset, 1-byte length, bytes] anywhere in the image
 //   mount_options  the -o string        device_spec  the device string
 #pragma once
