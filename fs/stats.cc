@@ -145,10 +145,14 @@ std::string stats_json(BlockIo& io) {
     j.num("p99_ns", h.quantile(0.99));
     // [lowest ns of the bucket, count] for each non-empty bucket: the tools difference two
     // reads to get one run's histogram.
+    // An xattr holds at most 64 KiB (XATTR_SIZE_MAX): past 48 KiB, buckets are left out (a
+    // stage's list is under 12 KiB), and `buckets_dropped` says so.
+    const bool room = j.s.size() < (48u << 10);
+    if (!room) j.boolean("buckets_dropped", true);
     j.key("buckets");
     j.s += '[';
     bool first = true;
-    for (unsigned i = 0; i < STAT_HIST_BUCKETS; i++) {
+    for (unsigned i = 0; room && i < STAT_HIST_BUCKETS; i++) {
       if (!h.buckets[i]) continue;
       if (!first) j.s += ',';
       first = false;
