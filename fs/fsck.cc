@@ -233,12 +233,14 @@ struct Checker {
         continue;
       }
       r.inodes++;
+      if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) error(who + " is not a symlink but has inline data");
       std::vector<Extent> ext;
       if (!extents_of(ino, d, &ext)) continue;
       uint64_t blocks = ext.empty() ? 0 : 0;
       uint64_t prev_end = 0;
       for (const Extent& e : ext) {
         if (e.len == 0 || e.lblk < prev_end) error(who + " has overlapping or empty extents");
+        if (e.flags & ~EXTENT_UNWRITTEN) error(who + " has an extent with unknown flags");
         prev_end = e.lblk + e.len;
         own(e.pblk, e.len, who);
         blocks += e.len;

@@ -145,12 +145,29 @@ struct Repairer {
   }
 
   // ---- the superblock and the journal ------------------------------------------------------
+  // A backup superblock in the last block of the device, for any block size. Mount takes it
+  // only while the primary still says biofs (anything else may be another filesystem); a
+  // repair the user asked for (-y, -p reporting) also looks when the primary's magic is gone.
+  bool find_backup(SuperBlock* out) {
+    for (uint32_t b = MIN_BLOCK_SIZE; b <= MAX_BLOCK_SIZE; b <<= 1) {
+      if (io.device_bytes() < 2 * uint64_t(b)) break;
+      io.set_block_size(b);
+      IoBuf buf(b);
+      const int err = io.read(io.device_bytes() / b - 1, 1, buf.data());
+      io.set_block_size(4096);
+      if (err) continue;
+      std::memcpy(out, buf.data(), sizeof(*out));
+      if (check_superblock(*out, io.device_bytes()).empty() && out->block_size == b) return true;
+    }
+    return false;
+  }
+
   bool superblock() {
     io.set_block_size(4096);
     const std::string why = read_superblock(io, &sb, false);
     if (!why.empty()) {
-      if (!read_superblock(io, &sb, true).empty()) {
-        fatal("primary superblock: " + why + "; no usable backup");
+      if (!read_superblock(io, &sb, true).empty() && !find_backup(&sb)) {
+        fatal("primary superblock: " + why + "; no backup superblock found either");
         return false;
       }
       fix(false, "primary superblock: " + why, "restored from the backup");
@@ -352,6 +369,13 @@ struct Repairer {
         continue;
       }
       state[ino] = LIVE;
+      if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) {  // only symlinks keep data there
+        fix(false, who + " is not a symlink but has inline data", "its map dropped");
+        d.flags &= ~(INODE_INLINE_DATA | INODE_EXTENT_TREE);
+        d.nr_extents = 0;
+        std::memset(d.extents, 0, sizeof(d.extents));
+        dirty_ino[ino] = 1;
+      }
       if (std::string why = read_map(ino); !why.empty()) {
         if (ino == ROOT_INO) {
           fix(false, "the root directory's " + why, "made a new empty root directory (what it held goes to lost+found)");
@@ -385,12 +409,17 @@ struct Repairer {
       for (uint64_t t : tree[ino]) owned[t] = 1;
       uint64_t prev_end = 0;
       for (size_t i = 0; i < v.size(); i++) {
+        if (v[i].flags & ~EXTENT_UNWRITTEN) {
+          fix(false, who + " extent at file block " + num(v[i].lblk) + " has unknown flags", "flags cleared");
+          v[i].flags &= EXTENT_UNWRITTEN;
+          map_dirty[ino] = dirty_ino[ino] = 1;
+        }
         const Extent& e = v[i];
         std::string why;
         if (e.len == 0 || e.lblk < prev_end || e.lblk > UINT64_MAX / bs - e.len) {
-          why = "has overlapping or empty extents at file block " + num(e.lblk);
+          why = who + " has overlapping or empty extents at file block " + num(e.lblk);
         } else if (!in_data(e.pblk, e.len)) {
-          why = "claims blocks " + num(e.pblk) + "+" + num(e.len) + " outside the data area";
+          why = who + " claims blocks " + num(e.pblk) + "+" + num(e.len) + " outside the data area";
         } else {
           for (uint64_t b = e.pblk; b < e.pblk + e.len; b++)
             if (owned[b]) {
@@ -1097,13 +1126,13 @@ FsckResult fsck_repair(BlockIo& io, FsckMode mode, const std::function<void(cons
   r.dirs = after.dirs;
   r.blocks_used = after.blocks_used;
   r.warnings = after.warnings;
+  if (r.needs_yes) {  // nothing but the journal was written: those problems are still there
+    r.errors = std::max(r.errors + r.needs_yes, after.errors);
+    return r;
+  }
   if (after.fatal) {
     r.fatal = true;
     for (const auto& l : left) report("after repair: " + l);
-    return r;
-  }
-  if (r.needs_yes) {  // nothing but the journal was written: those problems are still there
-    r.errors = std::max(r.errors + r.needs_yes, after.errors);
     return r;
   }
   if (after.errors)

@@ -405,6 +405,20 @@ TEST_CASE("fsck repair: a bad primary superblock is restored from the backup by 
   g.verify(g.files);
 }
 
+TEST_CASE("fsck repair: a primary superblock without its magic is found again from the backup by -y") {
+  Rig g;
+  const uint64_t zero = 0;
+  g.dev.poke(0, &zero, sizeof(zero));
+  CHECK(g.check().r.fatal);  // -n cannot even tell it is biofs
+  const Run p = g.repair(FsckMode::preen);
+  INFO(p.all());
+  CHECK(p.has("primary superblock: not a biofs filesystem (bad magic) (needs -y: restored from the backup)"));
+  CHECK_FALSE(p.r.changed);
+  CHECK(fsck_exit_code(p.r, FsckMode::preen) == 4);
+  repair_yes(g);
+  g.verify(g.files);
+}
+
 TEST_CASE("fsck repair: preen replays a committed journal transaction and frees orphans") {
   Rig g;
   std::string err;
