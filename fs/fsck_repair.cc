@@ -13,6 +13,7 @@
 #include <ctime>
 #include <map>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "format.h"
@@ -832,10 +833,13 @@ struct Repairer {
       }
       return false;
     };
+    // Newest blocks first: that is where the space is when many entries are added in a row.
     const uint64_t nb = in(dir).size / bs;
+    std::vector<uint64_t> blocks;
     for (const Extent& e : ext[dir])
-      for (uint64_t l = e.lblk; l < std::min<uint64_t>(e.lblk + e.len, nb); l++)
-        if (place(e.pblk + (l - e.lblk))) return true;
+      for (uint64_t l = e.lblk; l < std::min<uint64_t>(e.lblk + e.len, nb); l++) blocks.push_back(e.pblk + (l - e.lblk));
+    for (size_t i = blocks.size(); i-- > 0;)
+      if (place(blocks[i])) return true;
     auto& v = ext[dir];
     const uint64_t pblk = alloc_block(v.empty() ? 0 : v.back().pblk + v.back().len);
     if (!pblk) return false;
@@ -904,12 +908,15 @@ struct Repairer {
       lf = lost_and_found();
     }
     if (lf == 0 || lf == UINT64_MAX) return;
+    std::set<std::string> taken;
+    for (const Link& l : links)
+      if (l.live && l.dir == lf) taken.insert(l.name);
     for (uint64_t ino : lost) {
       if (ino == lf) continue;
       const bool dir = S_ISDIR(in(ino).mode);
       std::string name = "#" + num(ino);
-      for (int k = 1; std::any_of(links.begin(), links.end(), [&](const Link& l) { return l.live && l.dir == lf && l.name == name; }) && k < 100; k++)
-        name = "#" + num(ino) + "." + num(k);
+      for (int k = 1; taken.count(name) && k < 100; k++) name = "#" + num(ino) + "." + num(k);
+      taken.insert(name);
       if (!dir_add(lf, name, ino)) {
         report("inode " + num(ino) + " is in no directory and lost+found is full: left where it is");
         r.errors++;

@@ -454,6 +454,26 @@ TEST_CASE("fsck repair: preen replays a committed journal transaction and frees 
   g.verify(keep);
 }
 
+TEST_CASE("fsck repair: cancelled before the writes, it writes nothing and exits 32") {
+  Rig g;
+  Inode a = g.get_inode(g.ino["a"]);
+  a.nlink = 7;
+  g.put_inode(g.ino["a"], a);
+  std::vector<uint8_t> before(g.sb.block_count * kBs), after(before.size());
+  g.dev.peek(0, before.data(), before.size());
+  std::atomic<bool> cancel{true};
+  std::vector<std::string> lines;
+  const FsckResult r = fsck_repair(g.io, FsckMode::yes, [&](const std::string& l) { lines.push_back(l); }, &cancel);
+  CHECK(r.cancelled);
+  CHECK_FALSE(r.changed);
+  CHECK(fsck_exit_code(r, FsckMode::yes) == 32);
+  g.dev.peek(0, after.data(), after.size());
+  CHECK(after == before);
+  cancel = false;
+  repair_yes(g);
+  g.verify(g.files);
+}
+
 TEST_CASE("fsck repair: damage at random never crashes or loops, and -y leaves a clean filesystem") {
   Rig g;
   std::vector<uint8_t> pristine(g.sb.block_count * kBs);
