@@ -150,6 +150,12 @@ BlkStatSnapshot blk_stat_snapshot() {
   return s;
 }
 
+size_t blk_stat_live_threads() {
+  Registry& r = registry();
+  std::lock_guard guard(r.lock);
+  return r.live.size();
+}
+
 void blk_stat_account_done(req_op op, uint32_t bytes, bool error) {
   ThreadBlock* b = this_block();
   const int i = op == REQ_OP_READ ? 0 : op == REQ_OP_WRITE ? 1 : 2;

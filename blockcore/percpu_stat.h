@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct BlkStatSnapshot {
 };
 // The whole process's counts: every live thread's block plus the retired total.
 BlkStatSnapshot blk_stat_snapshot();
+// Threads holding a live block (those that counted something and have not exited).
+size_t blk_stat_live_threads();
 
 // The calling thread's block (hot paths).
 void blk_stat_account_done(req_op op, uint32_t bytes, bool error);

@@ -143,14 +143,19 @@ TEST_CASE("a sampled request's submission is stamped in it and recorded once at 
   CHECK(rq[1].io_start_time_ns == 0);
 }
 
-TEST_CASE("counts made by a thread that has exited are kept") {
+TEST_CASE("counts made by a thread that has exited are kept, and its block is freed") {
   const BlkStatSnapshot a = blk_stat_snapshot();
-  std::thread([] {
+  const size_t live = blk_stat_live_threads();
+  std::thread([live] {
     blk_stat_account_done(REQ_OP_WRITE, 512, true);
     blk_stat_account_done(REQ_OP_FLUSH, 0, false);
     blk_stat_count_clone();
+    blk_stat_record(STAGE_TAG, 100);
+    REQUIRE(blk_stat_live_threads() == live + 1);
   }).join();
+  CHECK(blk_stat_live_threads() == live);  // folded into the retired total at exit
   const BlkStatSnapshot b = blk_stat_snapshot();
+  CHECK(count(a, b, STAGE_TAG) == 1);
   CHECK(b.ios[1] - a.ios[1] == 1);
   CHECK(b.bytes[1] - a.bytes[1] == 512);
   CHECK(b.ios[2] - a.ios[2] == 1);
