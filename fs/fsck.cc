@@ -203,8 +203,8 @@ struct Checker {
       leaf(buf);
       return true;
     }
-    std::vector<ExtentIndex> idx(root->nr);
-    std::memcpy(idx.data(), buf.data() + sizeof(ExtentNode), root->nr * sizeof(ExtentIndex));
+    const auto* first = reinterpret_cast<const ExtentIndex*>(buf.data() + sizeof(ExtentNode));
+    const std::vector<ExtentIndex> idx(first, first + root->nr);  // nr may be 0: no memcpy(nullptr)
     for (const ExtentIndex& x : idx) {
       std::vector<uint8_t> lb;
       if (x.child >= sb.block_count || !headered(x.child, BLK_EXTENT, lb, who + " extent leaf")) return false;
@@ -271,7 +271,7 @@ struct Checker {
     }
     uint64_t mapped = 0;
     for (const Extent& e : ext) mapped += e.len;
-    if (d.size / bs > mapped) {  // also bounds the walk below
+    if (d.size / bs > std::min(mapped, sb.block_count)) {  // also bounds the walk below
       error(who + " size " + std::to_string(d.size) + " is more than its " + std::to_string(mapped) + " blocks hold");
       return;
     }

@@ -97,8 +97,8 @@ int Filesystem::load_extents(InodeObj* in) {
   }
   // Copy the index: reading the leaves may evict nothing (trim runs between operations only),
   // but keep it simple and safe.
-  std::vector<ExtentIndex> idx(root->nr);
-  std::memcpy(idx.data(), b->data.data() + sizeof(ExtentNode), root->nr * sizeof(ExtentIndex));
+  const auto* first = reinterpret_cast<const ExtentIndex*>(b->data.data() + sizeof(ExtentNode));
+  const std::vector<ExtentIndex> idx(first, first + root->nr);  // nr may be 0: no memcpy(nullptr)
   for (const ExtentIndex& x : idx) {
     Buffer* leaf;
     if (int err = cache_.get(x.child, BLK_EXTENT, &leaf)) return err;
