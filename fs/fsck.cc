@@ -32,6 +32,16 @@ std::string printable(const char* p, size_t n) {
   return out;
 }
 
+// Whether the inline xattr area holds whole entries only (u8 name_len > 0, u8 value_len, name,
+// value), as xattr.cc reads it.
+bool xattrs_whole(const Inode& d) {
+  if (d.xattr_len > INLINE_XATTR_BYTES) return false;
+  uint32_t p = 0;
+  while (p + 2 <= d.xattr_len && d.xattr[p] && p + 2 + d.xattr[p] + d.xattr[p + 1] <= d.xattr_len)
+    p += 2 + d.xattr[p] + d.xattr[p + 1];
+  return p == d.xattr_len;
+}
+
 struct Checker {
   BlockIo& io;
   const std::function<void(const std::string&)>& report;
@@ -234,6 +244,7 @@ struct Checker {
       }
       r.inodes++;
       if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) error(who + " is not a symlink but has inline data");
+      if (!xattrs_whole(d)) error(who + " inline xattr area is damaged");
       std::vector<Extent> ext;
       if (!extents_of(ino, d, &ext)) continue;
       uint64_t blocks = ext.empty() ? 0 : 0;

@@ -45,6 +45,15 @@ std::string printable(const uint8_t* p, size_t n) {
   return out;
 }
 
+// Bytes of the inline xattr area that hold whole entries (u8 name_len > 0, u8 value_len, name,
+// value), as xattr.cc reads them.
+uint32_t xattr_whole(const Inode& d) {
+  const uint32_t len = std::min<uint32_t>(d.xattr_len, INLINE_XATTR_BYTES);
+  uint32_t p = 0;
+  while (p + 2 <= len && d.xattr[p] && p + 2 + d.xattr[p] + d.xattr[p + 1] <= len) p += 2 + d.xattr[p] + d.xattr[p + 1];
+  return p;
+}
+
 enum : uint8_t { FREE, LIVE, CLEARED, FREED };  // an inode slot's state as the repair sees it
 
 struct Link {      // one directory entry naming a live inode
@@ -370,6 +379,13 @@ struct Repairer {
         continue;
       }
       state[ino] = LIVE;
+      if (const uint32_t whole = xattr_whole(d); whole != d.xattr_len) {
+        fix(false, who + " inline xattr area is damaged (" + num(d.xattr_len) + " bytes, " + num(whole) + " in whole entries)",
+            "cut after the last whole entry");
+        std::memset(d.xattr + whole, 0, INLINE_XATTR_BYTES - whole);
+        d.xattr_len = uint16_t(whole);
+        dirty_ino[ino] = 1;
+      }
       if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) {  // only symlinks keep data there
         fix(false, who + " is not a symlink but has inline data", "its map dropped");
         d.flags &= ~(INODE_INLINE_DATA | INODE_EXTENT_TREE);

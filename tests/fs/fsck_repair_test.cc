@@ -361,6 +361,37 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
   g.verify(keep);
 }
 
+TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole entry") {
+  Rig g;
+  {
+    std::string err;
+    MountOptions o;
+    o.commit_interval_s = 0;
+    auto fs = Filesystem::mount(g.io, o, &err);
+    REQUIRE(fs);
+    REQUIRE(fs->setxattr(g.ino["d/c"], "user.k", "v1", 0) == 0);
+    REQUIRE(fs->unmount() == 0);
+  }
+  Inode c = g.get_inode(g.ino["d/c"]);
+  REQUIRE(c.xattr_len == 10);
+  c.xattr_len = 17;  // a second entry that runs past the end
+  c.xattr[10] = 5;
+  c.xattr[11] = 9;
+  g.put_inode(g.ino["d/c"], c);
+  preen_refuses(g, "inline xattr area is damaged");
+  repair_yes(g);
+  std::string err;
+  MountOptions o;
+  o.commit_interval_s = 0;
+  auto fs = Filesystem::mount(g.io, o, &err);
+  REQUIRE(fs);
+  std::string v;
+  CHECK(fs->getxattr(g.ino["d/c"], "user.k", &v) >= 0);
+  CHECK(v == "v1");
+  REQUIRE(fs->unmount() == 0);
+  g.verify(g.files);
+}
+
 TEST_CASE("fsck repair: an inode with a bad checksum is cleared with its entries") {
   Rig g;
   const uint64_t b = g.ino["b"];
