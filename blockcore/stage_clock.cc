@@ -24,14 +24,14 @@ std::atomic<unsigned> g_sample{initial_sample()};
 // With sampling off a thread still comes here once per this many I/Os, to see it turned on.
 constexpr uint32_t kOffRecheck = 1u << 16;
 
-// The sampling decision: true for one call in N. Resets the countdown.
-bool sample_this(StageTrace& t) {
+// The sampling decision, when `countdown` ran out: true unless sampling is off. Resets it.
+bool sample_this(uint32_t* countdown) {
   const unsigned n = g_sample.load(std::memory_order_relaxed);
   if (n == 0) {
-    t.countdown = kOffRecheck;
+    *countdown = kOffRecheck;
     return false;
   }
-  t.countdown = n - 1;
+  *countdown = n - 1;
   return true;
 }
 
@@ -49,8 +49,8 @@ unsigned stage_clock_sample() { return g_sample.load(std::memory_order_relaxed);
 StageToken stage_fuse_received() {
   StageTrace& t = tls_stage;
   t.on = 0;  // a trace left by an earlier request on this thread ends here
-  if (t.countdown-- != 0) return {};
-  if (!sample_this(t)) return {};
+  if (t.fuse_countdown-- != 0) return {};
+  if (!sample_this(&t.fuse_countdown)) return {};
   const uint64_t now = stage_now_ns();
   start(t, true, now);
   return {now};
@@ -69,7 +69,7 @@ void stage_fuse_reply(StageToken token) {
 
 void stage_trace_maybe_start() {
   StageTrace& t = tls_stage;
-  if (sample_this(t)) start(t, false, stage_now_ns());
+  if (sample_this(&t.countdown)) start(t, false, stage_now_ns());
 }
 
 void stage_mark_slow(Stage stage) {

@@ -33,7 +33,9 @@ enum : uint8_t {
 struct StageTrace {
   uint8_t on = 0;      // TRACE_* bits
   bool from_fuse = false;
-  uint32_t countdown = 0;  // I/Os until the next sample
+  uint32_t countdown = 0;       // bios until the next sample
+  uint32_t fuse_countdown = 0;  // FUSE requests until the next sample: a count of its own, so
+                                // that one bio per request cannot lock the sampling onto bios
   uint64_t start_ns = 0;
   uint64_t last_ns = 0;
 };

@@ -182,3 +182,31 @@ TEST_CASE("a sampled FUSE request stamps every bio it submits, and its reply") {
   CHECK(count(a, b, STAGE_FUSE_TOTAL) == 1);
   CHECK(!tls_stage.on);
 }
+
+TEST_CASE("FUSE requests are sampled 1 in N even when each carries exactly one bio") {
+  // With one countdown for both, a request's received and its bio's allocation took turns and
+  // the sample always fell on the bio: no FUSE request was ever traced.
+  SampleGuard guard;
+  BrdDevice d(1 << 20);
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  alignas(4096) static uint8_t buf[4096];
+  stage_clock_set_sample(4);
+  tls_stage = StageTrace{};
+  const BlkStatSnapshot a = blk_stat_snapshot();
+  for (int i = 0; i < 64; i++) {
+    const StageToken t = stage_fuse_received();
+    BlkPlug plug;
+    blk_start_plug(&plug);
+    Bio* bio = bio_alloc_bioset(d.bdev(), 1, REQ_OP_WRITE, GFP_KERNEL, &bs);
+    REQUIRE(bio_add_virt(bio, buf, 4096) == 4096);
+    bio->bi_end_io = end_io;
+    submit_bio(bio);
+    blk_finish_plug(&plug);
+    stage_fuse_reply(t);
+  }
+  const BlkStatSnapshot b = blk_stat_snapshot();
+  CHECK(count(a, b, STAGE_FUSE_TOTAL) == 16);
+  CHECK(count(a, b, STAGE_FUSE_REPLY) == 16);
+  // The other 48 requests' bios are sampled on their own count: 1 in 4 of them.
+  CHECK(count(a, b, STAGE_TAG) == 16 + 12);
+}
