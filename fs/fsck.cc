@@ -245,6 +245,8 @@ struct Checker {
       r.inodes++;
       if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) error(who + " is not a symlink but has inline data");
       if (!xattrs_whole(d)) error(who + " inline xattr area is damaged");
+      if (S_ISLNK(d.mode) && d.size > ((d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095))
+        error("symlink " + std::to_string(ino) + " has size " + std::to_string(d.size) + ", longer than its target can be");
       std::vector<Extent> ext;
       if (!extents_of(ino, d, &ext)) continue;
       uint64_t blocks = ext.empty() ? 0 : 0;

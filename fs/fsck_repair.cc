@@ -393,6 +393,14 @@ struct Repairer {
         std::memset(d.extents, 0, sizeof(d.extents));
         dirty_ino[ino] = 1;
       }
+      if (S_ISLNK(d.mode)) {  // readlink refuses a target longer than these
+        const uint64_t most = (d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095;
+        if (d.size > most) {
+          fix(false, "symlink " + num(ino) + " has size " + num(d.size) + ", longer than its target can be", "cut to " + num(most));
+          d.size = most;
+          dirty_ino[ino] = 1;
+        }
+      }
       if (std::string why = read_map(ino); !why.empty()) {
         if (ino == ROOT_INO) {
           fix(false, "the root directory's " + why, "made a new empty root directory (what it held goes to lost+found)");

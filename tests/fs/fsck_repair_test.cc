@@ -361,7 +361,7 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
   g.verify(keep);
 }
 
-TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole entry") {
+TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole entry, an overlong symlink cut") {
   Rig g;
   {
     std::string err;
@@ -378,7 +378,23 @@ TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole 
   c.xattr[10] = 5;
   c.xattr[11] = 9;
   g.put_inode(g.ino["d/c"], c);
+  // And the long symlink (a target in its own block) says it is longer than a target can be.
+  struct stat st;
+  {
+    std::string err;
+    MountOptions o;
+    o.commit_interval_s = 0;
+    auto fs = Filesystem::mount(g.io, o, &err);
+    REQUIRE(fs);
+    REQUIRE(fs->lookup(ROOT_INO, "s", &st) == 0);
+    REQUIRE(fs->unmount() == 0);
+  }
+  Inode s = g.get_inode(st.st_ino);
+  REQUIRE(s.size == 200);
+  s.size = 5000;
+  g.put_inode(st.st_ino, s);
   preen_refuses(g, "inline xattr area is damaged");
+  CHECK(g.check().has("symlink " + std::to_string(st.st_ino) + " has size 5000"));
   repair_yes(g);
   std::string err;
   MountOptions o;
