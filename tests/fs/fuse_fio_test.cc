@@ -26,7 +26,7 @@ std::string fio_cmd(const std::string& dir, const Job& j, bool verify_only) {
   const std::string name = std::string(j.engine) + (j.direct ? "-direct-" : "-buffered-") + j.rw;
   std::string c = "fio --name=" + name + " --directory=" + dir + " --ioengine=" + j.engine +
                   " --direct=" + (j.direct ? "1" : "0") + " --rw=" + j.rw + " --bs=" + j.bs +
-                  " --size=8M --numjobs=3 --iodepth=16 --verify=crc32c --verify_fatal=1 --randseed=42"
+                  " --size=8M --numjobs=3 --iodepth=16 --verify=crc32c --verify_fatal=1 --randseed=42 --verify_state_save=0"
                   " --group_reporting --minimal";
   if (verify_only) c += " --verify_only";
   return c;

@@ -49,7 +49,7 @@ fio_verify() {  # $1: extra fio options (--verify_only to check an earlier run)
   for job in "psync 1 randwrite 4k" "io_uring 1 write 128k" "io_uring 0 randwrite 8k"; do
     set -- $job
     ./fio --name=guest-$1-$2-$3 --directory=$mnt --ioengine=$1 --direct=$2 --rw=$3 --bs=$4 \
-      --size=4M --numjobs=2 --iodepth=8 --verify=crc32c --verify_fatal=1 --randseed=7 \
+      --size=4M --numjobs=2 --iodepth=8 --verify=crc32c --verify_fatal=1 --randseed=7 --verify_state_save=0 \
       --group_reporting --output-format=terse $extra > /tmp/fio.out 2>&1 || { cat /tmp/fio.out; return 1; }
     echo "fio $1 direct=$2 $3 bs=$4 $extra: verified"
   done
