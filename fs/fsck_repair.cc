@@ -467,8 +467,6 @@ struct Repairer {
       }
       if (S_ISDIR(d.mode)) dir_shape(ino);
       // The block count, and a tree in the shape the filesystem writes.
-      uint64_t data = 0;
-      for (const Extent& e : v) data += e.len;
       if (!map_dirty[ino]) {
         const uint64_t canon = had_tree ? std::max<uint64_t>(1, tree_blocks_for(v.size(), per)) : 0;
         if (had_tree && old_tree != canon) {

@@ -178,7 +178,9 @@ struct Rig {
     o.commit_interval_s = 0;
     auto fs = Filesystem::mount(io, o, &err);
     REQUIRE_MESSAGE(fs, err);
-    for (const auto& [path, want] : expect) {
+    for (const auto& kv : expect) {
+      const std::string& path = kv.first;
+      const std::string& want = kv.second;
       uint64_t at = ROOT_INO;
       struct stat st;
       for (size_t p = 0; p <= path.size();) {
