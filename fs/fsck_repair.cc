@@ -458,7 +458,7 @@ struct Repairer {
           continue;
         }
         const uint64_t cut = std::max(e.lblk, prev_end);
-        const uint64_t size = std::min<uint64_t>(d.size, cut * bs);
+        const uint64_t size = cut > d.size / bs ? d.size : cut * bs;
         fix(false, why, who + " truncated at file block " + num(cut) + " (size " + num(d.size) + " -> " + num(size) + ")");
         d.size = size;
         v.resize(i);
