@@ -154,7 +154,14 @@ int main(int argc, char** argv) {
   if (!fs) fail(32, spec + ": " + err);
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background};
-  std::string fuse_o = "fsname=biofs:" + spec + ",subtype=biofs";
+  // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
+  // are escaped to stay inside fsname.
+  std::string fsname;
+  for (char c : spec) {
+    if (c == ',' || c == '\\') fsname += '\\';
+    fsname += c;
+  }
+  std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs";
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0) continue;
     fuse_o += "," + o;

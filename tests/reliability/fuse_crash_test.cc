@@ -196,8 +196,8 @@ TEST_CASE("crash: SIGKILL of the FUSE daemon at a random moment keeps fsync'd fi
   MESSAGE(rounds << " rounds, " << ops_total << " operations, " << promised << " fsync'd files checked");
 }
 
-// Faults through a real mount: the daemon's device gets delays, timeouts and failures from
-// BIOFS_FAULT (after the mount's own commands); every system call must come back, with data or
+// Faults through a real mount: the daemon's device gets delays from its device string and
+// timeouts and failures from BIOFS_FAULT (after the mount's own commands); every system call must come back, with data or
 // an error, the daemon must unmount, and the image must mount again, keep the fsync'd files
 // and check clean.
 TEST_CASE("fault: a FUSE mount over a faulty device answers every call and remounts clean") {
@@ -209,8 +209,9 @@ TEST_CASE("fault: a FUSE mount over a faulty device answers every call and remou
   const std::string img = dir.file("disk.img"), mnt = dir.file("mnt");
   REQUIRE(::mkdir(mnt.c_str(), 0755) == 0);
   make_image(img, 32ull << 20);
-  pid_t pid = start_daemon("emu:" + img, mnt, "commit=1",
-                           "fault_after=300,fail_read=0.002,fail_write=0.002,fail_flush=0.004,delay=0.2,delay_us=300,"
+  // Delays in the device string (commas and all, through the mount), the rest from the environment.
+  pid_t pid = start_daemon("emu:" + img + ",vwc,delay=0.2,delay_us=300", mnt, "commit=1",
+                           "fault_after=300,fail_read=0.002,fail_write=0.002,fail_flush=0.004,"
                            "timeout=0.003,timeout_ms=20,seed=5");
   Workload w(11);
   PosixBackend be(mnt);
