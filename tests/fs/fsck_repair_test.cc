@@ -18,6 +18,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "fuse_util.h"
 
 using namespace biofs;
 using namespace biofs::disk;
@@ -603,16 +604,7 @@ TEST_CASE("fsck repair: damage at random never crashes or loops, and -y leaves a
 namespace {
 
 int run_fsck(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = std::string(BIOFS_BIN_DIR) + "/fsck.biofs " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string s;
-  char buf[512];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) s.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = s;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return test::run(test::kBin + "/fsck.biofs " + args, out);
 }
 
 }  // namespace
