@@ -8,29 +8,13 @@
 #include "format.h"
 #include "journal.h"
 #include "mkfs.h"
+#include "blockcore/printable.h"
 
 namespace biofs {
 
 using namespace disk;
 
 namespace {
-
-// A name as fsck prints it: control characters as \xNN, so each report stays one line.
-std::string printable(const char* p, size_t n) {
-  std::string out;
-  for (size_t i = 0; i < n; i++) {
-    const unsigned char c = static_cast<unsigned char>(p[i]);
-    if (c >= 0x20 && c != 0x7f) {
-      out += char(c);
-      continue;
-    }
-    static const char hex[] = "0123456789abcdef";
-    out += "\\x";
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
 
 // Whether the inline xattr area holds whole entries only (u8 name_len > 0, u8 value_len, name,
 // value), as xattr.cc reads it.
@@ -306,7 +290,7 @@ struct Checker {
           break;
         }
         if (e->ino) {
-          const std::string name = printable(reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16));
+          const std::string name = printable({reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16)});
           if (e->ino > sb.inode_count || inodes[e->ino - 1].mode == 0) {
             error(who + " entry '" + name + "' names free inode " + std::to_string(e->ino));
           } else {

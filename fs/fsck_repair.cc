@@ -16,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "blockcore/printable.h"
 #include "format.h"
 #include "fsck.h"
 #include "journal.h"
@@ -28,22 +29,6 @@ using namespace disk;
 namespace {
 
 std::string num(uint64_t v) { return std::to_string(v); }
-
-// A name as fsck prints it: control characters as \xNN, so each report stays one line.
-std::string printable(const uint8_t* p, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] >= 0x20 && p[i] != 0x7f) {
-      out += char(p[i]);
-    } else {
-      out += "\\x";
-      out += hex[p[i] >> 4];
-      out += hex[p[i] & 15];
-    }
-  }
-  return out;
-}
 
 // Bytes of the inline xattr area that hold whole entries (u8 name_len > 0, u8 value_len, name,
 // value), as xattr.cc reads them.
@@ -689,7 +674,7 @@ struct Repairer {
       const uint32_t rec = e->rec_len;
       if (e->ino) {
         const size_t shown = std::min<size_t>(e->name_len, rec - sizeof(DirEntry));
-        const std::string name = printable(reinterpret_cast<const uint8_t*>(e + 1), shown);
+        const std::string name = printable({reinterpret_cast<const char*>(e + 1), shown});
         std::string bad;
         if (e->name_len == 0 || dirent_size(e->name_len) > rec) bad = " has a malformed entry at byte " + num(off);
         else if (e->ino > sb.inode_count || state[e->ino] == FREE) bad = " entry '" + name + "' names free inode " + num(e->ino);
@@ -723,7 +708,7 @@ struct Repairer {
   }
 
   void drop_link(Link& l, const std::string& problem) {
-    fix(false, problem, "entry '" + printable(reinterpret_cast<const uint8_t*>(l.name.data()), l.name.size()) +
+    fix(false, problem, "entry '" + printable(l.name) +
                             "' in directory " + num(l.dir) + " removed");
     remove_entry(l.pblk, l.off);
     l.live = false;

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "blockcore/printable.h"
+
 namespace biofs {
 
 static bool parse_unsigned(const std::string& s, unsigned lo, unsigned hi, unsigned* out) {
@@ -10,22 +12,6 @@ static bool parse_unsigned(const std::string& s, unsigned lo, unsigned hi, unsig
   if (v < lo || v > hi) return false;
   *out = unsigned(v);
   return true;
-}
-
-// The text as it may be printed: control characters as \xNN, so a message stays one line.
-static std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c != 0x7f) {
-      out += char(c);
-      continue;
-    }
-    static const char hex[] = "0123456789abcdef";
-    out += "\\x";
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
 }
 
 std::string parse_mount_options(const std::string& list, DaemonOptions* o) {

@@ -1,4 +1,5 @@
 #include "open_device.h"
+#include "blockcore/printable.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -46,22 +47,6 @@ bool parse_size(const std::string& text, uint64_t* out) {
   if (!parse_uint(digits, &n) || n == 0 || n > (UINT64_MAX >> 1) / mult) return false;
   *out = n * mult;
   return true;
-}
-
-// The text as it may be printed: control characters as \xNN, so a message stays one line.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c != 0x7f) {
-      out += char(c);
-      continue;
-    }
-    static const char hex[] = "0123456789abcdef";
-    out += "\\x";
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
 }
 
 }  // namespace
