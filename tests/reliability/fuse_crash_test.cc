@@ -17,33 +17,15 @@
 #include <fstream>
 #include <thread>
 
+#include "../fs/fuse_util.h"
 #include "rel_util.h"
 
 using namespace biofs_test;
+using biofs::test::is_mounted;
+using biofs::test::kBin;
+using biofs::test::run;
 
 namespace {
-
-const std::string kBin = BIOFS_BIN_DIR;
-
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::string s;
-  char buf[512];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) s.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = s;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-bool is_mounted(const std::string& mnt) {
-  std::ifstream m("/proc/mounts");
-  std::string line;
-  while (std::getline(m, line))
-    if (line.find(" " + mnt + " fuse") != std::string::npos) return true;
-  return false;
-}
 
 bool can_mount() {
   return access("/dev/fuse", R_OK | W_OK) == 0 && geteuid() == 0 && run("command -v fusermount3") == 0;
