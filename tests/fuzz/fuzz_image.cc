@@ -489,8 +489,7 @@ Outcome exercise_image(const std::vector<uint8_t>& img, bool change) {
   if (change) change_things(*fs, w);
   o.unmount_status = fs->unmount();
   fs.reset();
-  const int after = run_fsck(io);
-  (void)after;
+  o.fsck_after = run_fsck(io);
   return o;
 }
 

@@ -48,7 +48,7 @@ void fix_checksums(std::vector<uint8_t>& img, bool canonical);
 std::unique_ptr<BrdDevice> load_device(const std::vector<uint8_t>& img);
 
 // Applies patches from a fuzz input to `img`: records of [offset: `off_bytes` little-endian]
-// [length: 1 byte][bytes], offsets taken modulo [lo, hi). Returns the bytes consumed.
+// [length: 1 byte][bytes], offsets taken modulo [lo, hi); a record cut short writes what it has.
 void apply_patches(std::vector<uint8_t>& img, const uint8_t* data, size_t size, unsigned off_bytes,
                    uint64_t lo, uint64_t hi);
 
@@ -58,6 +58,7 @@ struct Outcome {
   std::string mount_error;    // "" when it mounted
   int unmount_status = 0;     // 0 or -errno
   uint64_t walked = 0;        // entries seen walking the tree
+  int fsck_after = -1;        // fsck again after the unmount (-1: it did not mount)
 };
 
 // Checks the image with fsck (in-process), then mounts it, walks the whole tree (attributes,

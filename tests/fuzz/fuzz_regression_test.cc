@@ -56,6 +56,7 @@ TEST_CASE("fuzz images: the same bytes on every build, and each one sound") {
   CHECK(o.fsck_status == 0);
   CHECK(o.mount_error == "");
   CHECK(o.unmount_status == 0);
+  CHECK(o.fsck_after == 0);  // replayed, changed and unmounted: still clean
 }
 
 TEST_CASE("fuzz images: fix_checksums leaves a sound image as it is") {
