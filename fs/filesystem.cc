@@ -370,20 +370,25 @@ int Filesystem::remove_entry(uint64_t parent, const std::string& name, bool want
   const bool is_dir = S_ISDIR(in->d.mode);
   if (want_dir && !is_dir) return -ENOTDIR;
   if (!want_dir && is_dir) return -EISDIR;
-  if (is_dir && !dir_empty(in)) return -ENOTEMPTY;
-  if (int err = dir_remove(dir, name)) return err;
-  if (is_dir) {
-    in->d.nlink = 0;
-    dir->d.nlink--;
-  } else {
-    in->d.nlink--;
-  }
-  touch(in->d, false, false, true);
+  if (int err = drop_entry(dir, name, in)) return err;
   touch(dir->d, false, true, true);
   if (int err = isave(dir)) return err;
-  if (int err = isave(in)) return err;
   maybe_free_inode(in);
   return 0;
+}
+
+int Filesystem::drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim) {
+  const bool is_dir = S_ISDIR(victim->d.mode);
+  if (is_dir && !dir_empty(victim)) return -ENOTEMPTY;
+  if (int err = dir_remove(dir, name)) return err;
+  if (is_dir) {
+    victim->d.nlink = 0;
+    dir->d.nlink--;  // its ".." named `dir`
+  } else {
+    victim->d.nlink--;
+  }
+  touch(victim->d, false, false, true);
+  return isave(victim);
 }
 
 int Filesystem::unlink(uint64_t parent, const std::string& name) { return remove_entry(parent, name, false); }
@@ -451,16 +456,7 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
       const bool ddir_is = S_ISDIR(dst->d.mode);
       if (sdir_is && !ddir_is) return -ENOTDIR;
       if (!sdir_is && ddir_is) return -EISDIR;
-      if (ddir_is && !dir_empty(dst)) return -ENOTEMPTY;
-      if ((err = dir_remove(ddir, newname))) return err;
-      if (ddir_is) {
-        dst->d.nlink = 0;
-        ddir->d.nlink--;
-      } else {
-        dst->d.nlink--;
-      }
-      touch(dst->d, false, false, true);
-      if ((err = isave(dst))) return err;
+      if ((err = drop_entry(ddir, newname, dst))) return err;
     }
     if ((err = dir_remove(sdir, name))) return err;
     if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;

@@ -192,6 +192,9 @@ class Filesystem {
   int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
                 const std::string* symlink_target, struct stat* st);
   int remove_entry(uint64_t parent, const std::string& name, bool want_dir);
+  // Removes `name` (naming `victim`) from `dir`: a directory must be empty and loses all its
+  // links (and `dir` the one its ".." held), a file loses one. Saves the victim, not `dir`.
+  int drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim);
   int maybe_commit();   // commits when the transaction nears the journal's capacity
   int commit_locked();
   int write_superblock(uint32_t state);
