@@ -108,6 +108,19 @@ static uint64_t bio_free_list(Bio* bio) {
   return n;
 }
 
+// Frees all a cache holds, its own list and the remote one, and leaves the remote list set to
+// `remote_state` (0: open; REMOTE_CLOSED: the owner has gone). Returns how many.
+static uint64_t bio_alloc_cache_empty(BioAllocCache* cache, uintptr_t remote_state = 0) {
+  const uint64_t n = bio_free_list(cache->free_list);
+  cache->free_list = nullptr;
+  cache->nr.store(0, std::memory_order_relaxed);
+  const uintptr_t head = cache->free_list_remote.exchange(remote_state, std::memory_order_acquire);
+  const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
+  cache->remote_received.add(remote);
+  cache->pruned.add(n + remote);
+  return n + remote;
+}
+
 BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, AllocatorKind allocator)
     : allocator_(allocator),
       front_pad_((front_pad + 63) & ~63u),  // keeps the bio's first line a real cache line
@@ -160,13 +173,7 @@ BioSet::~BioSet() {
 
 void BioSet::detach(BioAllocCache* cache) {
   cache->owner.store(nullptr, std::memory_order_relaxed);
-  uint64_t n = bio_free_list(cache->free_list);
-  cache->free_list = nullptr;
-  cache->nr.store(0, std::memory_order_relaxed);
-  const uintptr_t head = cache->free_list_remote.exchange(REMOTE_CLOSED, std::memory_order_acquire);
-  const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
-  cache->remote_received.add(remote);
-  cache->pruned.add(n + remote);
+  bio_alloc_cache_empty(cache, REMOTE_CLOSED);
 }
 
 BioAllocCache* BioSet::this_thread_cache() {
@@ -217,15 +224,8 @@ uint64_t BioSet::trim_idle_caches() {
       cache->claimed.store(0, std::memory_order_release);
       continue;
     }
-    const uint64_t n = bio_free_list(cache->free_list);
-    cache->free_list = nullptr;
-    cache->nr.store(0, std::memory_order_relaxed);
-    const uintptr_t head = cache->free_list_remote.exchange(0, std::memory_order_acquire);
-    const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
-    cache->remote_received.add(remote);
-    cache->pruned.add(n + remote);
+    freed += bio_alloc_cache_empty(cache);
     cache->claimed.store(0, std::memory_order_release);
-    freed += n + remote;
   }
   return freed;
 }
@@ -244,13 +244,7 @@ void BioSet::prune_this_thread_cache() {
   if (!has_cache()) return;
   BioAllocCache* cache = this_thread_cache();
   if (!cache_enter(cache)) return;  // a trimmer is emptying it right now
-  uint64_t n = bio_free_list(cache->free_list);
-  cache->free_list = nullptr;
-  cache->nr.store(0, std::memory_order_relaxed);
-  const uintptr_t head = cache->free_list_remote.exchange(0, std::memory_order_acquire);
-  const uint64_t remote = bio_free_list(BioAllocCache::remote_top(head));
-  cache->remote_received.add(remote);
-  cache->pruned.add(n + remote);
+  bio_alloc_cache_empty(cache);
   cache_exit(cache);
 }
 

@@ -222,16 +222,7 @@ class RawHost : public BlkMqOps {
 
 blk_status_t raw_io(RawHost& host, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len) {
   IoWait w;
-  const bool data = bio_op_of(op) == REQ_OP_READ || bio_op_of(op) == REQ_OP_WRITE;
-  Bio* bio = bio_alloc_bioset(host.bdev(), data ? 1 : 0, op, GFP_KERNEL, &bs);  // no vecs for no data
-  if (data)
-    REQUIRE(bio_add_virt(bio, buf, len) == len);
-  else
-    bio->bi_iter.bi_size = len;
-  bio->bi_iter.bi_sector = sector;
-  bio->bi_end_io = io_wait_end;
-  bio->bi_private = &w;
-  submit_bio(bio);  // RawHost completes inline
+  submit_bio(make_bio_on(host.bdev(), bs, op, sector, buf, len, &w));  // RawHost completes inline
   REQUIRE(w.done.load() == 1);
   return blk_status_t(w.status.load());
 }
