@@ -149,7 +149,8 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
 }
 
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves
-// with no lock held unless the write is unaligned (read-modify-write of its edge blocks).
+// with no lock held unless the write allocates or is unaligned (read-modify-write of its edge
+// blocks).
 ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data) {
   std::unique_lock ex(lock_);
   if (int err = maybe_commit()) return err;
@@ -173,13 +174,8 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
     }
   }
   std::memcpy(tmp.data() + (off - first * bs_), data, size);
-  // New blocks are unwritten until their data is down: a reader meanwhile, or a commit and a
-  // crash, sees zeros rather than what the blocks held before.
   std::vector<std::pair<uint64_t, uint64_t>> added;
-  if (int err = allocate_range(in, first, n, true, &added)) return err;
-  if (!added.empty()) {
-    if (int err = save_extents(in)) return err;
-  }
+  if (int err = allocate_range(in, first, n, false, &added)) return err;
   IoBatch batch(&io_);
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
@@ -189,8 +185,12 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
     l += run;
   }
   // Data first (ordered mode): the bios complete before the metadata naming them can commit.
+  // A write that allocated keeps the lock while its data moves, so no commit can record blocks
+  // that hold nothing yet and an error can take them back whole; overwrites and conversions
+  // of unwritten extents (fallocate'd space) let go of it.
   inode_dio_begin(in);
-  if (!rmw) ex.unlock();
+  const bool keep_lock = rmw || !added.empty();
+  if (!keep_lock) ex.unlock();
   const int io_err = batch.wait();
   inode_dio_end(in);
   if (!ex.owns_lock()) {
@@ -206,7 +206,7 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
   const bool converted = mark_written(in, first, n);
   if (end > in->d.size) in->d.size = end;
   touch(in->d, false, true, true);
-  const int err = converted ? save_extents(in) : isave(in);
+  const int err = (converted || !added.empty()) ? save_extents(in) : isave(in);
   return err ? err : ssize_t(size);
 }
 
