@@ -7,9 +7,9 @@
 // lock, count themselves in the inode's in-flight I/O (inode_dio_begin, as the kernel's direct
 // I/O does) and complete asynchronously; whatever frees or rewrites blocks of a file takes the
 // lock exclusive and first waits for that count to drain (inode_dio_wait). Writes that
-// allocate, convert unwritten extents or extend the file allocate under the exclusive lock,
-// write their data with no lock held, and finish their metadata under it again. Completion
-// callbacks never take the lock (sync callers may wait for I/O while holding it).
+// convert unwritten extents or extend the file over mapped blocks write their data with no
+// lock held and finish their metadata under it; writes that allocate keep it throughout.
+// Completion callbacks never take the lock (sync callers may wait for I/O while holding it).
 #pragma once
 
 #include <sys/stat.h>
