@@ -31,8 +31,9 @@ int Filesystem::truncate(InodeObj* in, uint64_t size) {
   inode_dio_wait(in);  // no I/O in flight to blocks about to be freed or zeroed
   if (size < in->d.size) {
     const uint64_t keep = (size + bs_ - 1) / bs_;
-    punch_extents(in, keep, UINT64_MAX);
-    // Zero the tail of the last kept block, so growing the file later reads zeros there.
+    // Zero the tail of the last kept block, so growing the file later reads zeros there. First:
+    // if that write fails, nothing has changed yet (blocks punched and then not saved would be
+    // freed at the next commit while the inode on disk still named them).
     if (size % bs_) {
       uint64_t run;
       bool unwritten;
@@ -44,6 +45,7 @@ int Filesystem::truncate(InodeObj* in, uint64_t size) {
         if (int err = io_.write(p, 1, blk.data())) return err;
       }
     }
+    punch_extents(in, keep, UINT64_MAX);
   }
   in->d.size = size;
   touch(in->d, false, true, true);
@@ -79,8 +81,8 @@ int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
     const uint64_t stop = std::min(end, in->d.size);
     if (off >= stop) return 0;
     const uint64_t first_full = (off + bs_ - 1) / bs_, last_full = stop / bs_;  // [first, last)
-    if (first_full < last_full) punch_extents(in, first_full, last_full - first_full);
-    // The partial blocks at either end are zeroed in place.
+    // The partial blocks at either end are zeroed in place, before anything is unmapped: a
+    // failed write then leaves the file as it was.
     if (off / bs_ == (stop - 1) / bs_ && (off % bs_ || stop % bs_)) {
       if (first_full >= last_full) {
         if (int err = zero_range_in_block(in, off, stop - off)) return err;
@@ -93,6 +95,7 @@ int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
         if (int err = zero_range_in_block(in, stop - stop % bs_, stop % bs_)) return err;
       }
     }
+    if (first_full < last_full) punch_extents(in, first_full, last_full - first_full);
     touch(in->d, false, true, true);
     return save_extents(in);
   }
