@@ -143,6 +143,23 @@ int Filesystem::dir_remove(InodeObj* dir, const std::string& name) {
   return 0;
 }
 
+int Filesystem::dir_replace(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type) {
+  if (int err = dir_load(dir)) return err;
+  auto it = dir->dir->find(name);
+  if (it == dir->dir->end()) return -ENOENT;
+  uint64_t run;
+  const uint64_t pblk = map_block(dir, it->second.lblk, &run, nullptr);
+  Buffer* b;
+  if (int err = cache_.get(pblk, BLK_DIR, &b)) return err;
+  DirEntry* e = entry_at(b, it->second.off);
+  e->ino = ino;
+  e->type = type;
+  it->second.ino = ino;
+  it->second.type = type;
+  cache_.mark_dirty(b);
+  return 0;
+}
+
 bool Filesystem::dir_empty(InodeObj* dir) { return dir_load(dir) == 0 && dir->dir->empty(); }
 
 }  // namespace biofs

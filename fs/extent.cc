@@ -78,20 +78,22 @@ void Filesystem::punch_extents(InodeObj* in, uint64_t lblk, uint64_t count) {
   in->ext = std::move(out);
 }
 
-bool Filesystem::mark_written(InodeObj* in, uint64_t lblk, uint64_t count) {
-  bool any = false;
-  for (const Extent& e : in->ext) any |= (e.flags & EXTENT_UNWRITTEN) && e.lblk < lblk + count && lblk < e.lblk + e.len;
-  if (!any) return false;
+bool Filesystem::set_unwritten(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten) {
+  const uint32_t want = unwritten ? EXTENT_UNWRITTEN : 0;
+  const auto differs = [&](const Extent& e) {
+    return (e.flags & EXTENT_UNWRITTEN) != want && e.lblk < lblk + count && lblk < e.lblk + e.len;
+  };
+  if (std::none_of(in->ext.begin(), in->ext.end(), differs)) return false;
   std::vector<Extent> out;
   for (const Extent& e : in->ext) {
     const uint64_t e_end = e.lblk + e.len;
-    if (!(e.flags & EXTENT_UNWRITTEN) || e_end <= lblk || e.lblk >= lblk + count) {
+    if (!differs(e)) {
       out.push_back(e);
       continue;
     }
     const uint64_t a = std::max(e.lblk, lblk), b = std::min(e_end, lblk + count);
     if (e.lblk < a) out.push_back(Extent{e.lblk, e.pblk, uint32_t(a - e.lblk), e.flags});
-    out.push_back(Extent{a, e.pblk + (a - e.lblk), uint32_t(b - a), 0});
+    out.push_back(Extent{a, e.pblk + (a - e.lblk), uint32_t(b - a), (e.flags & ~EXTENT_UNWRITTEN) | want});
     if (b < e_end) out.push_back(Extent{b, e.pblk + (b - e.lblk), uint32_t(e_end - b), e.flags});
   }
   // Merge neighbours that are contiguous on both sides and alike.

@@ -67,9 +67,27 @@ int Filesystem::zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t le
   return io_.write(p, 1, blk.data());
 }
 
+// The partial blocks at either end of [off, stop) are zeroed in place, before the caller
+// unmaps or converts the whole blocks between them: a failed write leaves the file as it was.
+int Filesystem::zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_full, uint64_t* last_full) {
+  *first_full = (off + bs_ - 1) / bs_;
+  *last_full = stop / bs_;  // [first_full, last_full)
+  if (off / bs_ == (stop - 1) / bs_ && (off % bs_ || stop % bs_)) {
+    if (*first_full >= *last_full) return zero_range_in_block(in, off, stop - off);
+    return 0;
+  }
+  if (off % bs_) {
+    if (int err = zero_range_in_block(in, off, bs_ - off % bs_)) return err;
+  }
+  if (stop % bs_) {
+    if (int err = zero_range_in_block(in, stop - stop % bs_, stop % bs_)) return err;
+  }
+  return 0;
+}
+
 int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   std::unique_lock ex(lock_);
-  if (int err = maybe_commit()) return err;
+  if (int err = maybe_commit(len / bs_ + 8)) return err;
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
@@ -80,22 +98,25 @@ int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
     const uint64_t stop = std::min(end, in->d.size);
     if (off >= stop) return 0;
-    const uint64_t first_full = (off + bs_ - 1) / bs_, last_full = stop / bs_;  // [first, last)
-    // The partial blocks at either end are zeroed in place, before anything is unmapped: a
-    // failed write then leaves the file as it was.
-    if (off / bs_ == (stop - 1) / bs_ && (off % bs_ || stop % bs_)) {
-      if (first_full >= last_full) {
-        if (int err = zero_range_in_block(in, off, stop - off)) return err;
-      }
-    } else {
-      if (off % bs_) {
-        if (int err = zero_range_in_block(in, off, bs_ - off % bs_)) return err;
-      }
-      if (stop % bs_) {
-        if (int err = zero_range_in_block(in, stop - stop % bs_, stop % bs_)) return err;
-      }
-    }
+    uint64_t first_full, last_full;
+    if (int err = zero_edges(in, off, stop, &first_full, &last_full)) return err;
     if (first_full < last_full) punch_extents(in, first_full, last_full - first_full);
+    touch(in->d, false, true, true);
+    return save_extents(in);
+  }
+  if ((mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE) {
+    // ext4_zero_range: whole blocks become unwritten extents (holes among them are allocated
+    // so), the partial edges are zeroed in place; nothing is written but those edges.
+    uint64_t first_full = (off + bs_ - 1) / bs_, last_full = end / bs_;
+    if (first_full < last_full) {
+      if (int err = allocate_range(in, first_full, last_full - first_full, true)) return err;
+    }
+    if (int err = zero_edges(in, off, end, &first_full, &last_full)) {
+      save_extents(in);
+      return err;
+    }
+    if (first_full < last_full) set_unwritten(in, first_full, last_full - first_full, true);
+    if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
     touch(in->d, false, true, true);
     return save_extents(in);
   }

@@ -103,7 +103,14 @@ void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone do
   op->batch.submit();
 }
 
-void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done) {
+bool Filesystem::drop_suidgid(Inode& d) {
+  const uint32_t before = d.mode;
+  d.mode &= ~S_ISUID;
+  if ((d.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) d.mode &= ~S_ISGID;
+  return d.mode != before;
+}
+
+void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done, bool fsetid) {
   const uint64_t end = off + size;
   if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
     // The overwrite fast path: every block mapped and written, inside the file, times already
@@ -111,7 +118,8 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
     std::shared_lock shared(lock_);
     InodeObj* in;
     if (iget_shared(shared, ino, &in) == 0 && S_ISREG(in->d.mode) && end <= in->d.size &&
-        !times_need_update(in->d) && !failed_ && !opts_.read_only) {
+        !times_need_update(in->d) && (fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) && !failed_ &&
+        !opts_.read_only) {
       const uint64_t first = off / bs_, last = (end - 1) / bs_;
       bool mapped = true;
       for (uint64_t l = first; l <= last && mapped;) {
@@ -145,15 +153,15 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
       }
     }
   }
-  done(write_locked(ino, off, size, data));
+  done(write_locked(ino, off, size, data, fsetid));
 }
 
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves
 // with no lock held unless the write allocates or is unaligned (read-modify-write of its edge
 // blocks).
-ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data) {
+ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data, bool fsetid) {
   std::unique_lock ex(lock_);
-  if (int err = maybe_commit()) return err;
+  if (int err = maybe_commit(size / bs_ + 8)) return err;  // its blocks, edges and tree blocks
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return -EINVAL;
@@ -203,8 +211,9 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
     if (!added.empty()) save_extents(in);
     return io_err;
   }
-  const bool converted = mark_written(in, first, n);
+  const bool converted = set_unwritten(in, first, n, false);
   if (end > in->d.size) in->d.size = end;
+  if (!fsetid) drop_suidgid(in->d);
   touch(in->d, false, true, true);
   const int err = (converted || !added.empty()) ? save_extents(in) : isave(in);
   return err ? err : ssize_t(size);

@@ -164,9 +164,12 @@ int Filesystem::commit_locked() {
   return 0;
 }
 
-int Filesystem::maybe_commit() {
+int Filesystem::maybe_commit(uint64_t need_blocks) {
   if (failed_) return -EROFS;
   if (cache_.read_error()) return commit_locked();  // refuses, and says so once
+  // Blocks freed by this transaction become allocatable only once it commits: a write right
+  // after an rm on a full filesystem would get ENOSPC while df shows the space free.
+  if (alloc_.pending_blocks() && alloc_.free_blocks() < need_blocks) return commit_locked();
   // Leave room for the largest single operation (a write of 1 MiB touches a few bitmap blocks,
   // an inode block, the extent tree).
   if (cache_.dirty_count() + alloc_.pending_bitmap_blocks() + 64 > journal_.capacity() / 2)
@@ -220,7 +223,7 @@ int Filesystem::getattr(uint64_t ino, struct stat* st) {
   return 0;
 }
 
-int Filesystem::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* out) {
+int Filesystem::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* out, bool fsetid) {
   std::unique_lock ex(lock_);
   if (int err = maybe_commit()) return err;
   InodeObj* in;
@@ -231,6 +234,10 @@ int Filesystem::setattr(uint64_t ino, int to_set, const struct stat& a, struct s
     if (!S_ISREG(d.mode)) return -EINVAL;
     if (int err = truncate(in, uint64_t(a.st_size))) return err;
   }
+  // chown_common() kills the set-id bits of a non-directory whoever calls it; a mode given
+  // in the same call is what the caller asked for, and wins.
+  const bool chown = to_set & (SETATTR_UID | SETATTR_GID);
+  if (((to_set & SETATTR_SIZE) && !fsetid) || (chown && !S_ISDIR(d.mode))) drop_suidgid(d);
   if (to_set & SETATTR_MODE) d.mode = (d.mode & S_IFMT) | (a.st_mode & 07777);
   if (to_set & SETATTR_UID) d.uid = a.st_uid;
   if (to_set & SETATTR_GID) d.gid = a.st_gid;
@@ -378,10 +385,13 @@ int Filesystem::remove_entry(uint64_t parent, const std::string& name, bool want
 }
 
 int Filesystem::drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim) {
-  const bool is_dir = S_ISDIR(victim->d.mode);
-  if (is_dir && !dir_empty(victim)) return -ENOTEMPTY;
+  if (S_ISDIR(victim->d.mode) && !dir_empty(victim)) return -ENOTEMPTY;
   if (int err = dir_remove(dir, name)) return err;
-  if (is_dir) {
+  return drop_links(dir, victim);
+}
+
+int Filesystem::drop_links(InodeObj* dir, InodeObj* victim) {
+  if (S_ISDIR(victim->d.mode)) {
     victim->d.nlink = 0;
     dir->d.nlink--;  // its ".." named `dir`
   } else {
@@ -440,9 +450,9 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
         p = pi->d.parent;
       }
     }
-    if ((err = dir_remove(sdir, name)) || (err = dir_remove(ddir, newname))) return err;
-    if ((err = dir_add(sdir, name, dst->ino, dtype_of(dst->d.mode)))) return err;
-    if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
+    // Both names stay where they are and swap inodes: nothing to allocate, nothing half-done.
+    if ((err = dir_replace(sdir, name, dst->ino, dtype_of(dst->d.mode)))) return err;
+    if ((err = dir_replace(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
     if (sdir_is != ddir_is && parent != newparent) {
       if (sdir_is) sdir->d.nlink--, ddir->d.nlink++;
       else sdir->d.nlink++, ddir->d.nlink--;
@@ -452,14 +462,19 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
     touch(dst->d, false, false, true);
     if ((err = isave(dst))) return err;
   } else {
+    // The new name first, made in place over the old target or in free space, so that a
+    // failure (no space for the entry) leaves the namespace as it was; then the old name goes.
     if (dst) {
       const bool ddir_is = S_ISDIR(dst->d.mode);
       if (sdir_is && !ddir_is) return -ENOTDIR;
       if (!sdir_is && ddir_is) return -EISDIR;
-      if ((err = drop_entry(ddir, newname, dst))) return err;
+      if (ddir_is && !dir_empty(dst)) return -ENOTEMPTY;
+      if ((err = dir_replace(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
+    } else if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) {
+      return err;
     }
     if ((err = dir_remove(sdir, name))) return err;
-    if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
+    if (dst && (err = drop_links(ddir, dst))) return err;
     if (sdir_is && parent != newparent) {
       sdir->d.nlink--;
       ddir->d.nlink++;
@@ -474,10 +489,15 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
   return 0;
 }
 
-int Filesystem::open(uint64_t ino) {
+int Filesystem::open(uint64_t ino, bool truncate_it) {
   std::unique_lock ex(lock_);
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
+  if (truncate_it && S_ISREG(in->d.mode)) {
+    if (opts_.read_only) return -EROFS;
+    if (int err = maybe_commit()) return err;
+    if (int err = truncate(in, 0)) return err;
+  }
   in->open++;
   return 0;
 }

@@ -61,7 +61,9 @@ class Filesystem {
   int lookup(uint64_t parent, const std::string& name, struct stat* st);  // +1 lookup count
   void forget(uint64_t ino, uint64_t nlookup);
   int getattr(uint64_t ino, struct stat* st);
-  int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out);
+  // A change of owner or group clears the set-id bits of a non-directory; a truncation by a
+  // caller without `fsetid` too (setattr_should_drop_suidgid).
+  int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out, bool fsetid = true);
   int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st);
   int mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st);
   int symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid, struct stat* st);
@@ -70,7 +72,9 @@ class Filesystem {
   int unlink(uint64_t parent, const std::string& name);
   int rmdir(uint64_t parent, const std::string& name);
   int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname, unsigned flags);
-  int open(uint64_t ino);     // counts an open file
+  // Counts an open file; with `truncate` (open's O_TRUNC) cuts a regular file to 0 first,
+  // as truncate does (waits for its I/O in flight, updates mtime/ctime, journaled).
+  int open(uint64_t ino, bool truncate = false);
   int release(uint64_t ino);  // may free an unlinked inode
   // Reads into buf; returns bytes read (short at end of file) or -errno.
   ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf);
@@ -82,13 +86,17 @@ class Filesystem {
   using ReadDone = std::function<void(ssize_t n, const uint8_t* data)>;
   using WriteDone = std::function<void(ssize_t n)>;
   void read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done);
-  void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done);
+  // `fsetid`: the writer may keep the set-id bits (root, CAP_FSETID); otherwise a write clears
+  // S_ISUID, and S_ISGID with group exec, as the kernel's file_remove_privs() does on ext4 (libfuse
+  // takes FUSE_CAP_HANDLE_KILLPRIV, so the kernel leaves that to the filesystem).
+  void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid = true);
   // Calls fn(name, ino, type, next_offset) for entries from `off`; fn returns false to stop.
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
   int statfs(struct statvfs* st);
-  // fallocate modes: 0 and FALLOC_FL_KEEP_SIZE (unwritten extents), and
-  // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE; others -EOPNOTSUPP.
+  // fallocate modes: 0 and FALLOC_FL_KEEP_SIZE (unwritten extents), FALLOC_FL_PUNCH_HOLE |
+  // FALLOC_FL_KEEP_SIZE, and FALLOC_FL_ZERO_RANGE [| KEEP_SIZE] (whole blocks become
+  // unwritten, as ext4 does); collapse and insert range -EOPNOTSUPP.
   int fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len);
   // SEEK_DATA / SEEK_HOLE (unwritten extents count as holes). The offset or -errno.
   int64_t lseek(uint64_t ino, uint64_t off, int whence);
@@ -152,9 +160,9 @@ class Filesystem {
   // Physical block of file block lblk, 0 for a hole; *run: blocks mapped (or unmapped) from it.
   uint64_t map_block(const InodeObj* in, uint64_t lblk, uint64_t* run, bool* unwritten) const;
   void insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len, uint32_t flags = 0);
-  // Clears EXTENT_UNWRITTEN over [lblk, lblk + count) (the range was just written).
-  // Returns whether anything changed.
-  bool mark_written(InodeObj* in, uint64_t lblk, uint64_t count);
+  // Sets or clears EXTENT_UNWRITTEN over the mapped parts of [lblk, lblk + count) (cleared: the
+  // range was just written; set: fallocate's zero range). Returns whether anything changed.
+  bool set_unwritten(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten);
   // Unmaps [lblk, lblk + count) and frees its blocks (after the next commit).
   void punch_extents(InodeObj* in, uint64_t lblk, uint64_t count);
   // Fills the holes in a range with new blocks (marked unwritten when `unwritten`).
@@ -162,12 +170,18 @@ class Filesystem {
   int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten = false,
                      std::vector<std::pair<uint64_t, uint64_t>>* added = nullptr);
   int zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len);  // within one block
+  // Zeroes the partial blocks at the ends of [off, stop) in place; sets [*first_full,
+  // *last_full) to the whole blocks between them, which the caller unmaps or marks unwritten.
+  int zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_full, uint64_t* last_full);
 
   // dir.cc
   int dir_load(InodeObj* dir);
   int dir_find(InodeObj* dir, const std::string& name, InodeObj::DirLoc* loc);
   int dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type);
   int dir_remove(InodeObj* dir, const std::string& name);
+  // Points the existing entry `name` at another inode in place (ext4_setent): needs no space,
+  // so a rename over an existing name cannot fail half-way for want of a block.
+  int dir_replace(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type);
   bool dir_empty(InodeObj* dir);
 
   // file_io.cc: inode_dio_begin/end/wait (include/linux/fs.h, fs/inode.c).
@@ -182,7 +196,10 @@ class Filesystem {
   int iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out);
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
   static bool times_need_update(const disk::Inode& d);
-  ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf);
+  ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf, bool fsetid);
+  // should_remove_suid(): clears S_ISUID, and S_ISGID when group exec is set (without it the
+  // bit means mandatory locking). Returns whether the mode changed.
+  static bool drop_suidgid(disk::Inode& d);
   struct FileIo;
 
   // file.cc
@@ -195,7 +212,13 @@ class Filesystem {
   // Removes `name` (naming `victim`) from `dir`: a directory must be empty and loses all its
   // links (and `dir` the one its ".." held), a file loses one. Saves the victim, not `dir`.
   int drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim);
-  int maybe_commit();   // commits when the transaction nears the journal's capacity
+  // The link bookkeeping of losing one name: a directory loses all its links (and `dir` the
+  // one its ".." held), a file one. Saves the victim.
+  int drop_links(InodeObj* dir, InodeObj* victim);
+  // Commits when the transaction nears the journal's capacity, or when an operation about to
+  // allocate up to `need_blocks` might not find them while freed blocks wait for a commit
+  // (ext4_should_retry_alloc's forced commit, done before the operation changes anything).
+  int maybe_commit(uint64_t need_blocks = 4);
   int commit_locked();
   int write_superblock(uint32_t state);
   void commit_thread();

@@ -17,6 +17,10 @@ Filesystem* FS(fuse_req_t req) { return static_cast<FuseContext*>(fuse_req_userd
 // Attributes may be cached briefly: every change goes through this daemon.
 constexpr double kAttrTimeout = 1.0;
 
+// Whether the caller may keep set-id bits over a write or truncation (CAP_FSETID): libfuse
+// passes the uid, not capabilities, so root.
+bool may_keep_setid(fuse_req_t req) { return fuse_req_ctx(req)->uid == 0; }
+
 void reply_entry(fuse_req_t req, int err, const struct stat& st) {
   if (err) {
     fuse_reply_err(req, -err);
@@ -69,7 +73,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   struct stat st;
-  if (int err = FS(req)->setattr(ino, to_set, *attr, &st)) fuse_reply_err(req, -err);
+  if (int err = FS(req)->setattr(ino, to_set, *attr, &st, may_keep_setid(req))) fuse_reply_err(req, -err);
   else fuse_reply_attr(req, &st, kAttrTimeout);
 }
 
@@ -119,8 +123,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
   fuse_reply_err(req, -FS(req)->rename(parent, name, newparent, newname, flags));
 }
 
+// libfuse takes FUSE_CAP_ATOMIC_O_TRUNC by default: the kernel then sends O_TRUNC inside OPEN
+// (no SETATTR), so open itself truncates, under truncate's rules.
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  if (int err = FS(req)->open(ino)) {
+  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC)) {
     fuse_reply_err(req, -err);
     return;
   }
@@ -129,15 +135,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
-void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
-  const fuse_ctx* c = fuse_req_ctx(req);
-  struct stat st;
-  int err = FS(req)->mknod(parent, name, S_IFREG | (mode & ~c->umask & 07777), c->uid, c->gid, 0, &st);
-  if (!err) err = FS(req)->open(st.st_ino);
-  if (err) {
-    fuse_reply_err(req, -err);
-    return;
-  }
+void reply_create(fuse_req_t req, const struct stat& st, fuse_file_info* fi) {
   if (fi->flags & O_DIRECT) fi->direct_io = 1;
   fuse_entry_param e{};
   e.ino = st.st_ino;
@@ -145,6 +143,27 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   e.attr_timeout = kAttrTimeout;
   e.entry_timeout = kAttrTimeout;
   fuse_reply_create(req, &e, fi);
+}
+
+// O_CREAT. Two openers racing on a new name both get here; without O_EXCL the one that loses
+// opens what the other made (truncating it on O_TRUNC), as open(2) does.
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  int err = FS(req)->mknod(parent, name, S_IFREG | (mode & ~c->umask & 07777), c->uid, c->gid, 0, &st);
+  if (err == -EEXIST && !(fi->flags & O_EXCL) && (err = FS(req)->lookup(parent, name, &st)) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      FS(req)->forget(st.st_ino, 1);
+      return (void)fuse_reply_err(req, S_ISDIR(st.st_mode) ? EISDIR : EEXIST);
+    }
+    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC)) == 0) FS(req)->getattr(st.st_ino, &st);
+    else FS(req)->forget(st.st_ino, 1);
+    if (err) return (void)fuse_reply_err(req, -err);
+    return reply_create(req, st, fi);
+  }
+  if (!err) err = FS(req)->open(st.st_ino);
+  if (err) return (void)fuse_reply_err(req, -err);
+  reply_create(req, st, fi);
 }
 
 // Reads and writes reply from the completion path: the worker thread submits the bios and goes
@@ -165,7 +184,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_fuse_reply(t);
-  });
+  }, may_keep_setid(req));
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
@@ -284,7 +303,11 @@ void reply_xattr(fuse_req_t req, int err, const std::string& v, size_t size) {
 }
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
-  if (is_stats_xattr(ino, name)) return reply_xattr(req, 0, stats_json(FS(req)->io()), size);  // fs/stats.h
+  if (is_stats_xattr(ino, name)) {  // fs/stats.h: for root and the mounting user only
+    const uid_t uid = fuse_req_ctx(req)->uid;
+    if (uid != 0 && uid != static_cast<FuseContext*>(fuse_req_userdata(req))->owner) return (void)fuse_reply_err(req, EACCES);
+    return reply_xattr(req, 0, stats_json(FS(req)->io()), size);
+  }
   std::string v;
   const int err = FS(req)->getxattr(ino, name, &v);
   reply_xattr(req, err, v, size);
@@ -298,36 +321,6 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   fuse_reply_err(req, -FS(req)->removexattr(ino, name));
-}
-
-// access(2) without default_permissions (with it the kernel checks and never asks): the mode
-// bits against the caller's uid, gid and supplementary groups; root passes all but X, which
-// needs some x bit (generic_permission()'s rules).
-void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
-  struct stat st;
-  if (int err = FS(req)->getattr(ino, &st)) {
-    fuse_reply_err(req, -err);
-    return;
-  }
-  if (mask == F_OK) {
-    fuse_reply_err(req, 0);
-    return;
-  }
-  const fuse_ctx* c = fuse_req_ctx(req);
-  unsigned have;
-  if (c->uid == 0) {
-    have = R_OK | W_OK | ((st.st_mode & 0111) || S_ISDIR(st.st_mode) ? X_OK : 0);
-  } else {
-    bool in_group = c->gid == st.st_gid;
-    if (!in_group && c->uid != st.st_uid) {
-      gid_t groups[64];
-      const int n = fuse_req_getgroups(req, 64, groups);
-      for (int i = 0; i < n && i < 64 && !in_group; i++) in_group = groups[i] == st.st_gid;
-    }
-    const unsigned shift = c->uid == st.st_uid ? 6 : in_group ? 3 : 0;
-    have = (st.st_mode >> shift) & 7;
-  }
-  fuse_reply_err(req, (unsigned(mask) & ~have) ? EACCES : 0);
 }
 
 // copy_file_range(2): the daemon copies in 1 MiB steps itself, as bios, instead of the kernel
@@ -393,7 +386,6 @@ fuse_lowlevel_ops make_ops() {
   o.getxattr = op_getxattr;
   o.listxattr = op_listxattr;
   o.removexattr = op_removexattr;
-  o.access = op_access;
   o.copy_file_range = op_copy_file_range;
   return o;
 }

@@ -12,6 +12,7 @@ struct FuseContext {
   Filesystem* fs;
   bool writeback_cache = false;
   unsigned max_background = 256;
+  uid_t owner = 0;  // the mounting user: with root, the only one who may read the stats
 };
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
   if (!foreground) daemonize();
   // Held for the daemon's life; a daemon still writing back after an unmount gets 10 s.
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, true, 10000); !why.empty()) fail(32, why);
+  if (std::string why = lock.acquire(spec, true, 10000, "biofs"); !why.empty()) fail(32, why);
+  lock.set_serving(true);
 
   DeviceOptions dopts;
   dopts.queues = opts.queues;
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
   if (!fs) fail(32, spec + ": " + err);
 
-  FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background};
+  FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid()};
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
   // are escaped to stay inside fsname.
   std::string fsname;
@@ -161,9 +162,12 @@ int main(int argc, char** argv) {
     if (c == ',' || c == '\\') fsname += '\\';
     fsname += c;
   }
-  std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs";
+  // The kernel checks permissions as for ext4 (generic_permission: mode bits, supplementary
+  // groups, sticky directories, ACLs, the chown/chmod/utimes rules): always, so that
+  // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
+  std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
   for (const std::string& o : opts.fuse_opts) {
-    if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0) continue;
+    if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;
   }
   std::vector<const char*> fargv = {argv[0], "-o", fuse_o.c_str()};
@@ -193,6 +197,7 @@ int main(int argc, char** argv) {
     ret = fuse_session_loop_mt(se, cfg);
     fuse_loop_cfg_destroy(cfg);
   }
+  lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

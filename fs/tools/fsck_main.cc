@@ -23,7 +23,9 @@ std::atomic<bool> g_cancel{false};
 void on_signal(int) { g_cancel.store(true); }
 
 int usage() {
-  fprintf(stderr, "usage: fsck.biofs [-n | -p | -a | -y] [-f] [-v] DEVICE\n");
+  fprintf(stderr, "usage: fsck.biofs [-n | -p | -a | -y] [-f] [-v] DEVICE\n"
+                  "  -n check only   -p, -a repair what is safe   -y repair everything it can\n"
+                  "  -f (always a full check)   -v counts even when clean\n");
   return 16;
 }
 
@@ -34,7 +36,12 @@ int main(int argc, char** argv) {
   char chosen = 0;
   FsckMode mode = FsckMode::check;
   int c;
-  while ((c = getopt(argc, argv, "nfvypa")) != -1) {
+  for (int i = 1; i < argc; i++)
+    if (std::string(argv[i]) == "--help") {
+      usage();
+      return 0;
+    }
+  while ((c = getopt(argc, argv, "nfvypah")) != -1) {
     char m = 0;
     switch (c) {
       case 'n': m = 'n'; break;
@@ -43,6 +50,7 @@ int main(int argc, char** argv) {
       case 'a': m = 'p'; break;
       case 'f': break;  // always a full check
       case 'v': verbose = true; break;
+      case 'h': usage(); return 0;
       default: return usage();
     }
     if (!m) continue;
@@ -57,7 +65,7 @@ int main(int argc, char** argv) {
   const std::string spec = argv[optind];
   // Checks share the device; a repair must be alone on it. Neither runs on a mounted one.
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, mode != FsckMode::check, 0); !why.empty()) {
+  if (std::string why = lock.acquire(spec, mode != FsckMode::check, 10000, "fsck.biofs"); !why.empty()) {
     fprintf(stderr, "fsck.biofs: %s\n", why.c_str());
     return 8;
   }
@@ -73,13 +81,23 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   BlockIo io(dev->bdev(), 4096);
-  const auto print = [&](const std::string& line) { printf("%s: %s\n", spec.c_str(), line.c_str()); };
+  // Each line is printed when the next one comes: the last one, when the check could not go
+  // on, is the reason, and goes into the single line that says so.
+  std::string held;
+  bool holding = false;
+  const auto print = [&](const std::string& line) {
+    if (holding) printf("%s: %s\n", spec.c_str(), held.c_str());
+    held = line;
+    holding = true;
+  };
   const FsckResult r = fsck_repair(io, mode, print, &g_cancel);
   const int status = fsck_exit_code(r, mode);
   if (r.fatal) {
-    fprintf(stderr, "fsck.biofs: %s: cannot %s this filesystem\n", spec.c_str(), mode == FsckMode::check ? "check" : "repair");
+    fprintf(stderr, "fsck.biofs: %s: cannot %s this filesystem%s%s\n", spec.c_str(),
+            mode == FsckMode::check ? "check" : "repair", holding ? ": " : "", held.c_str());
     return status;
   }
+  if (holding) printf("%s: %s\n", spec.c_str(), held.c_str());
   if (r.cancelled) {
     fprintf(stderr, "fsck.biofs: %s: cancelled before writing any repair\n", spec.c_str());
     return status;

@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   bool quiet = false;
   int c;
   uint64_t v;
+  for (int i = 1; i < argc; i++)
+    if (std::string(argv[i]) == "--help") {
+      usage();
+      return 0;
+    }
   while ((c = getopt(argc, argv, "b:N:L:J:fqh")) != -1) {
     switch (c) {
       case 'b':
@@ -63,7 +68,7 @@ int main(int argc, char** argv) {
   }
   const std::string spec = argv[optind];
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, true, 0); !why.empty()) {
+  if (std::string why = lock.acquire(spec, true, 10000, "mkfs.biofs"); !why.empty()) {
     fprintf(stderr, "mkfs.biofs: %s\n", why.c_str());
     return 1;
   }
