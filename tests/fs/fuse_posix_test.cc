@@ -2,7 +2,8 @@
 // defaults and each block-core toggle off), so every combination is known to work: rename over
 // an existing file and its flags, unlink of an open file, link counts, sparse files and
 // SEEK_DATA/SEEK_HOLE, truncate up and down, a 10,000-entry readdir, offsets beyond 4 GiB,
-// permissions with default_permissions, extended attributes, fallocate and statfs.
+// permissions, extended attributes, fallocate and statfs, truncation on open; and the
+// permission model as a second and a third user with allow_other alone.
 #include <doctest/doctest.h>
 
 #include <dirent.h>
@@ -34,12 +35,15 @@ ino_t inode_of(const std::string& p) {
   return st.st_ino;
 }
 
-// Runs `call` in a child as `nobody` (65534); returns the errno it failed with, 0 on success.
-int errno_as_nobody(const std::function<int()>& call) {
+constexpr uid_t kNobody = 65534, kOther = 4321;  // two unprivileged users (the second has no passwd entry)
+
+// Runs `call` in a child as user `uid` (group the same number); returns the errno it failed
+// with, 0 on success.
+int errno_as(uid_t uid, const std::function<int()>& call) {
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    if (setgroups(0, nullptr) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(200);
+    if (setgroups(0, nullptr) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)) _exit(200);
     _exit(call() >= 0 ? 0 : errno);
   }
   int st = 0;
@@ -47,11 +51,49 @@ int errno_as_nobody(const std::function<int()>& call) {
   REQUIRE(WIFEXITED(st));
   return WEXITSTATUS(st);
 }
+int errno_as_nobody(const std::function<int()>& call) { return errno_as(kNobody, call); }
 int errno_as_nobody(const std::string& path, int flags) {
   return errno_as_nobody([&] { return open(path.c_str(), flags); });
 }
 
+mode_t mode_of(const std::string& p) {
+  struct stat st;
+  REQUIRE(stat(p.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+// open(O_TRUNC) on an existing file, in every form: the kernel sends it inside OPEN
+// (FUSE_CAP_ATOMIC_O_TRUNC), so the daemon must truncate there.
+void truncate_on_open(const std::string& m) {
+  const std::string f = m + "/trunc";
+  const std::string old = "hello world, long line\n";
+  for (int flags : {O_WRONLY | O_TRUNC, O_RDWR | O_TRUNC, O_RDONLY | O_TRUNC, O_CREAT | O_WRONLY | O_TRUNC,
+                    O_WRONLY | O_TRUNC | O_DIRECT}) {
+    CAPTURE(flags);
+    write_file(f, old);
+    const struct timespec past[2] = {{1000, 0}, {1000, 0}};
+    REQUIRE(utimensat(AT_FDCWD, f.c_str(), past, 0) == 0);
+    const int fd = open(f.c_str(), flags, 0644);
+    REQUIRE(fd >= 0);
+    struct stat st;
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 0);
+    CHECK(st.st_mtim.tv_sec > 1000);
+    CHECK(st.st_ctim.tv_sec > 1000);
+    close(fd);
+    REQUIRE(stat(f.c_str(), &st) == 0);
+    CHECK(st.st_size == 0);
+    CHECK(read_file(f).empty());
+  }
+  // What a shell does for `echo hi > f`.
+  write_file(f, old);
+  REQUIRE(run("echo hi > " + f) == 0);
+  CHECK(read_file(f) == "hi\n");
+}
+
 void posix_suite(const std::string& m) {
+  truncate_on_open(m);
+
   // rename over an existing file: the target's old inode is gone, the name has the source's.
   write_file(m + "/src", "source");
   write_file(m + "/dst", "target");
@@ -245,6 +287,7 @@ void posix_suite(const std::string& m) {
 void check_after_remount(const std::string& m) {
   CHECK(read_file(m + "/dst") == "other");
   CHECK(read_file(m + "/other") == "source");
+  CHECK(read_file(m + "/trunc") == "hi\n");
   struct stat st;
   REQUIRE(stat((m + "/sparse").c_str(), &st) == 0);
   CHECK(st.st_size == 2 << 20);
@@ -279,25 +322,90 @@ void run_suite_with(const std::string& opts) {
 
 }  // namespace
 
-TEST_CASE("fuse posix: access() without default_permissions is answered by the daemon from the mode bits") {
+// The permission model (fs/README.md, "Permissions"): the kernel checks every access as for
+// ext4, with allow_other alone too. Real operations by two unprivileged users against root's
+// files and each other's.
+TEST_CASE("fuse posix: with allow_other alone, a second user gets what ext4 would give it") {
   if (!have_fuse()) return;
   FuseScratch s(64 << 20);
   REQUIRE(chmod(s.dir.c_str(), 0755) == 0);
   const pid_t pid = mount_fg(s.img, s.mnt, "allow_other");
-  REQUIRE(chmod(s.mnt.c_str(), 0755) == 0);
-  write_file(s.mnt + "/secret", "s");
-  REQUIRE(chmod((s.mnt + "/secret").c_str(), 0600) == 0);
-  write_file(s.mnt + "/public", "p");
-  REQUIRE(chmod((s.mnt + "/public").c_str(), 0644) == 0);
-  const std::string secret = s.mnt + "/secret", pub = s.mnt + "/public";
+  const std::string m = s.mnt;
+  REQUIRE(chmod(m.c_str(), 0755) == 0);
+  const std::string secret = m + "/secret", pub = m + "/public", rootdir = m + "/rootdir", tmp = m + "/tmp";
+  write_file(secret, "s");
+  REQUIRE(chmod(secret.c_str(), 0600) == 0);
+  write_file(pub, "p");
+  REQUIRE(chmod(pub.c_str(), 0644) == 0);
+  REQUIRE(mkdir(rootdir.c_str(), 0755) == 0);
+  write_file(rootdir + "/f", "f");
+  REQUIRE(mkdir(tmp.c_str(), 01777) == 0);
+  REQUIRE(chmod(tmp.c_str(), 01777) == 0);
+
+  // Mode bits against the caller.
+  CHECK(errno_as_nobody(secret, O_RDONLY) == EACCES);
+  CHECK(errno_as_nobody(pub, O_RDONLY) == 0);
+  CHECK(errno_as_nobody(pub, O_WRONLY | O_APPEND) == EACCES);
+  CHECK(errno_as_nobody([&] { return open((rootdir + "/new").c_str(), O_CREAT | O_WRONLY, 0644); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return mkdir((rootdir + "/sub").c_str(), 0755); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return unlink((rootdir + "/f").c_str()); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return rename((rootdir + "/f").c_str(), (tmp + "/f").c_str()); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return truncate(pub.c_str(), 0); }) == EACCES);
   CHECK(errno_as_nobody([&] { return access(secret.c_str(), R_OK); }) == EACCES);
-  CHECK(errno_as_nobody([&] { return access(secret.c_str(), F_OK); }) == 0);
   CHECK(errno_as_nobody([&] { return access(pub.c_str(), R_OK); }) == 0);
-  CHECK(errno_as_nobody([&] { return access(pub.c_str(), W_OK); }) == EACCES);
-  CHECK(access(pub.c_str(), R_OK | W_OK) == 0);  // root
-  CHECK(access(pub.c_str(), X_OK) == -1);        // root too needs an x bit
-  CHECK(errno == EACCES);
+  // Only the owner changes mode, times (to a given value) and attributes; nobody gives a file away.
+  CHECK(errno_as_nobody([&] { return chmod(pub.c_str(), 0666); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return chown(pub.c_str(), kNobody, kNobody); }) == EPERM);
+  const struct timespec past[2] = {{1000, 0}, {1000, 0}};
+  CHECK(errno_as_nobody([&] { return utimensat(AT_FDCWD, pub.c_str(), past, 0); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return setxattr(pub.c_str(), "user.x", "1", 1, 0); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return removexattr(pub.c_str(), "user.x"); }) == EACCES);
+  CHECK(errno_as_nobody([&] { return setxattr(pub.c_str(), "trusted.x", "1", 1, 0); }) == EPERM);
+  CHECK(read_file(pub) == "p");
+  CHECK(mode_of(pub) == 0644);
+
+  // A sticky directory: each user removes only its own names.
+  const std::string theirs = tmp + "/theirs", mine = tmp + "/mine";
+  REQUIRE(errno_as(kOther, [&] { return open(theirs.c_str(), O_CREAT | O_WRONLY, 0666); }) == 0);
+  REQUIRE(errno_as_nobody([&] { return open(mine.c_str(), O_CREAT | O_WRONLY, 0644); }) == 0);
+  CHECK(errno_as_nobody([&] { return unlink(theirs.c_str()); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return rename(theirs.c_str(), (tmp + "/moved").c_str()); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return open(theirs.c_str(), O_RDONLY); }) == 0);  // 0644 after the umask
+  CHECK(errno_as_nobody([&] { return open(theirs.c_str(), O_WRONLY); }) == EACCES);
+  CHECK(access(theirs.c_str(), F_OK) == 0);
+  // One's own file cannot go to root or to another user; its group only to one the owner is in.
+  CHECK(errno_as_nobody([&] { return chown(mine.c_str(), 0, kNobody); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return chown(mine.c_str(), kOther, kNobody); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return chown(mine.c_str(), kNobody, 0); }) == EPERM);
+  CHECK(errno_as_nobody([&] { return chmod(mine.c_str(), 0600); }) == 0);
+  CHECK(errno_as_nobody([&] { return unlink(mine.c_str()); }) == 0);
+
+  // Set-id bits: chmod g+s by an owner outside the group loses the bit; a write by another
+  // user drops setuid, and setgid with group exec.
+  write_file(m + "/owned", "o");
+  REQUIRE(chown((m + "/owned").c_str(), kNobody, 0) == 0);
+  CHECK(errno_as_nobody([&] { return chmod((m + "/owned").c_str(), 02755); }) == 0);
+  CHECK(mode_of(m + "/owned") == 0755);
+  const std::string suid = m + "/suid";
+  write_file(suid, "x");
+  REQUIRE(chmod(suid.c_str(), 06777) == 0);
+  CHECK(errno_as_nobody([&] {
+    const int fd = open(suid.c_str(), O_WRONLY | O_APPEND);
+    return fd < 0 ? -1 : int(write(fd, "y", 1));
+  }) == 0);
+  CHECK(mode_of(suid) == 0777);
+  CHECK(read_file(suid) == "xy");
+  REQUIRE(chmod(suid.c_str(), 04755) == 0);
+  REQUIRE(chown(suid.c_str(), kNobody, kNobody) == 0);
+  CHECK(mode_of(suid) == 0755);  // chown drops setuid, as on ext4
+
+  // The stats are for root and the mounting user (root here).
+  char v[16];
+  CHECK(errno_as_nobody([&] { return int(getxattr(m.c_str(), "user.biofs.stats", v, sizeof(v))); }) == EACCES);
+  CHECK(getxattr(m.c_str(), "user.biofs.stats", nullptr, 0) > 0);
   unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
 TEST_CASE("fuse posix: the defaults") { run_suite_with(""); }
