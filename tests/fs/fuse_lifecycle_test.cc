@@ -1,0 +1,137 @@
+// Sequences a user's scripts run against a mount, end to end through the kernel: a write at
+// once after rm on a full filesystem, `sync MNT` then kill -9 of the daemon, unmount followed at
+// once by fsck/mkfs/mount, fallocate's zero range, and the tools' usage and error lines.
+#include <doctest/doctest.h>
+
+#include <linux/falloc.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <string>
+
+#include "fuse_util.h"
+
+using namespace biofs::test;
+
+namespace {
+
+// Starts the daemon as a script would (it detaches once the mount is up).
+void mount_bg(const std::string& img, const std::string& mnt, const std::string& opts = "") {
+  std::string out;
+  REQUIRE_MESSAGE(run(kBin + "/biofs " + img + " " + mnt + (opts.empty() ? "" : " -o " + opts), &out) == 0, out);
+  REQUIRE(is_mounted(mnt));
+}
+
+pid_t daemon_pid(const std::string& img) {
+  std::string out;
+  REQUIRE(run("pgrep -f -n '^" + kBin + "/biofs " + img + " '", &out) == 0);
+  return pid_t(std::stol(out));
+}
+
+}  // namespace
+
+TEST_CASE("fuse lifecycle: rm then write at once on a full filesystem succeeds") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  // No periodic commit: only the allocation's own retry can make the freed blocks usable.
+  const pid_t pid = mount_fg(s.img, s.mnt, "commit=0");
+  const std::string big = s.mnt + "/big";
+  std::string out;
+  CHECK(run("dd if=/dev/zero of=" + big + " bs=1M count=100", &out) != 0);  // fills it
+  CHECK(out.find("No space left") != std::string::npos);
+  REQUIRE(run("rm " + big) == 0);
+  CHECK_MESSAGE(run("dd if=/dev/zero of=" + s.mnt + "/again bs=1M count=32 conv=fsync", &out) == 0, out);
+  struct stat st;
+  REQUIRE(stat((s.mnt + "/again").c_str(), &st) == 0);
+  CHECK(st.st_size == 32 << 20);
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse lifecycle: `sync MNT` is a durability point: a kill -9 after it keeps the tree") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  const pid_t pid = mount_fg(s.img, s.mnt, "commit=0");
+  write_file(s.mnt + "/f", "data\n");
+  REQUIRE(mkdir((s.mnt + "/d").c_str(), 0755) == 0);
+  write_file(s.mnt + "/d/g", "more\n");
+  REQUIRE(run("sync " + s.mnt) == 0);  // coreutils: fsync of the root directory, a commit
+  write_file(s.mnt + "/after", "x");   // not covered: may be lost
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  int st;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  run("fusermount3 -u -z " + s.mnt);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -p " + s.img, &out) <= 1, out);  // replays the journal
+  const pid_t again = mount_fg(s.img, s.mnt, "");
+  CHECK(read_file(s.mnt + "/f") == "data\n");
+  CHECK(read_file(s.mnt + "/d/g") == "more\n");
+  unmount(s.mnt, again);
+}
+
+TEST_CASE("fuse lifecycle: a clean unmount commits everything, and fsck, mkfs and mount right after it wait for the daemon") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  std::string out;
+  for (int round = 0; round < 8; round++) {
+    CAPTURE(round);
+    mount_bg(s.img, s.mnt, "commit=0");
+    // Enough dirty metadata that the daemon's last commit takes a while after the unmount.
+    REQUIRE(run("mkdir -p " + s.mnt + "/r" + std::to_string(round) + " && cd " + s.mnt + "/r" +
+                std::to_string(round) + " && for i in $(seq 300); do echo $i > f$i; done") == 0);
+    REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
+    CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+    CHECK(out.find("is in use") == std::string::npos);
+  }
+  mount_bg(s.img, s.mnt);
+  for (int round = 0; round < 8; round++)
+    CHECK(read_file(s.mnt + "/r" + std::to_string(round) + "/f300") == "300\n");
+  // A mounted image is refused at once, not after a wait.
+  CHECK(run(kBin + "/fsck.biofs -n " + s.img, &out) == 8);
+  CHECK(out.find("is in use (mounted)") != std::string::npos);
+  CHECK(out.find("waiting") == std::string::npos);
+  // mount again right after an unmount, then mkfs right after that.
+  REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
+  mount_bg(s.img, s.mnt);
+  REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
+  CHECK_MESSAGE(run(kBin + "/mkfs.biofs -q -f " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse lifecycle: fallocate zero range through the mount") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  const pid_t pid = mount_fg(s.img, s.mnt, "");
+  const std::string data = pattern(64 << 10, 9);
+  write_file(s.mnt + "/z", data);
+  const int fd = open((s.mnt + "/z").c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 100, 20000) == 0);
+  CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 60000, 100000) == 0);
+  close(fd);
+  std::string want = data;
+  std::fill(want.begin() + 100, want.begin() + 20100, '\0');
+  std::fill(want.begin() + 60000, want.end(), '\0');
+  CHECK(read_file(s.mnt + "/z") == want);
+  unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse lifecycle: --help prints the usage only; an unusable image is one line") {
+  std::string out;
+  for (const char* tool : {"mkfs.biofs", "fsck.biofs", "biofs"}) {
+    CAPTURE(tool);
+    CHECK(run(kBin + "/" + tool + " --help", &out) == 0);
+    CHECK(out.find("usage:") == 0);
+    CHECK(out.find("invalid option") == std::string::npos);
+  }
+  char tmpl[] = "/tmp/biofs-junk-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  REQUIRE(ftruncate(fd, 8 << 20) == 0);
+  close(fd);
+  CHECK(run(kBin + "/fsck.biofs -n " + std::string(tmpl), &out) == 8);
+  unlink(tmpl);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+  CHECK(out.find("cannot check this filesystem: ") != std::string::npos);
+}
