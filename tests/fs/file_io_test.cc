@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -91,6 +92,16 @@ void run_race(Rig& rig, int seconds_tenths) {
 
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
+  // The first failure, said whole: which operation, where, and what it returned.
+  std::mutex first_lock;
+  std::string first;
+  const auto failed = [&](const std::string& what, uint64_t off, size_t len, ssize_t got) {
+    if (failures.fetch_add(1) == 0) {
+      std::lock_guard g(first_lock);
+      first = what + " at " + std::to_string(off) + " length " + std::to_string(len) + " returned " +
+              std::to_string(got) + (got < 0 ? std::string(" (") + strerror(int(-got)) + ")" : "");
+    }
+  };
   std::atomic<uint64_t> ios{0};
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < kOwners; t++) {
@@ -104,9 +115,15 @@ void run_race(Rig& rig, int seconds_tenths) {
         if (round % 3 == 0) off &= ~uint64_t(4095);
         const std::string data = bytes_for(t, round, len);
         std::string got(len, '\0');
-        if (rig.fs->write(a, off, len, data.data()) != ssize_t(len) ||
-            rig.fs->read(a, off, len, got.data()) != ssize_t(len) || got != data)
-          failures.fetch_add(1);
+        if (const ssize_t w = rig.fs->write(a, off, len, data.data()); w != ssize_t(len)) {
+          failed("write of file a", off, len, w);
+        } else if (const ssize_t r = rig.fs->read(a, off, len, got.data()); r != ssize_t(len)) {
+          failed("read of file a", off, len, r);
+        } else if (got != data) {
+          size_t i = 0;
+          while (got[i] == data[i]) i++;
+          failed("read-back of file a differs at byte " + std::to_string(off + i) + "; read", off, len, r);
+        }
         ios.fetch_add(2, std::memory_order_relaxed);
       }
     });
@@ -118,31 +135,35 @@ void run_race(Rig& rig, int seconds_tenths) {
     const std::string blk = bytes_for(100, 0, 64 << 10);
     while (!stop.load(std::memory_order_relaxed)) {
       const size_t len = 1 + rng() % blk.size();
-      if (rig.fs->write(b, rng() % (1 << 20), len, blk.data()) != ssize_t(len)) failures.fetch_add(1);
+      const uint64_t off = rng() % (1 << 20);
+      if (const ssize_t w = rig.fs->write(b, off, len, blk.data()); w != ssize_t(len)) failed("write of file b", off, len, w);
     }
   });
   threads.emplace_back([&] {
     std::mt19937 rng(101);
     std::string buf(64 << 10, '\0');
-    while (!stop.load(std::memory_order_relaxed))
-      if (rig.fs->read(b, rng() % (1 << 20), buf.size(), buf.data()) < 0) failures.fetch_add(1);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const uint64_t off = rng() % (1 << 20);
+      if (const ssize_t r = rig.fs->read(b, off, buf.size(), buf.data()); r < 0) failed("read of file b", off, buf.size(), r);
+    }
   });
   threads.emplace_back([&] {
     std::mt19937 rng(102);
     while (!stop.load(std::memory_order_relaxed)) {
       struct stat attr{}, out;
       attr.st_size = off_t(rng() % (1 << 20));
-      if (rig.fs->setattr(b, SETATTR_SIZE, attr, &out) != 0) failures.fetch_add(1);
+      if (const int e = rig.fs->setattr(b, SETATTR_SIZE, attr, &out)) failed("truncate of file b", uint64_t(attr.st_size), 0, e);
       const uint64_t off = rng() % (1 << 20);
-      if (rig.fs->fallocate(b, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, 1 + rng() % (128 << 10)) != 0)
-        failures.fetch_add(1);
+      const size_t len = 1 + rng() % (128 << 10);
+      if (const int e = rig.fs->fallocate(b, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len))
+        failed("punch of file b", off, len, e);
       std::this_thread::yield();
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100 * seconds_tenths));
   stop = true;
   for (auto& th : threads) th.join();
-  CHECK(failures.load() == 0);
+  CHECK_MESSAGE(failures.load() == 0, "first failure: " << first);
   CHECK(ios.load() > 0);
   MESSAGE(ios.load() << " checked I/Os on file a");
 
