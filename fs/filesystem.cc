@@ -192,8 +192,22 @@ int Filesystem::fsync(uint64_t, bool) {
 }
 
 int Filesystem::lookup(uint64_t parent, const std::string& name, struct stat* st) {
-  std::unique_lock ex(lock_);
   if (name.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  {
+    // The common case touches only memory: the directory's index and the inode are loaded.
+    std::shared_lock shared(lock_);
+    auto d = inodes_.find(parent);
+    if (d != inodes_.end() && S_ISDIR(d->second->d.mode) && d->second->dir) {
+      auto e = d->second->dir->find(name);
+      if (e == d->second->dir->end()) return -ENOENT;
+      if (auto c = inodes_.find(e->second.ino); c != inodes_.end()) {
+        c->second->nlookup.fetch_add(1, std::memory_order_relaxed);
+        fill_stat(c->second.get(), st);
+        return 0;
+      }
+    }
+  }
+  std::unique_lock ex(lock_);
   InodeObj* dir;
   if (int err = iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
@@ -211,14 +225,15 @@ void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return;
   InodeObj* in = it->second.get();
-  in->nlookup = nlookup >= in->nlookup ? 0 : in->nlookup - nlookup;
+  const uint64_t had = in->nlookup.load(std::memory_order_relaxed);
+  in->nlookup.store(nlookup >= had ? 0 : had - nlookup, std::memory_order_relaxed);
   maybe_free_inode(in);
 }
 
 int Filesystem::getattr(uint64_t ino, struct stat* st) {
-  std::unique_lock ex(lock_);
+  std::shared_lock shared(lock_);
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = iget_shared(shared, ino, &in)) return err;
   fill_stat(in, st);
   return 0;
 }
@@ -489,7 +504,7 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
   return 0;
 }
 
-int Filesystem::open(uint64_t ino, bool truncate_it) {
+int Filesystem::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid) {
   std::unique_lock ex(lock_);
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
@@ -499,15 +514,23 @@ int Filesystem::open(uint64_t ino, bool truncate_it) {
     if (int err = truncate(in, 0)) return err;
   }
   in->open++;
+  if (direct_writer) {
+    in->direct_writers++;
+    in->cache_stale = true;
+  } else if (cache_valid) {
+    *cache_valid = !in->cache_stale;
+    if (!in->direct_writers) in->cache_stale = false;  // this open drops what the kernel had
+  }
   return 0;
 }
 
-int Filesystem::release(uint64_t ino) {
+int Filesystem::release(uint64_t ino, bool direct_writer) {
   std::unique_lock ex(lock_);
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return 0;
   InodeObj* in = it->second.get();
   if (in->open) in->open--;
+  if (direct_writer && in->direct_writers) in->direct_writers--;
   maybe_free_inode(in);
   return 0;
 }

@@ -74,8 +74,10 @@ class Filesystem {
   int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname, unsigned flags);
   // Counts an open file; with `truncate` (open's O_TRUNC) cuts a regular file to 0 first,
   // as truncate does (waits for its I/O in flight, updates mtime/ctime, journaled).
-  int open(uint64_t ino, bool truncate = false);
-  int release(uint64_t ino);  // may free an unlinked inode
+  // `direct_writer`: opened for writing with O_DIRECT (the kernel's page cache is bypassed).
+  // *cache_valid, if given: whether pages the kernel kept from earlier opens are still right.
+  int open(uint64_t ino, bool truncate = false, bool direct_writer = false, bool* cache_valid = nullptr);
+  int release(uint64_t ino, bool direct_writer = false);  // may free an unlinked inode
   // Reads into buf; returns bytes read (short at end of file) or -errno.
   ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf);
   ssize_t write(uint64_t ino, uint64_t off, size_t size, const char* buf);
@@ -123,8 +125,12 @@ class Filesystem {
     disk::Inode d{};
     std::vector<disk::Extent> ext;     // the whole extent map, sorted by lblk
     std::vector<uint64_t> tree;        // extent tree blocks in use (root first)
-    uint64_t nlookup = 0;
+    std::atomic<uint64_t> nlookup{0};  // raised under the shared lock by lookups, lowered under the exclusive one
     uint32_t open = 0;
+    // The kernel's page cache of this file is stale once a direct-I/O writer (FUSE direct_io
+    // bypasses and does not invalidate it) has had it open since the last buffered open.
+    uint32_t direct_writers = 0;
+    bool cache_stale = false;
     std::atomic<int> dio{0};           // file I/O in flight (inode->i_dio_count)
     // Directories: name -> entry, loaded on first use.
     struct DirLoc {

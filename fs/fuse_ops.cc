@@ -12,25 +12,28 @@ namespace biofs {
 
 namespace {
 
-Filesystem* FS(fuse_req_t req) { return static_cast<FuseContext*>(fuse_req_userdata(req))->fs; }
-
-// Attributes may be cached briefly: every change goes through this daemon.
-constexpr double kAttrTimeout = 1.0;
+FuseContext* CTX(fuse_req_t req) { return static_cast<FuseContext*>(fuse_req_userdata(req)); }
+Filesystem* FS(fuse_req_t req) { return CTX(req)->fs; }
 
 // Whether the caller may keep set-id bits over a write or truncation (CAP_FSETID): libfuse
 // passes the uid, not capabilities, so root.
 bool may_keep_setid(fuse_req_t req) { return fuse_req_ctx(req)->uid == 0; }
+
+fuse_entry_param entry_of(fuse_req_t req, const struct stat& st) {
+  fuse_entry_param e{};
+  e.ino = st.st_ino;
+  e.attr = st;
+  e.attr_timeout = CTX(req)->timeout();
+  e.entry_timeout = CTX(req)->timeout();
+  return e;
+}
 
 void reply_entry(fuse_req_t req, int err, const struct stat& st) {
   if (err) {
     fuse_reply_err(req, -err);
     return;
   }
-  fuse_entry_param e{};
-  e.ino = st.st_ino;
-  e.attr = st;
-  e.attr_timeout = kAttrTimeout;
-  e.entry_timeout = kAttrTimeout;
+  const fuse_entry_param e = entry_of(req, st);
   fuse_reply_entry(req, &e);
 }
 
@@ -52,6 +55,13 @@ void op_destroy(void* userdata) {
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   struct stat st;
   const int err = FS(req)->lookup(parent, name, &st);
+  if (err == -ENOENT && CTX(req)->keep_cache) {
+    // A negative entry: the kernel remembers the name is absent (a compiler's include path
+    // asks for thousands) until it creates it itself.
+    fuse_entry_param e{};
+    e.entry_timeout = CTX(req)->timeout();
+    return (void)fuse_reply_entry(req, &e);
+  }
   reply_entry(req, err, st);
 }
 
@@ -68,13 +78,13 @@ void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   struct stat st;
   if (int err = FS(req)->getattr(ino, &st)) fuse_reply_err(req, -err);
-  else fuse_reply_attr(req, &st, kAttrTimeout);
+  else fuse_reply_attr(req, &st, CTX(req)->timeout());
 }
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   struct stat st;
   if (int err = FS(req)->setattr(ino, to_set, *attr, &st, may_keep_setid(req))) fuse_reply_err(req, -err);
-  else fuse_reply_attr(req, &st, kAttrTimeout);
+  else fuse_reply_attr(req, &st, CTX(req)->timeout());
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -125,23 +135,29 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
 
 // libfuse takes FUSE_CAP_ATOMIC_O_TRUNC by default: the kernel then sends O_TRUNC inside OPEN
 // (no SETATTR), so open itself truncates, under truncate's rules.
+bool direct_writer(const fuse_file_info* fi) { return (fi->flags & O_DIRECT) && (fi->flags & O_ACCMODE) != O_RDONLY; }
+
+// O_DIRECT: no page cache in the kernel either, every read and write reaches the device.
+// Otherwise the kernel keeps the file's pages from earlier opens unless a direct writer may
+// have changed the file under them (Filesystem::open).
+void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
+  if (fi->flags & O_DIRECT) fi->direct_io = 1;
+  else fi->keep_cache = CTX(req)->keep_cache && cache_valid;
+}
+
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC)) {
+  bool cache_valid = false;
+  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid)) {
     fuse_reply_err(req, -err);
     return;
   }
-  // O_DIRECT: no page cache in the kernel either, every read and write reaches the device.
-  if (fi->flags & O_DIRECT) fi->direct_io = 1;
+  set_caching(req, fi, cache_valid);
   fuse_reply_open(req, fi);
 }
 
-void reply_create(fuse_req_t req, const struct stat& st, fuse_file_info* fi) {
-  if (fi->flags & O_DIRECT) fi->direct_io = 1;
-  fuse_entry_param e{};
-  e.ino = st.st_ino;
-  e.attr = st;
-  e.attr_timeout = kAttrTimeout;
-  e.entry_timeout = kAttrTimeout;
+void reply_create(fuse_req_t req, const struct stat& st, fuse_file_info* fi, bool cache_valid) {
+  set_caching(req, fi, cache_valid);
+  const fuse_entry_param e = entry_of(req, st);
   fuse_reply_create(req, &e, fi);
 }
 
@@ -156,14 +172,16 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
       FS(req)->forget(st.st_ino, 1);
       return (void)fuse_reply_err(req, S_ISDIR(st.st_mode) ? EISDIR : EEXIST);
     }
-    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC)) == 0) FS(req)->getattr(st.st_ino, &st);
+    bool cache_valid = false;
+    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid)) == 0)
+      FS(req)->getattr(st.st_ino, &st);
     else FS(req)->forget(st.st_ino, 1);
     if (err) return (void)fuse_reply_err(req, -err);
-    return reply_create(req, st, fi);
+    return reply_create(req, st, fi, cache_valid);
   }
-  if (!err) err = FS(req)->open(st.st_ino);
+  if (!err) err = FS(req)->open(st.st_ino, false, direct_writer(fi));
   if (err) return (void)fuse_reply_err(req, -err);
-  reply_create(req, st, fi);
+  reply_create(req, st, fi, true);  // a new file: nothing cached yet
 }
 
 // Reads and writes reply from the completion path: the worker thread submits the bios and goes
@@ -189,9 +207,16 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
-void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  FS(req)->release(ino);
+void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  FS(req)->release(ino, direct_writer(fi));
   fuse_reply_err(req, 0);
+}
+
+// Directory listings are cached by the kernel (and kept across opens) with keep_cache=on: it
+// drops them itself when it changes the directory.
+void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  if (CTX(req)->keep_cache) fi->cache_readdir = fi->keep_cache = 1;
+  fuse_reply_open(req, fi);
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
@@ -248,8 +273,8 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
     } else {
       if (FS(req)->lookup(ino, it.name, &e.attr) != 0) continue;  // removed meanwhile
       e.ino = e.attr.st_ino;
-      e.attr_timeout = kAttrTimeout;
-      e.entry_timeout = kAttrTimeout;
+      e.attr_timeout = CTX(req)->timeout();
+      e.entry_timeout = CTX(req)->timeout();
     }
     const size_t need = fuse_add_direntry_plus(req, buf.data() + used, size - used, it.name.c_str(), &e, off_t(it.next));
     if (need > size - used) {
@@ -305,7 +330,7 @@ void reply_xattr(fuse_req_t req, int err, const std::string& v, size_t size) {
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   if (is_stats_xattr(ino, name)) {  // fs/stats.h: for root and the mounting user only
     const uid_t uid = fuse_req_ctx(req)->uid;
-    if (uid != 0 && uid != static_cast<FuseContext*>(fuse_req_userdata(req))->owner) return (void)fuse_reply_err(req, EACCES);
+    if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
     return reply_xattr(req, 0, stats_json(FS(req)->io()), size);
   }
   std::string v;
@@ -375,6 +400,7 @@ fuse_lowlevel_ops make_ops() {
   o.write = op_write;
   o.flush = op_flush;
   o.release = op_release;
+  o.opendir = op_opendir;
   o.fsync = op_fsync;
   o.readdir = op_readdir;
   o.readdirplus = op_readdirplus;

@@ -13,6 +13,12 @@ struct FuseContext {
   bool writeback_cache = false;
   unsigned max_background = 256;
   uid_t owner = 0;  // the mounting user: with root, the only one who may read the stats
+  // keep_cache=on: the kernel keeps file pages across opens, directory listings, attributes and
+  // names (negative ones too) for a day; biofs is its image's only writer and the kernel sees
+  // every change. off: pages dropped at each open, 1 s timeouts (every buffered read reaches
+  // the block layer).
+  bool keep_cache = true;
+  double timeout() const { return keep_cache ? 86400.0 : 1.0; }
 };
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.

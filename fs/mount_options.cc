@@ -58,6 +58,10 @@ std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
       unsigned mib;
       if (!parse_unsigned(val, 1, 1u << 20, &mib)) return bad("MiB from 1");
       o->fs.meta_cache_bytes = size_t(mib) << 20;
+    } else if (key == "keep_cache") {
+      if (val == "on") o->keep_cache = true;
+      else if (val == "off") o->keep_cache = false;
+      else return bad("on|off");
     } else if (key == "writeback_cache" && !has_value) {
       o->writeback_cache = true;
     } else if (key == "ro" && !has_value) {

@@ -20,6 +20,7 @@ struct DaemonOptions {
   unsigned max_background = 256; // max_background=N: async FUSE requests the kernel keeps in flight
   MountOptions fs;            // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache: the kernel caches writes (FUSE_CAP_WRITEBACK_CACHE)
+  bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o
 };
 

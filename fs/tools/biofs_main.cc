@@ -38,7 +38,8 @@ int g_report_fd = -1;  // the parent's pipe while daemonizing
 void usage() {
   fputs("usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
         "  -o bio_cache=on|off,tag_batch=off|plain|retain|loop,split_check=fast|iter,\n"
-        "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,writeback_cache,ro,\n"
+        "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
+        "     writeback_cache,ro,\n"
         "     and FUSE/mount options\n"
         "  -f foreground   -d debug (implies -f)   -s single-threaded\n",
         stderr);
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
   if (!fs) fail(32, spec + ": " + err);
 
-  FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid()};
+  FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
   // are escaped to stay inside fsname.
   std::string fsname;

@@ -16,6 +16,10 @@ TEST_CASE("mount options: the block-core toggles and queue settings") {
   CHECK(o.qd == 64);
   CHECK(o.fs.commit_interval_s == 0);
   CHECK(o.fuse_opts.empty());
+  CHECK(o.keep_cache);
+  CHECK(parse_mount_options("keep_cache=off", &o) == "");
+  CHECK_FALSE(o.keep_cache);
+  CHECK(parse_mount_options("keep_cache=1", &o) == "bad value for mount option keep_cache: '1' (expected on|off)");
 }
 
 TEST_CASE("mount options: FUSE and mount(8) options pass through") {
