@@ -349,6 +349,7 @@ void bio_put(Bio* bio) {
     assert(bio->bi_cnt.load(std::memory_order_relaxed) > 0);
     if (bio->bi_cnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   }
+  stage_bio_put(bio);
   if (bio->bi_opf & REQ_ALLOC_CACHE)
     bio_put_percpu_cache(bio);
   else
@@ -423,17 +424,17 @@ Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t 
       bio_init(bio, bdev, nr_vecs ? bio->bi_inline_vecs : nullptr, nr_vecs ? BIO_INLINE_VECS : 0, opf);
       bio->bi_pool = bs;
       bio->bi_cache = cache;
-      stage_mark(STAGE_BIO_ALLOC_HIT);
+      stage_bio_allocated(STAGE_BIO_ALLOC_HIT, bio);
       return bio;
     }
     // No cached bio: the one made below keeps the flag and joins the cache when put.
     Bio* bio = bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, cache);
-    stage_mark(STAGE_BIO_ALLOC_MISS);
+    stage_bio_allocated(STAGE_BIO_ALLOC_MISS, bio);
     return bio;
   }
   opf &= ~REQ_ALLOC_CACHE;
   Bio* bio = bio_alloc_from_pool(bdev, nr_vecs, opf, gfp, bs, nullptr);
-  stage_mark(STAGE_BIO_ALLOC_MISS);
+  stage_bio_allocated(STAGE_BIO_ALLOC_MISS, bio);
   return bio;
 }
 

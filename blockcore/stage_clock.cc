@@ -24,14 +24,15 @@ std::atomic<unsigned> g_sample{initial_sample()};
 // With sampling off a thread still comes here once per this many I/Os, to see it turned on.
 constexpr uint32_t kOffRecheck = 1u << 16;
 
-// The sampling decision, when `countdown` ran out: true unless sampling is off. Resets it.
-bool sample_this(uint32_t* countdown) {
+// The sampling decision, when `countdown` ran out: true unless sampling is off. Resets it to
+// the rate times `factor`.
+bool sample_this(uint32_t* countdown, unsigned factor) {
   const unsigned n = g_sample.load(std::memory_order_relaxed);
   if (n == 0) {
     *countdown = kOffRecheck;
     return false;
   }
-  *countdown = n - 1;
+  *countdown = n * factor - 1;
   return true;
 }
 
@@ -39,6 +40,7 @@ void start(StageTrace& t, bool from_fuse, uint64_t now) {
   t.on = TRACE_BIO | TRACE_DISPATCH;
   t.from_fuse = from_fuse;
   t.start_ns = t.last_ns = now;
+  t.bio = nullptr;
 }
 
 }  // namespace
@@ -49,8 +51,9 @@ unsigned stage_clock_sample() { return g_sample.load(std::memory_order_relaxed);
 StageToken stage_fuse_received() {
   StageTrace& t = tls_stage;
   t.on = 0;  // a trace left by an earlier request on this thread ends here
+  t.bio = nullptr;
   if (t.fuse_countdown-- != 0) return {};
-  if (!sample_this(&t.fuse_countdown)) return {};
+  if (!sample_this(&t.fuse_countdown, 1)) return {};
   const uint64_t now = stage_now_ns();
   start(t, true, now);
   return {now};
@@ -69,7 +72,19 @@ void stage_fuse_reply(StageToken token) {
 
 void stage_trace_maybe_start() {
   StageTrace& t = tls_stage;
-  if (sample_this(&t.countdown)) start(t, false, stage_now_ns());
+  if (sample_this(&t.countdown, BIO_SAMPLE_FACTOR)) start(t, false, stage_now_ns());
+}
+
+void stage_bio_allocated_slow(Stage stage, const void* bio) {
+  stage_mark_slow(stage);
+  StageTrace& t = tls_stage;
+  if (!t.from_fuse && !t.bio) t.bio = bio;
+}
+
+void stage_bio_put_slow() {
+  StageTrace& t = tls_stage;
+  if (!t.from_fuse) t.on = 0;
+  t.bio = nullptr;
 }
 
 void stage_mark_slow(Stage stage) {
@@ -98,7 +113,10 @@ void stage_rq_completed_slow(Request* rq) {
 
 void stage_dispatched_slow() {
   StageTrace& t = tls_stage;
-  if (!t.from_fuse) t.on = 0;
+  if (!t.from_fuse) {
+    t.on = 0;
+    t.bio = nullptr;
+  }
 }
 
 }  // namespace biofs

@@ -11,8 +11,12 @@
 // layer started one, at a bio allocation. A FUSE trace stamps every bio of its request and ends
 // at stage_fuse_reply (or at the thread's next stage_fuse_received). A bio-started trace stamps
 // that one bio up to its tag, then only the plug flush and the submission that carry it, and
-// ends once they are dispatched. The device's share crosses threads in the request
-// (io_start_time_ns).
+// ends once they are dispatched, or at the bio's final put if it never is. The device's share
+// crosses threads in the request (io_start_time_ns).
+//
+// Rates: 1 FUSE request in N (N = BIOFS_STAGE_SAMPLE, 64), and 1 bio-started trace in
+// N * BIO_SAMPLE_FACTOR bios: a bio alloc+put pair costs ~15 ns, so a trace's half dozen clock
+// reads (~20 ns each here) must be that rare to stay under 1% of it.
 //
 // For the filesystem: call `StageToken t = stage_fuse_received();` first thing in a request
 // handler and `stage_fuse_reply(t);` where the reply is sent, on whatever thread sends it.
@@ -38,6 +42,7 @@ struct StageTrace {
                                 // that one bio per request cannot lock the sampling onto bios
   uint64_t start_ns = 0;
   uint64_t last_ns = 0;
+  const void* bio = nullptr;    // the bio a bio-started trace follows (ends at its final put)
 };
 extern constinit thread_local StageTrace tls_stage;
 
@@ -47,7 +52,9 @@ inline uint64_t stage_now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
-// 1 in n I/Os is traced; 0 stops tracing (threads pick the new value up at their next sample).
+inline constexpr unsigned BIO_SAMPLE_FACTOR = 128;
+// 1 in n FUSE requests (n * BIO_SAMPLE_FACTOR bios) is traced; 0 stops tracing (threads pick
+// the new value up at their next sample).
 void stage_clock_set_sample(unsigned n);
 unsigned stage_clock_sample();
 
@@ -71,7 +78,20 @@ inline void stage_bio_alloc_begin() {
   if (!t.on && t.countdown-- == 0) [[unlikely]]
     stage_trace_maybe_start();
 }
-// A per-bio stamp (allocation, split, tag): the time since the trace's previous stamp.
+// The allocation stamp: a bio-started trace from here on follows `bio`.
+void stage_bio_allocated_slow(Stage stage, const void* bio);
+inline void stage_bio_allocated(Stage stage, const void* bio) {
+  if (tls_stage.on & TRACE_BIO) [[unlikely]]
+    stage_bio_allocated_slow(stage, bio);
+}
+// The bio's final put: a trace that followed it and is still open ends here (a bio put
+// without being submitted, by an error path or a benchmark, must not leave the thread traced).
+void stage_bio_put_slow();
+inline void stage_bio_put(const void* bio) {
+  if (tls_stage.bio == bio) [[unlikely]]
+    stage_bio_put_slow();
+}
+// A per-bio stamp (split, tag): the time since the trace's previous stamp.
 inline void stage_mark(Stage stage) {
   if (tls_stage.on & TRACE_BIO) [[unlikely]]
     stage_mark_slow(stage);

@@ -207,6 +207,31 @@ TEST_CASE("FUSE requests are sampled 1 in N even when each carries exactly one b
   const BlkStatSnapshot b = blk_stat_snapshot();
   CHECK(count(a, b, STAGE_FUSE_TOTAL) == 16);
   CHECK(count(a, b, STAGE_FUSE_REPLY) == 16);
-  // The other 48 requests' bios are sampled on their own count: 1 in 4 of them.
-  CHECK(count(a, b, STAGE_TAG) == 16 + 12);
+  // The other 48 requests' bios are sampled on their own count, 1 in 4 * BIO_SAMPLE_FACTOR:
+  // the first of them (the countdown starts at 0), then none of the remaining 47.
+  static_assert(4 * BIO_SAMPLE_FACTOR > 48);
+  CHECK(count(a, b, STAGE_TAG) == 16 + 1);
+}
+
+TEST_CASE("a sampled bio put without being submitted ends its trace: later allocations are not stamped") {
+  // The trace used to end only at dispatch: a bio freed before it (an error path, the alloc
+  // benchmark) left the thread traced, and every later allocation paid for the stamps.
+  SampleGuard guard;
+  BrdDevice d(1 << 20);
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  stage_clock_set_sample(1);
+  tls_stage = StageTrace{};
+  const BlkStatSnapshot a = blk_stat_snapshot();
+  Bio* first = bio_alloc_bioset(d.bdev(), 1, REQ_OP_WRITE, GFP_KERNEL, &bs);
+  REQUIRE(tls_stage.on);
+  Bio* other = bio_alloc_bioset(d.bdev(), 1, REQ_OP_WRITE, GFP_KERNEL, &bs);
+  bio_put(other);  // not the traced bio: the trace goes on
+  CHECK(tls_stage.on);
+  bio_put(first);
+  CHECK(!tls_stage.on);
+  for (int i = 0; i < 10; i++) bio_put(bio_alloc_bioset(d.bdev(), 1, REQ_OP_WRITE, GFP_KERNEL, &bs));
+  const BlkStatSnapshot b = blk_stat_snapshot();
+  // `first` and `other` (allocated while the trace ran) were stamped; of the ten, none: the
+  // next sample is BIO_SAMPLE_FACTOR bios away.
+  CHECK(count(a, b, STAGE_BIO_ALLOC_HIT) + count(a, b, STAGE_BIO_ALLOC_MISS) == 2);
 }
