@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Tests of tools/biofs-compare and tools/biofs-stat.
+"""Tests of tools/biofs-compare, tools/biofs-stat and tools/biofs-workload.
 
     tools_test.py TestClass.test_name
 
-Pure tests (CompareMath) need nothing; the Mount tests need root, /dev/fuse, fio and the built
-binaries (BIOFS_BIN_DIR, default build/bin) and exit 77 (ctest: skipped) without them.
+Pure tests (CompareMath, WorkloadMath) need nothing; the Mount tests need root, /dev/fuse, fio and
+the built binaries (BIOFS_BIN_DIR, default build/bin) and exit 77 (ctest: skipped) without them.
 """
 import importlib.machinery
 import importlib.util
@@ -30,6 +30,7 @@ def load_tool(name):
 
 
 compare = load_tool("biofs-compare")
+workload = load_tool("biofs-workload")
 
 # Rows of the seed's attachment (shared/reference/nullblk_fs_results.csv), as they are there.
 REFERENCE_ROWS = """\
@@ -72,6 +73,113 @@ class CompareMath(unittest.TestCase):
         self.assertEqual(d["hits"], 9)
         self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.5), 128 + 7)  # [128, 143]
         self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.99), 8192 + 511)
+
+
+class WorkloadMath(unittest.TestCase):
+    def rows(self):
+        """Three rounds of two steps on biofs, ext4 and hp; hp's round 2 check failed."""
+        out = []
+        secs = {"biofs": (4.0, 2.0), "ext4": (1.0, 1.0), "hp": (2.0, 4.0)}
+        for fs in ("biofs", "ext4", "hp"):
+            for rnd in (1, 2, 3):
+                for i, step in enumerate(("extract", "check")):
+                    status = 1 if (fs, rnd, step) == ("hp", 2, "check") else 0
+                    cpu = None if fs == "ext4" else 0.5 * rnd
+                    out.append(dict(fs=fs, round=rnd, step=step, seconds=secs[fs][i] * rnd, cpu=cpu, status=status))
+        return out
+
+    def test_median_ratio_and_round_order(self):
+        self.assertEqual(workload.median([3.0, None, 1.0, 2.0]), 2.0)
+        self.assertIsNone(workload.median([None]))
+        self.assertEqual(workload.ratio(3.0, 2.0), 1.5)
+        self.assertIsNone(workload.ratio(None, 2.0))
+        self.assertIsNone(workload.ratio(1.0, 0.0))
+        fss = ["biofs", "ext4", "hp"]
+        self.assertEqual([workload.round_order(fss, r) for r in (1, 2, 3, 4)],
+                         [fss, ["ext4", "hp", "biofs"], ["hp", "biofs", "ext4"], fss])
+        self.assertEqual(workload.round_order(["biofs", "ext4"], 2), ["ext4", "biofs"])
+        self.assertEqual(workload.steps_for(True)[-1], "fsck")
+        self.assertIn("build_make", workload.steps_for(False))
+        # /proc/PID/stat: utime and stime are fields 14 and 15, counted after a comm with spaces.
+        line = "4242 (biofs (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 6 0 1 2 3"
+        self.assertAlmostEqual(workload.cpu_seconds(line, 100), 3.0)
+
+    def test_csv_rows(self):
+        self.assertEqual(workload.CSV_HEADER, "fs,round,step,seconds,daemon_cpu_s,exit_status")
+        r = dict(fs="biofs", round=2, step="git", seconds=1.23456, cpu=0.5, status=0)
+        self.assertEqual(workload.csv_row(r), "biofs,2,git,1.235,0.500,0")
+        r2 = dict(fs="ext4", round=1, step="build_make", seconds=None, cpu=None, status=workload.NOT_RUN)
+        self.assertEqual(workload.csv_row(r2), "ext4,1,build_make,,,-1")
+        back = workload.parse_csv_row(workload.csv_row(r))
+        self.assertEqual((back["fs"], back["round"], back["step"], back["status"]), ("biofs", 2, "git", 0))
+        self.assertAlmostEqual(back["seconds"], 1.235)
+        self.assertIsNone(workload.parse_csv_row(workload.csv_row(r2))["cpu"])
+
+    def test_summary_table_medians_ratios_and_statuses(self):
+        rows = self.rows()
+        t = workload.summary_table(rows, ["biofs", "ext4", "hp"], ["extract", "check", "fsck"])
+        head = [c.strip() for c in t[0].strip("|").split("|")]
+        self.assertEqual(head, ["step", "biofs s", "ext4 s", "hp s", "biofs/ext4", "biofs/hp", "biofs CPU s",
+                                "hp CPU s", "exit status (biofs, ext4, hp)"])
+        cells = {l.split("|")[1].strip(): [c.strip() for c in l.strip("|").split("|")] for l in t[2:]}
+        self.assertNotIn("fsck", cells)  # no rows: no line
+        ex = cells["extract"]
+        self.assertEqual(ex[1:4], ["8.00", "2.00", "4.00"])  # medians of x1, x2, x3
+        self.assertEqual(ex[4:6], ["4.00x", "2.00x"])
+        self.assertEqual(ex[6:8], ["1.00", "1.00"])
+        self.assertEqual(ex[8], "all 0; all 0; all 0")
+        ck = cells["check"]
+        self.assertEqual(ck[3], "8.00")  # hp: the median of rounds 1 and 3 (4 and 12; round 2 failed)
+        self.assertEqual(ck[8], "all 0; all 0; 0,1,0")
+        tot = cells["**all but fsck**"]
+        self.assertEqual(tot[1:4], ["12.00", "4.00", "12.00"])  # hp: rounds 1 and 3 only (6 and 18)
+        self.assertIn("2/3 rounds clean", tot[8])
+        self.assertEqual(workload.check_summary(rows, ["biofs", "ext4", "hp"]),
+                         "biofs pass 3/3, ext4 pass 3/3, hp FAIL 2/3")
+        # Without hp and ext4: no ratio columns.
+        t = workload.summary_table([r for r in rows if r["fs"] == "biofs"], ["biofs", "ext4", "hp"], ["extract"])
+        self.assertEqual(t[0], "| step | biofs s | biofs CPU s | exit status (biofs) |")
+        self.assertEqual(workload.fmt_statuses([dict(round=1, status=workload.NOT_RUN)]), "not run")
+
+    def test_manifest_sees_contents_modes_times_and_links(self):
+        tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        try:
+            trees = []
+            for name in ("a", "b"):
+                root = os.path.join(tmp, name)
+                os.makedirs(os.path.join(root, "d", ".git"))
+                os.makedirs(os.path.join(root, ".git"))
+                for p, data in (("d/f", b"one"), ("g", b"two"), (".git/x", b"ignored")):
+                    with open(os.path.join(root, p), "wb") as f:
+                        f.write(data)
+                    os.utime(os.path.join(root, p), (1000000, 1000000))
+                os.symlink("d/f", os.path.join(root, "l"))
+                trees.append(root)
+            a, b = trees
+            ref = workload.manifest(a)
+            self.assertEqual(sorted(ref), ["d", "d/.git", "d/f", "g", "l"])  # only the top .git is left out
+            self.assertEqual(workload.diff_manifest(ref, workload.manifest(b)), [])
+            with open(os.path.join(b, ".git", "x"), "wb") as f:
+                f.write(b"changed")
+            self.assertEqual(workload.diff_manifest(ref, workload.manifest(b)), [])
+            with open(os.path.join(b, "g"), "r+b") as f:
+                f.write(b"tw0")
+            os.utime(os.path.join(b, "g"), (1000000, 1000000))
+            os.chmod(os.path.join(b, "d", "f"), 0o600)
+            os.utime(os.path.join(b, "d", "f"), (1000000, 2000000))
+            os.unlink(os.path.join(b, "l"))
+            os.symlink("g", os.path.join(b, "l"))
+            os.symlink("g", os.path.join(b, "new"))
+            d = workload.diff_manifest(ref, workload.manifest(b))
+            self.assertEqual(len(d), 4, d)
+            self.assertTrue(d[0].startswith("differs: d/f: mode 420 != 384, mtime 1000000 != 2000000"), d[0])
+            self.assertTrue(d[1].startswith("differs: g: sha256 "), d[1])
+            self.assertTrue(d[2].startswith("differs: l: target 'd/f' != 'g'"), d[2])
+            self.assertEqual(d[3], "extra: new")
+            os.unlink(os.path.join(b, "g"))
+            self.assertIn("missing: g", workload.diff_manifest(ref, workload.manifest(b)))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def need_mount():
@@ -203,6 +311,36 @@ class Mount(unittest.TestCase):
         self.assertIn("4 runs, 3 already done", p.stderr)
         self.assertEqual(p.stderr.count("IOPS  elapsed"), 1)
         self.assertIn("[4/4] io_uring/1/8/randread/4k bio_cache=off rep 2", p.stderr)
+
+    def test_workload_quick_end_to_end(self):
+        out = os.path.join(self.tmp, "wl-out")
+        p = subprocess.run([os.path.join(TOOLS, "biofs-workload"), "--quick", "--bin", BIN, "--out", out,
+                            "--work", self.tmp, "--no-install"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=600)
+        self.assertIn(p.returncode, (0, 3), p.stderr)
+        with open(os.path.join(out, "steps.csv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], workload.CSV_HEADER)
+        rows = [workload.parse_csv_row(l) for l in lines[1:]]
+        fss = ["biofs", "ext4"] + (["hp"] if shutil.which("passthrough_hp") else [])
+        steps = workload.steps_for(True)
+        self.assertEqual(sorted((r["fs"], r["step"]) for r in rows), sorted((fs, s) for fs in fss for s in steps))
+        for r in rows:
+            self.assertEqual(r["round"], 1)
+            if r["fs"] in ("biofs", "ext4"):
+                self.assertEqual(r["status"], 0, f"{r}: {p.stderr[-2000:]}")
+            self.assertIsNotNone(r["seconds"])
+            if r["fs"] == "biofs" and r["step"] not in ("fsck",):
+                self.assertIsNotNone(r["cpu"], r)  # the daemon was found
+            if r["fs"] == "ext4":
+                self.assertIsNone(r["cpu"])
+        with open(os.path.join(out, "summary.md")) as f:
+            summary = f.read()
+        self.assertIn("| extract |", summary)
+        self.assertIn("biofs pass 1/1, ext4 pass 1/1", summary)
+        self.assertNotIn("build_make", summary)  # --quick leaves the build out
+        self.assertIn(summary.strip(), p.stdout)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["mnt", "wl-out"])  # its temp dir under --work is gone
 
 
 if __name__ == "__main__":
