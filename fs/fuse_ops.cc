@@ -3,6 +3,8 @@
 #include "blockcore/stage_clock.h"
 #include "stats.h"
 
+#include <linux/fs.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -377,6 +379,34 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
   fuse_reply_write(req, done);
 }
 
+// lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, which the kernel's fileattr code forwards): biofs
+// keeps no per-inode attribute flags, so it reads none and accepts only a set of none. Every
+// other ioctl is ENOTTY, as on a filesystem that does not know it.
+void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned flags,
+              const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
+  if (flags & FUSE_IOCTL_COMPAT) return (void)fuse_reply_err(req, ENOSYS);
+  struct stat st;
+  if (int err = FS(req)->getattr(ino, &st)) return (void)fuse_reply_err(req, -err);
+  // Both forms: the flags word (FS_IOC_[GS]ETFLAGS) and struct fsxattr (FS_IOC_FS[GS]ETXATTR,
+  // which the kernel reads first when a flags change comes in).
+  const unsigned int get = FS_IOC_GETFLAGS, set = FS_IOC_SETFLAGS;  // truncated to 32 bits, as libfuse passes them
+  if (cmd == get && out_bufsz >= sizeof(int)) {
+    const int none = 0;
+    return (void)fuse_reply_ioctl(req, 0, &none, sizeof(none));
+  }
+  if (cmd == FS_IOC_FSGETXATTR && out_bufsz >= sizeof(fsxattr)) {
+    const fsxattr none{};
+    return (void)fuse_reply_ioctl(req, 0, &none, sizeof(none));
+  }
+  if ((cmd == set && in_bufsz >= sizeof(int)) || (cmd == FS_IOC_FSSETXATTR && in_bufsz >= sizeof(fsxattr))) {
+    int want;  // the flags word, or fsx_xflags (the first member)
+    std::memcpy(&want, in_buf, sizeof(want));
+    if (want != 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
+    return (void)fuse_reply_ioctl(req, 0, nullptr, 0);
+  }
+  fuse_reply_err(req, ENOTTY);
+}
+
 fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops o{};
   o.init = op_init;
@@ -413,6 +443,7 @@ fuse_lowlevel_ops make_ops() {
   o.listxattr = op_listxattr;
   o.removexattr = op_removexattr;
   o.copy_file_range = op_copy_file_range;
+  o.ioctl = op_ioctl;
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -259,6 +260,22 @@ void posix_suite(const std::string& m) {
     REQUIRE(got.size() == 5000 + data.size() - 100);
     CHECK(got.substr(0, 5000) == std::string(5000, '\0'));
     CHECK(got.substr(5000) == data.substr(100));
+  }
+
+  // lsattr/chattr: no attribute flags are kept; reading them works, setting none works, setting
+  // one is refused.
+  {
+    const int fd = open((m + "/dst").c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    int flags = -1;
+    CHECK(ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0);
+    CHECK(flags == 0);
+    flags = 0;
+    CHECK(ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0);
+    flags = FS_IMMUTABLE_FL;
+    CHECK(ioctl(fd, FS_IOC_SETFLAGS, &flags) == -1);
+    CHECK(errno == EOPNOTSUPP);
+    close(fd);
   }
 
   // Extended attributes: set, get, list, replace, remove, and their errors.
