@@ -576,3 +576,30 @@ TEST_CASE("xattr: an address outside the data area, or a flag the superblock doe
   CHECK(r.all(b) == many(5, 40));
   r.clean();
 }
+
+TEST_CASE("xattr: placement keeps a set inline when it fits, else fills the 28 inline bytes to save the block most") {
+  using xattr::Attr;
+  std::vector<Attr> inl, blk;
+  const Attr small{"user.a", "1"}, more{"user.b", std::string(18, 'b')};  // 9 + 26 bytes inline
+  REQUIRE(xattr::place({small, more}, 1024, &inl, &blk));
+  CHECK(inl.size() == 2);
+  CHECK(blk.empty());
+  // In order, the first (20 inline bytes) would go inline alone; the two of 14 save more.
+  const Attr x{"user.x", std::string(12, 'x')}, y{"user.y", std::string(6, 'y')}, z{"user.z", std::string(6, 'z')};
+  const Attr w{"user.w", std::string(100, 'w')};
+  REQUIRE(xattr::place({x, y, z, w}, 1024, &inl, &blk));
+  REQUIRE(inl.size() == 2);
+  CHECK(inl[0].name == "user.y");
+  CHECK(inl[1].name == "user.z");
+  REQUIRE(blk.size() == 2);
+  CHECK(blk[0].name == "user.x");
+  CHECK(blk[1].name == "user.w");
+  // A block filled to its last byte fits; one byte more does not; nor a 256-byte name.
+  const Attr full{"user.f", std::string(xattr_block_room(1024) - XATTR_BLOCK_ENTRY_HEAD - 6, 'f')};
+  CHECK(xattr::place({full}, 1024, &inl, &blk));
+  CHECK(xattr::place({full, small}, 1024, &inl, &blk));  // the small one inline
+  CHECK(inl.size() == 1);
+  CHECK_FALSE(xattr::place({full, {"user.b", std::string(30, 'b')}}, 1024, &inl, &blk));
+  CHECK_FALSE(xattr::place({{"user.f", full.value + "f"}}, 1024, &inl, &blk));
+  CHECK_FALSE(xattr::place({{"user." + std::string(251, 'n'), "v"}}, 4096, &inl, &blk));
+}
