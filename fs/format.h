@@ -21,8 +21,8 @@ inline constexpr uint32_t FEATURE_INCOMPAT_EXTENT_TREE = 1u << 1;   // extent tr
 inline constexpr uint32_t FEATURE_INCOMPAT_DIR_HTREE = 1u << 2;     // hashed directory index
 inline constexpr uint32_t FEATURE_INCOMPAT_INLINE_XATTR = 1u << 3;
 // Inodes may have an external xattr block (INODE_XATTR_BLOCK): set by mkfs, and by the first
-// attribute that spills on an older image (a reader without it would take the block's address
-// for inline entries, and its fsck would free the block).
+// attribute that spills on an older image (a reader without it would miss the block, could
+// write inline entries over its address, and its fsck would free it).
 inline constexpr uint32_t FEATURE_INCOMPAT_XATTR_BLOCK = 1u << 4;
 inline constexpr uint32_t FEATURE_INCOMPAT_KNOWN = FEATURE_INCOMPAT_JOURNAL |
                                                    FEATURE_INCOMPAT_EXTENT_TREE |
