@@ -35,6 +35,10 @@
 
 namespace biofs {
 
+namespace xattr {
+struct Attr;  // xattr_block.h
+}
+
 struct MountOptions {
   bool bio_cache = true;
   size_t meta_cache_bytes = 256u << 20;
@@ -102,7 +106,8 @@ class Filesystem {
   int fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len);
   // SEEK_DATA / SEEK_HOLE (unwritten extents count as holes). The offset or -errno.
   int64_t lseek(uint64_t ino, uint64_t off, int whence);
-  // Extended attributes in the inode's small inline area (format.h); -ENOSPC when it is full.
+  // Extended attributes: inline in the inode, then in one external block (xattr.cc). Names up
+  // to 255 bytes (-ERANGE past that); -ENOSPC when inline area and block cannot hold the set.
   int setxattr(uint64_t ino, const std::string& name, const std::string& value, int flags);
   int getxattr(uint64_t ino, const std::string& name, std::string* value);
   int listxattr(uint64_t ino, std::string* names);  // NUL-terminated names, concatenated
@@ -211,6 +216,13 @@ class Filesystem {
   // file.cc
   int truncate(InodeObj* in, uint64_t size);
   int read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf);
+
+  // xattr.cc: every attribute of an inode (inline ones first; -EUCLEAN for a damaged area or
+  // block); storing a set (placed inline and in the block, which is allocated or freed as
+  // needed; -ENOSPC when it does not fit); the block freed with its inode.
+  int xattr_load(InodeObj* in, std::vector<xattr::Attr>* all);
+  int xattr_store(InodeObj* in, const std::vector<xattr::Attr>& all);
+  void xattr_release_block(InodeObj* in);
 
   int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
                 const std::string* symlink_target, struct stat* st);

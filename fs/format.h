@@ -20,10 +20,15 @@ inline constexpr uint32_t FEATURE_INCOMPAT_JOURNAL = 1u << 0;       // metadata 
 inline constexpr uint32_t FEATURE_INCOMPAT_EXTENT_TREE = 1u << 1;   // extent tree blocks used
 inline constexpr uint32_t FEATURE_INCOMPAT_DIR_HTREE = 1u << 2;     // hashed directory index
 inline constexpr uint32_t FEATURE_INCOMPAT_INLINE_XATTR = 1u << 3;
+// Inodes may have an external xattr block (INODE_XATTR_BLOCK): set by mkfs, and by the first
+// attribute that spills on an older image (a reader without it would miss the block, could
+// write inline entries over its address, and its fsck would free it).
+inline constexpr uint32_t FEATURE_INCOMPAT_XATTR_BLOCK = 1u << 4;
 inline constexpr uint32_t FEATURE_INCOMPAT_KNOWN = FEATURE_INCOMPAT_JOURNAL |
                                                    FEATURE_INCOMPAT_EXTENT_TREE |
                                                    FEATURE_INCOMPAT_DIR_HTREE |
-                                                   FEATURE_INCOMPAT_INLINE_XATTR;
+                                                   FEATURE_INCOMPAT_INLINE_XATTR |
+                                                   FEATURE_INCOMPAT_XATTR_BLOCK;
 inline constexpr uint32_t FEATURE_RO_COMPAT_KNOWN = 0;
 
 inline constexpr uint32_t STATE_CLEAN = 1;   // unmounted cleanly: counts in the superblock exact
@@ -125,6 +130,7 @@ inline constexpr uint32_t INODE_EXTENT_TREE = 1u << 0;   // extent_root names a 
 inline constexpr uint32_t INODE_INLINE_DATA = 1u << 1;   // the extent area holds the data (symlinks)
 inline constexpr uint32_t INODE_ORPHAN = 1u << 2;        // on the orphan list
 inline constexpr uint32_t INODE_DIR_HTREE = 1u << 3;     // directory block 0 is an htree root
+inline constexpr uint32_t INODE_XATTR_BLOCK = 1u << 4;   // xattr[28..35]: the external xattr block
 
 struct Inode {
   uint32_t mode;       // S_IFMT type and permission bits; 0: free slot
@@ -132,7 +138,7 @@ struct Inode {
   uint32_t gid;
   uint32_t nlink;
   uint64_t size;       // bytes
-  uint64_t blocks;     // fs blocks allocated to the inode (data and tree blocks)
+  uint64_t blocks;     // fs blocks allocated to the inode (data, tree and xattr blocks)
   int64_t atime_sec, mtime_sec, ctime_sec, btime_sec;
   uint32_t atime_nsec, mtime_nsec, ctime_nsec, btime_nsec;
   uint32_t flags;      // INODE_*
@@ -148,10 +154,27 @@ struct Inode {
   };
   uint64_t parent;                    // directories: the parent's inode number (".." and fsck)
   uint8_t xattr[INLINE_XATTR_BYTES];  // entries: u8 name_len, u8 value_len, name, value
+                                      // (INODE_XATTR_BLOCK: 28 bytes of them, then a u64 block)
   uint32_t checksum;                  // crc32c(ino as 8 bytes, then the 252 bytes before this)
 };
 static_assert(sizeof(Inode) == INODE_SIZE);
 static_assert(offsetof(Inode, checksum) == INODE_SIZE - 4);
+
+// ---- the external xattr block ----------------------------------------------------------------
+// One per inode at most, never shared. With INODE_XATTR_BLOCK the last 8 bytes of the inline
+// area hold its address, so the inline entries get 28 bytes. The block: this header, then
+// `used` bytes of entries (u8 name_len > 0, u8 reserved 0, u16 value_len, name, value; packed,
+// unaligned), zeros to the end. At least one entry: a block with none is freed.
+inline constexpr unsigned INLINE_XATTR_BYTES_WITH_BLOCK = INLINE_XATTR_BYTES - 8;
+struct XattrBlock {
+  BlockHeader h;     // BLK_XATTR
+  uint64_t owner;    // inode number
+  uint32_t used;     // bytes of entries after this header
+  uint32_t reserved; // zero
+};
+static_assert(sizeof(XattrBlock) == 32);
+inline constexpr uint32_t XATTR_BLOCK_ENTRY_HEAD = 4;  // name_len, reserved, value_len
+inline constexpr uint32_t xattr_block_room(uint32_t block_size) { return block_size - uint32_t(sizeof(XattrBlock)); }
 
 // ---- extent tree blocks ----------------------------------------------------------------------
 // level 0: leaf, entries are Extent; level > 0: index, entries are ExtentIndex (child covers

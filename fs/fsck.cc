@@ -8,6 +8,7 @@
 #include "format.h"
 #include "journal.h"
 #include "mkfs.h"
+#include "xattr_block.h"
 #include "blockcore/printable.h"
 
 namespace biofs {
@@ -15,16 +16,6 @@ namespace biofs {
 using namespace disk;
 
 namespace {
-
-// Whether the inline xattr area holds whole entries only (u8 name_len > 0, u8 value_len, name,
-// value), as xattr.cc reads it.
-bool xattrs_whole(const Inode& d) {
-  if (d.xattr_len > INLINE_XATTR_BYTES) return false;
-  uint32_t p = 0;
-  while (p + 2 <= d.xattr_len && d.xattr[p] && p + 2 + d.xattr[p] + d.xattr[p + 1] <= d.xattr_len)
-    p += 2 + d.xattr[p] + d.xattr[p + 1];
-  return p == d.xattr_len;
-}
 
 struct Checker {
   BlockIo& io;
@@ -213,6 +204,28 @@ struct Checker {
     return true;
   }
 
+  // Inode `ino`'s external xattr block, claimed for it: its address, header, crc, owner and
+  // entries (xattr_block.cc, as xattr.cc reads it). The blocks it adds to the inode's count (1
+  // even when damaged: the count is right, the block is not).
+  uint64_t check_xattr_block(uint64_t ino, const Inode& d) {
+    const uint64_t blk = xattr::block_of(d);
+    if (!blk) return 0;
+    const std::string who = "inode " + std::to_string(ino) + " xattr block " + std::to_string(blk);
+    if (!(sb.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK))
+      error(who + ": the superblock lacks the xattr block feature");
+    if (blk < sb.data_start || blk >= sb.block_count - 1) {
+      error(who + " is outside the data area");
+      return 1;
+    }
+    own(blk, 1, "inode " + std::to_string(ino) + " (xattr block)");
+    IoBuf buf(bs);
+    if (!read(blk, 1, buf.data())) return 1;
+    const xattr::ParsedBlock p = xattr::parse_block(buf.data(), bs, blk, ino, true);
+    if (p.state != xattr::BlockState::ok) error(who + " " + p.why);
+    else if (p.attrs.empty()) error(who + " holds no entries");
+    return 1;
+  }
+
   void check_inodes() {
     if (r.fatal) return;
     refs.assign(sb.inode_count + 1, 0);
@@ -228,7 +241,10 @@ struct Checker {
       }
       r.inodes++;
       if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) error(who + " is not a symlink but has inline data");
-      if (!xattrs_whole(d)) error(who + " inline xattr area is damaged");
+      // The inline area holds whole entries only, as xattr.cc reads it.
+      if (d.xattr_len > xattr::inline_capacity(d) || xattr::inline_whole(d) != d.xattr_len)
+        error(who + " inline xattr area is damaged");
+      const uint64_t xattr_blocks = check_xattr_block(ino, d);
       if (S_ISLNK(d.mode) && d.size > ((d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095))
         error("symlink " + std::to_string(ino) + " has size " + std::to_string(d.size) + ", longer than its target can be");
       std::vector<Extent> ext;
@@ -251,8 +267,9 @@ struct Checker {
         const uint64_t leaves = (ext.size() + per - 1) / per;
         tree_blocks = leaves <= 1 ? 1 : 1 + leaves;
       }
-      if (d.blocks != blocks + tree_blocks)
-        error(who + " says " + std::to_string(d.blocks) + " blocks but owns " + std::to_string(blocks + tree_blocks));
+      if (d.blocks != blocks + tree_blocks + xattr_blocks)
+        error(who + " says " + std::to_string(d.blocks) + " blocks but owns " +
+              std::to_string(blocks + tree_blocks + xattr_blocks));
       if (S_ISDIR(d.mode)) {
         r.dirs++;
         check_dir(ino, d, ext);

@@ -4,6 +4,8 @@
 // its first owner and the later one is truncated there), the orphan list (processed as mount
 // would), directory blocks and entries, the tree (every directory reachable, lost ones and lost
 // files in /lost+found), link counts, then bitmaps and free counts rebuilt from what is owned.
+// An inode's xattr block is claimed after its extents; a damaged one is dropped (its flag
+// cleared, the block left to the bitmaps to free) or cut after its last whole entry.
 // Everything is decided in memory; the changed blocks are written at the end as bios, then a
 // flush, then the superblock (backup, then primary with PREFLUSH|FUA).
 #include <sys/stat.h>
@@ -21,6 +23,7 @@
 #include "fsck.h"
 #include "journal.h"
 #include "mkfs.h"
+#include "xattr_block.h"
 
 namespace biofs {
 
@@ -29,15 +32,6 @@ using namespace disk;
 namespace {
 
 std::string num(uint64_t v) { return std::to_string(v); }
-
-// Bytes of the inline xattr area that hold whole entries (u8 name_len > 0, u8 value_len, name,
-// value), as xattr.cc reads them.
-uint32_t xattr_whole(const Inode& d) {
-  const uint32_t len = std::min<uint32_t>(d.xattr_len, INLINE_XATTR_BYTES);
-  uint32_t p = 0;
-  while (p + 2 <= len && d.xattr[p] && p + 2 + d.xattr[p] + d.xattr[p + 1] <= len) p += 2 + d.xattr[p] + d.xattr[p + 1];
-  return p;
-}
 
 enum : uint8_t { FREE, LIVE, CLEARED, FREED };  // an inode slot's state as the repair sees it
 
@@ -68,6 +62,7 @@ struct Repairer {
   std::vector<uint8_t> map_dirty;               // per inode: the extent map must be rewritten
   std::vector<uint8_t> owned;                   // per block
   std::map<uint64_t, IoBuf> tree_out;           // extent tree blocks to write
+  std::map<uint64_t, IoBuf> xattr_out;          // xattr blocks to write (cut after their last whole entry)
   struct DirBlk {
     IoBuf data;
     uint64_t dir = 0;
@@ -364,10 +359,10 @@ struct Repairer {
         continue;
       }
       state[ino] = LIVE;
-      if (const uint32_t whole = xattr_whole(d); whole != d.xattr_len) {
+      if (const uint32_t whole = xattr::inline_whole(d); whole != d.xattr_len) {
         fix(false, who + " inline xattr area is damaged (" + num(d.xattr_len) + " bytes, " + num(whole) + " in whole entries)",
             "cut after the last whole entry");
-        std::memset(d.xattr + whole, 0, INLINE_XATTR_BYTES - whole);
+        std::memset(d.xattr + whole, 0, xattr::inline_capacity(d) - whole);  // not the block's address
         d.xattr_len = uint16_t(whole);
         dirty_ino[ino] = 1;
       }
@@ -451,19 +446,56 @@ struct Repairer {
         break;
       }
       if (S_ISDIR(d.mode)) dir_shape(ino);
+      xattr_block(ino);
+      if (r.fatal) return;
       // The block count, and a tree in the shape the filesystem writes.
       if (!map_dirty[ino]) {
         const uint64_t canon = had_tree ? std::max<uint64_t>(1, tree_blocks_for(v.size(), per)) : 0;
+        const uint64_t xb = xattr::block_of(d) ? 1 : 0;
         if (had_tree && old_tree != canon) {
           fix(true, who + " extent tree is not in its usual shape (" + num(old_tree) + " blocks for " + num(v.size()) + " extents)",
               "rewritten");
           map_dirty[ino] = 1;
-        } else if (d.blocks != old_data + canon) {
-          fix(true, who + " says " + num(d.blocks) + " blocks but owns " + num(old_data + canon), "corrected");
-          d.blocks = old_data + canon;
+        } else if (d.blocks != old_data + canon + xb) {
+          fix(true, who + " says " + num(d.blocks) + " blocks but owns " + num(old_data + canon + xb), "corrected");
+          d.blocks = old_data + canon + xb;
           dirty_ino[ino] = 1;
         }
       }
+    }
+  }
+
+  // Inode `ino`'s xattr block, after its extents claimed theirs: claimed when sound (the
+  // superblock given the feature if it lacks it), cut after its last whole entry, or dropped
+  // (the flag cleared; nothing claims the block, so the bitmaps free it).
+  void xattr_block(uint64_t ino) {
+    Inode& d = in(ino);
+    const uint64_t blk = xattr::block_of(d);
+    if (!blk) return;
+    const std::string who = "inode " + num(ino) + " xattr block " + num(blk);
+    auto drop = [&](const std::string& problem) {
+      fix(false, problem, "dropped (flag cleared, block freed; its attributes are lost)");
+      xattr::set_block(d, 0);
+      if (d.blocks) d.blocks--;
+      dirty_ino[ino] = 1;
+    };
+    if (!in_data(blk, 1)) return drop(who + " is outside the data area");
+    if (owned[blk]) return drop("block " + num(blk) + " is claimed twice (again by inode " + num(ino) + "'s xattr block)");
+    IoBuf b(bs);
+    if (!read(blk, 1, b.data())) return;
+    xattr::ParsedBlock p = xattr::parse_block(b.data(), bs, blk, ino, true);
+    if (p.state == xattr::BlockState::bad_header) return drop(who + " " + p.why);
+    if (p.attrs.empty()) return drop(who + (p.state == xattr::BlockState::ok ? " holds no entries" : " " + p.why));
+    if (p.state == xattr::BlockState::bad_entries) {
+      fix(false, who + " " + p.why, "cut after the last whole entry (" + num(p.attrs.size()) + " kept)");
+      xattr::pack_block(b.data(), bs, blk, ino, p.attrs);
+      xattr_out[blk] = std::move(b);
+    }
+    owned[blk] = 1;
+    if (!(sb.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK)) {
+      fix(false, who + ": the superblock lacks the xattr block feature", "feature set");
+      sb.feature_incompat |= FEATURE_INCOMPAT_XATTR_BLOCK;
+      sb_fix = true;
     }
   }
 
@@ -526,7 +558,7 @@ struct Repairer {
     }
     uint64_t data = 0;
     for (const Extent& e : v) data += e.len;
-    d.blocks = data + t.size();
+    d.blocks = data + t.size() + (xattr::block_of(d) ? 1 : 0);
     dirty_ino[ino] = 1;
     if (d.flags & INODE_INLINE_DATA) {  // the extent area holds data: no map at all
       d.flags &= ~INODE_EXTENT_TREE;
@@ -726,6 +758,10 @@ struct Repairer {
         fix(true, "inode " + num(ino) + " is an orphan (unlinked while open)", "freed");
         for (const Extent& e : ext[ino]) unclaim(e.pblk, e.len);
         for (uint64_t t : tree[ino]) unclaim(t, 1);
+        if (const uint64_t xb = xattr::block_of(d)) {  // claimed in pass 1 (else dropped)
+          unclaim(xb, 1);
+          xattr_out.erase(xb);
+        }
         clear_inode(ino);
         state[ino] = FREED;
         map_dirty[ino] = 0;
@@ -1056,6 +1092,10 @@ struct Repairer {
       set_block_crc(b.data(), bs);
       out.push_back({pblk, b.data()});
     }
+    for (auto& [pblk, b] : xattr_out) {
+      set_block_crc(b.data(), bs);
+      out.push_back({pblk, b.data()});
+    }
     for (auto& [pblk, b] : bitmap_out) out.push_back({pblk, b.data()});
     IoBuf jsb(bs);
     if (reset_journal) {
@@ -1114,7 +1154,8 @@ struct Repairer {
     counts();
     bitmaps();
     if (stop()) return;
-    bool dirty = r.repaired || replayed || sb_fix || reset_journal || !tree_out.empty() || !bitmap_out.empty();
+    bool dirty = r.repaired || replayed || sb_fix || reset_journal || !tree_out.empty() || !xattr_out.empty() ||
+                 !bitmap_out.empty();
     for (uint64_t ino = 1; ino <= sb.inode_count; ino++) dirty |= dirty_ino[ino] != 0;
     for (const auto& [pblk, b] : dirblk) dirty |= b.dirty;
     if (!dirty || !may_write()) return;

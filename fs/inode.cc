@@ -280,6 +280,7 @@ void Filesystem::maybe_free_inode(InodeObj* in) {
     orphan_remove(in);
     punch_extents(in, 0, UINT64_MAX);
     save_extents(in);  // frees the tree blocks
+    xattr_release_block(in);
     const uint32_t gen = in->d.generation;
     std::memset(&in->d, 0, sizeof(in->d));
     in->d.generation = gen;

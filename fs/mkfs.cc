@@ -31,7 +31,8 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   sb.magic = SB_MAGIC;
   sb.version = VERSION;
   sb.sb_size = sizeof(SuperBlock);
-  sb.feature_incompat = FEATURE_INCOMPAT_JOURNAL | FEATURE_INCOMPAT_EXTENT_TREE | FEATURE_INCOMPAT_INLINE_XATTR;
+  sb.feature_incompat = FEATURE_INCOMPAT_JOURNAL | FEATURE_INCOMPAT_EXTENT_TREE | FEATURE_INCOMPAT_INLINE_XATTR |
+                        FEATURE_INCOMPAT_XATTR_BLOCK;
   sb.block_size = bs;
   sb.block_count = blocks;
   sb.inode_count = inodes;

@@ -1,5 +1,10 @@
-// Extended attributes in the inode's inline area: entries of u8 name_len, u8 value_len, name,
-// value, packed from the start; xattr_len bytes used. Names carry their namespace ("user.x").
+// Extended attributes: the inode's inline area (36 bytes), and beyond it one external block
+// (BXTR) per inode, journaled like every metadata block, counted in the inode's blocks, never
+// shared. Names carry their namespace ("user.x") and are at most 255 bytes (ERANGE past that);
+// a set that no placement of inline area and block holds gets ENOSPC. The byte formats and the
+// placement are in xattr_block.cc. Kernel twins (fs/ext4/xattr.c): ext4_xattr_get,
+// ext4_listxattr, ext4_xattr_set_handle (with ext4_xattr_ibody_set and ext4_xattr_block_set),
+// ext4_xattr_release_block (when the last block attribute leaves, and at inode free).
 #include <sys/xattr.h>
 
 #include <algorithm>
@@ -8,64 +13,88 @@
 #include <cstring>
 
 #include "filesystem.h"
+#include "xattr_block.h"
 
 namespace biofs {
 
 using namespace disk;
+using xattr::Attr;
 
-namespace {
-
-struct Attr {
-  std::string name, value;
-};
-
-bool unpack(const Inode& d, std::vector<Attr>* out) {
-  if (d.xattr_len > INLINE_XATTR_BYTES) return false;  // a damaged inode: never read past the area
-  for (uint32_t p = 0; p < d.xattr_len;) {
-    if (p + 2 > d.xattr_len) return false;
-    const uint32_t nl = d.xattr[p], vl = d.xattr[p + 1];
-    if (nl == 0 || p + 2 + nl + vl > d.xattr_len) return false;
-    const char* base = reinterpret_cast<const char*>(d.xattr) + p + 2;
-    out->push_back({std::string(base, nl), std::string(base + nl, vl)});
-    p += 2 + nl + vl;
-  }
-  return true;
+int Filesystem::xattr_load(InodeObj* in, std::vector<Attr>* all) {
+  if (!xattr::parse_inline(in->d, all)) return -EUCLEAN;  // a damaged inode: never read past the area
+  const uint64_t blk = xattr::block_of(in->d);
+  if (!blk) return 0;
+  // An address outside the data area, or a flag the superblock does not allow: damage.
+  if (!(sb_.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK) || blk < sb_.data_start || blk >= sb_.block_count - 1)
+    return -EUCLEAN;
+  Buffer* b;
+  if (int err = cache_.get(blk, BLK_XATTR, &b)) return err;  // magic, block number, crc
+  if (b->magic != BLK_XATTR) return -EUCLEAN;                // already cached as another kind of block
+  xattr::ParsedBlock p = xattr::parse_block(b->data.data(), bs_, blk, in->ino, false);
+  if (p.state != xattr::BlockState::ok) return -EUCLEAN;
+  all->insert(all->end(), p.attrs.begin(), p.attrs.end());
+  return 0;
 }
 
-bool pack(Inode& d, const std::vector<Attr>& attrs) {
-  uint32_t p = 0;
-  uint8_t buf[INLINE_XATTR_BYTES] = {};
-  for (const Attr& a : attrs) {
-    if (a.name.size() > 255 || a.value.size() > 255 || p + 2 + a.name.size() + a.value.size() > sizeof(buf)) return false;
-    buf[p] = uint8_t(a.name.size());
-    buf[p + 1] = uint8_t(a.value.size());
-    std::memcpy(buf + p + 2, a.name.data(), a.name.size());
-    std::memcpy(buf + p + 2 + a.name.size(), a.value.data(), a.value.size());
-    p += uint32_t(2 + a.name.size() + a.value.size());
+int Filesystem::xattr_store(InodeObj* in, const std::vector<Attr>& all) {
+  std::vector<Attr> inl, out;
+  if (!xattr::place(all, bs_, &inl, &out)) return -ENOSPC;
+  Inode& d = in->d;
+  const uint64_t old = xattr::block_of(d);
+  uint64_t blk = old;
+  if (!out.empty() && !old) {
+    uint64_t got;
+    if (int err = alloc_.alloc_blocks(0, 1, &blk, &got)) return err;
+    if (!(sb_.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK)) {  // an older image: first use
+      sb_.feature_incompat |= FEATURE_INCOMPAT_XATTR_BLOCK;
+      if (int err = save_superblock_journaled()) {
+        alloc_.free_blocks_later(blk, 1);
+        return err;
+      }
+    }
+    d.blocks++;
+  } else if (out.empty() && old) {
+    alloc_.free_blocks_later(old, 1);  // reusable after the next commit; dropped from the cache
+    d.blocks--;
+    blk = 0;
   }
-  std::memcpy(d.xattr, buf, sizeof(buf));
-  d.xattr_len = uint16_t(p);
-  return true;
+  if (blk) {
+    Buffer* b = cache_.get_new(blk, BLK_XATTR);  // the whole block rewritten, dirty
+    xattr::pack_block(b->data.data(), bs_, blk, in->ino, out);
+  }
+  xattr::set_block(d, blk);
+  xattr::pack_inline(d, inl);
+  touch(d, false, false, true);
+  return isave(in);
 }
 
-}  // namespace
+void Filesystem::xattr_release_block(InodeObj* in) {
+  const uint64_t blk = xattr::block_of(in->d);
+  if (!blk) return;
+  // Only a block that reads back as this inode's is freed: a damaged address must not free
+  // metadata or another inode's block (a block left marked in use is fsck's to find).
+  Buffer* b;
+  if (blk >= sb_.data_start && blk < sb_.block_count - 1 && cache_.get(blk, BLK_XATTR, &b) == 0 &&
+      b->magic == BLK_XATTR && reinterpret_cast<const XattrBlock*>(b->data.data())->owner == in->ino)
+    alloc_.free_blocks_later(blk, 1);
+  in->d.blocks--;
+  xattr::set_block(in->d, 0);
+}
 
 int Filesystem::setxattr(uint64_t ino, const std::string& name, const std::string& value, int flags) {
   std::unique_lock ex(lock_);
-  if (name.empty() || name.size() > 255) return name.empty() ? -EINVAL : -ERANGE;
+  if (name.empty() || name.size() > xattr::NAME_MAX_LEN) return name.empty() ? -EINVAL : -ERANGE;
   if (int err = maybe_commit()) return err;
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   std::vector<Attr> attrs;
-  if (!unpack(in->d, &attrs)) return -EUCLEAN;
+  if (int err = xattr_load(in, &attrs)) return err;
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == name; });
   if (it != attrs.end() && (flags & XATTR_CREATE)) return -EEXIST;
   if (it == attrs.end() && (flags & XATTR_REPLACE)) return -ENODATA;
   if (it != attrs.end()) it->value = value;
   else attrs.push_back({name, value});
-  if (!pack(in->d, attrs)) return -ENOSPC;  // only small attributes fit inline (format.md)
-  touch(in->d, false, false, true);
-  return isave(in);
+  return xattr_store(in, attrs);
 }
 
 int Filesystem::getxattr(uint64_t ino, const std::string& name, std::string* value) {
@@ -73,7 +102,7 @@ int Filesystem::getxattr(uint64_t ino, const std::string& name, std::string* val
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   std::vector<Attr> attrs;
-  if (!unpack(in->d, &attrs)) return -EUCLEAN;
+  if (int err = xattr_load(in, &attrs)) return err;
   for (const Attr& a : attrs)
     if (a.name == name) {
       *value = a.value;
@@ -87,7 +116,7 @@ int Filesystem::listxattr(uint64_t ino, std::string* names) {
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   std::vector<Attr> attrs;
-  if (!unpack(in->d, &attrs)) return -EUCLEAN;
+  if (int err = xattr_load(in, &attrs)) return err;
   names->clear();
   for (const Attr& a : attrs) names->append(a.name).push_back('\0');
   return 0;
@@ -99,13 +128,11 @@ int Filesystem::removexattr(uint64_t ino, const std::string& name) {
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   std::vector<Attr> attrs;
-  if (!unpack(in->d, &attrs)) return -EUCLEAN;
+  if (int err = xattr_load(in, &attrs)) return err;
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == name; });
   if (it == attrs.end()) return -ENODATA;
   attrs.erase(it);
-  pack(in->d, attrs);
-  touch(in->d, false, false, true);
-  return isave(in);
+  return xattr_store(in, attrs);  // fewer bytes always fit; the block goes with its last entry
 }
 
 }  // namespace biofs

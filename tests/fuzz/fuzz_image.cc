@@ -300,6 +300,9 @@ Image make_image(bool crash) {
   fill(*fs, u, IMAGE_BLOCK, 10, 'u');
   make(*fs, ROOT_INO, "fifo", S_IFIFO | 0644);
   must(fs->rename(d, "sub", ROOT_INO, "moved", 0), "rename");
+  // Last, so the blocks made before stay where they were: a's attributes spill from the inline
+  // area into an external xattr block (one entry stays inline).
+  for (int i = 0; i < 6; i++) must(fs->setxattr(a, "user.x" + std::to_string(i), std::string(40 + i, char('p' + i)), 0), "setxattr");
   must(fs->unmount(), "unmount");
   fs.reset();
   if (crash) {
@@ -335,9 +338,10 @@ Image make_image(bool crash) {
       else im.tree_blocks.push_back(b);
     }
     if (h->magic == BLK_DIR) im.dir_blocks.push_back(b);
+    if (h->magic == BLK_XATTR && reinterpret_cast<const XattrBlock*>(h)->owner == a) im.xattr_blocks.push_back(b);
   }
-  if (im.tree_blocks.size() != 3 || im.dir_blocks.size() < 3)
-    property_failed("fuzz image: expected a two-level extent tree and several directory blocks");
+  if (im.tree_blocks.size() != 3 || im.dir_blocks.size() < 3 || im.xattr_blocks.size() != 1)
+    property_failed("fuzz image: expected a two-level extent tree, several directory blocks and an xattr block");
   return im;
 }
 

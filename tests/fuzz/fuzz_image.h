@@ -23,6 +23,7 @@ struct Image {
   std::vector<uint64_t> tree_blocks;  // its tree blocks, root first
   std::vector<uint64_t> dir_blocks;   // every directory block
   uint64_t subdir_ino = 0;            // a directory of two blocks
+  std::vector<uint64_t> xattr_blocks; // external xattr blocks (file "a" has one)
 };
 
 inline constexpr uint64_t IMAGE_BYTES = 1 << 20;  // 1 MiB, 1 KiB blocks

@@ -1,10 +1,15 @@
-// Malformed mount options and device strings: each is refused with one printable line that
-// names the part at fault (the tables are the cases the fuzz harnesses generalise).
+// Malformed mount options, device strings and xattr blocks: each is refused with one printable
+// line that names the part at fault (the tables are the cases the fuzz harnesses generalise).
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "fs/format.h"
 #include "fs/mount_options.h"
+#include "fs/xattr_block.h"
 #include "nvme/open_device.h"
 
 using namespace biofs;
@@ -87,5 +92,61 @@ TEST_CASE("malformed device strings: one line naming the part") {
     INFO(err);
     one_printable_line(err);
     CHECK(err.find(row.names) != std::string::npos);
+  }
+}
+
+TEST_CASE("malformed xattr blocks: one line naming the damage, the entries before it kept") {
+  using namespace biofs::disk;
+  constexpr uint32_t bs = 1024;
+  constexpr uint64_t blk = 100, owner = 7;
+  const std::vector<xattr::Attr> attrs = {
+      {"user.a", "1"}, {"user.bb", std::string(300, 'x')}, {"security.capability", std::string(20, 'c')}};
+  std::vector<uint8_t> good(bs);
+  xattr::pack_block(good.data(), bs, blk, owner, attrs);
+  set_block_crc(good.data(), bs);
+  xattr::ParsedBlock p = xattr::parse_block(good.data(), bs, blk, owner, true);
+  REQUIRE(p.state == xattr::BlockState::ok);
+  REQUIRE(p.attrs.size() == 3);
+  CHECK(p.attrs[1].value == attrs[1].value);
+  const uint32_t first = XATTR_BLOCK_ENTRY_HEAD + 6 + 1, second = XATTR_BLOCK_ENTRY_HEAD + 7 + 300;
+  const uint32_t e0 = sizeof(XattrBlock), e1 = e0 + first, e2 = e1 + second;
+  auto u16 = [](std::vector<uint8_t>& b, uint32_t at, uint16_t v) { std::memcpy(&b[at], &v, 2); };
+  auto u32 = [](std::vector<uint8_t>& b, uint32_t at, uint32_t v) { std::memcpy(&b[at], &v, 4); };
+  const struct {
+    const char* what;
+    std::function<void(std::vector<uint8_t>&)> damage;
+    bool fix_crc;
+    xattr::BlockState state;
+    std::string names;
+    size_t kept;
+  } table[] = {
+      {"magic", [](auto& b) { b[0] = 'X'; }, true, xattr::BlockState::bad_header, "fails its checksum or header check", 0},
+      {"block number", [](auto& b) { b[8] = 101; }, true, xattr::BlockState::bad_header, "header check", 0},
+      {"stale crc", [&](auto& b) { b[e1 + 20] ^= 1; }, false, xattr::BlockState::bad_header, "fails its checksum", 0},
+      {"owner", [](auto& b) { b[16] = 8; }, true, xattr::BlockState::bad_header, "belongs to inode 8", 0},
+      {"reserved", [&](auto& b) { u32(b, 28, 1); }, true, xattr::BlockState::bad_header, "nonzero reserved field", 0},
+      {"used past the block", [&](auto& b) { u32(b, 24, bs - 31); }, true, xattr::BlockState::bad_header,
+       "says 993 bytes of entries, more than it holds", 0},
+      {"empty name", [&](auto& b) { b[e0] = 0; }, true, xattr::BlockState::bad_entries, "malformed entry at byte 32", 0},
+      {"entry reserved byte", [&](auto& b) { b[e1 + 1] = 3; }, true, xattr::BlockState::bad_entries,
+       "malformed entry at byte " + std::to_string(e1), 1},
+      {"value past used", [&](auto& b) { u16(b, e2 + 2, 60000); }, true, xattr::BlockState::bad_entries,
+       "entry running past its end at byte " + std::to_string(e2), 2},
+      {"name past used", [&](auto& b) { b[e2] = 255; }, true, xattr::BlockState::bad_entries, "running past its end", 2},
+      {"used ends inside an entry head", [&](auto& b) { u32(b, 24, first + second + 2); }, true,
+       xattr::BlockState::bad_entries, "entry cut short at byte " + std::to_string(e2), 2},
+      {"used ends after two entries", [&](auto& b) { u32(b, 24, first + second); }, true, xattr::BlockState::ok, "", 2},
+  };
+  for (const auto& row : table) {
+    std::vector<uint8_t> b = good;
+    row.damage(b);
+    if (row.fix_crc) set_block_crc(b.data(), bs);
+    p = xattr::parse_block(b.data(), bs, blk, owner, true);
+    INFO(row.what << ": " << p.why);
+    CHECK(p.state == row.state);
+    CHECK(p.attrs.size() == row.kept);
+    if (row.state == xattr::BlockState::ok) continue;
+    one_printable_line(p.why);
+    CHECK(p.why.find(row.names) != std::string::npos);
   }
 }

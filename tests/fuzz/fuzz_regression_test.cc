@@ -46,6 +46,7 @@ TEST_CASE("fuzz images: the same bytes on every build, and each one sound") {
   CHECK(c.bytes == d.bytes);
   CHECK(a.bytes != c.bytes);
   CHECK(a.tree_blocks.size() == 3);
+  CHECK(a.xattr_blocks.size() == 1);
   CHECK(a.used_inodes.size() == 51);  // root, 2 dirs, 48 files, symlinks, a fifo
   // The clean image checks clean and mounts; the crashed one has a transaction to replay.
   Outcome o = exercise_image(a.bytes, false);

@@ -115,6 +115,7 @@ static int fuzz_block(std::vector<uint64_t> Image::*which, const uint8_t* data, 
 
 int fuzz_extent(const uint8_t* data, size_t size) { return fuzz_block(&Image::tree_blocks, data, size); }
 int fuzz_dir(const uint8_t* data, size_t size) { return fuzz_block(&Image::dir_blocks, data, size); }
+int fuzz_xattr(const uint8_t* data, size_t size) { return fuzz_block(&Image::xattr_blocks, data, size); }
 
 int fuzz_journal(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -175,8 +176,9 @@ int fuzz_device_spec(const uint8_t* data, size_t size) {
 const std::vector<Target>& targets() {
   static const std::vector<Target> t = {
       {"superblock", fuzz_superblock}, {"inode", fuzz_inode},       {"extent", fuzz_extent},
-      {"dir", fuzz_dir},               {"journal", fuzz_journal},   {"image", fuzz_image},
-      {"mount_options", fuzz_mount_options}, {"device_spec", fuzz_device_spec}};
+      {"dir", fuzz_dir},               {"xattr", fuzz_xattr},       {"journal", fuzz_journal},
+      {"image", fuzz_image},           {"mount_options", fuzz_mount_options},
+      {"device_spec", fuzz_device_spec}};
   return t;
 }
 
@@ -201,11 +203,16 @@ std::vector<std::vector<uint8_t>> seeds(const std::string& target) {
         out.push_back(bytes({uint8_t(i), uint8_t(FIX | (c ? CRASHED : 0))}, im.bytes.data() + off, INODE_SIZE));
       }
     }
-  } else if (target == "extent" || target == "dir") {
+  } else if (target == "extent" || target == "dir" || target == "xattr") {
     const Image& im = clean_image();
-    const auto& blocks = target == "extent" ? im.tree_blocks : im.dir_blocks;
+    const auto& blocks = target == "extent" ? im.tree_blocks : target == "dir" ? im.dir_blocks : im.xattr_blocks;
     for (size_t i = 0; i < blocks.size(); i++)
       out.push_back(bytes({uint8_t(i), FIX}, im.bytes.data() + blocks[i] * im.sb.block_size, im.sb.block_size));
+    if (target == "xattr") {  // the same block with its first entry's value length past `used`
+      std::vector<uint8_t> v = out.back();
+      v[2 + sizeof(XattrBlock) + 3] = 0xff;
+      out.push_back(v);
+    }
   } else if (target == "journal") {
     out.push_back({FIX});
     out.push_back({uint8_t(FIX | CRASHED)});

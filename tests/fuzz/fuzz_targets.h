@@ -11,6 +11,7 @@
 //   inode       [which inode in use][flags][inode bytes, up to 256] over its table slot
 //   extent      [which tree block][flags][block bytes] over a two-level extent tree's block
 //   dir         [which directory block][flags][block bytes] over that block
+//   xattr       [which xattr block][flags][block bytes] over an external xattr block
 //   journal     [flags][patches: 2-byte offset, 1-byte length, bytes] within the journal (here
 //               bit 1 starts from the clean image: the crashed one is the default)
 //   image       [flags][patches: 3-byte offset, 1-byte length, bytes] anywhere in the image
@@ -28,6 +29,7 @@ int fuzz_superblock(const uint8_t* data, size_t size);
 int fuzz_inode(const uint8_t* data, size_t size);
 int fuzz_extent(const uint8_t* data, size_t size);
 int fuzz_dir(const uint8_t* data, size_t size);
+int fuzz_xattr(const uint8_t* data, size_t size);
 int fuzz_journal(const uint8_t* data, size_t size);
 int fuzz_image(const uint8_t* data, size_t size);
 int fuzz_mount_options(const uint8_t* data, size_t size);
