@@ -118,7 +118,7 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
     std::shared_lock shared(lock_);
     InodeObj* in;
     if (iget_shared(shared, ino, &in) == 0 && S_ISREG(in->d.mode) && end <= in->d.size &&
-        !times_need_update(in->d) && (fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) && !failed_ &&
+        !times_need_update(in->d) && (fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) && in->has_caps == 0 && !failed_ &&
         !opts_.read_only) {
       const uint64_t first = off / bs_, last = (end - 1) / bs_;
       bool mapped = true;
@@ -214,6 +214,7 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
   const bool converted = set_unwritten(in, first, n, false);
   if (end > in->d.size) in->d.size = end;
   if (!fsetid) drop_suidgid(in->d);
+  if (int err = kill_caps(in)) return err;
   touch(in->d, false, true, true);
   const int err = (converted || !added.empty()) ? save_extents(in) : isave(in);
   return err ? err : ssize_t(size);

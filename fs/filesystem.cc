@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "mkfs.h"
+#include "xattr_block.h"
 
 namespace biofs {
 
@@ -253,7 +254,13 @@ int Filesystem::setattr(uint64_t ino, int to_set, const struct stat& a, struct s
   // in the same call is what the caller asked for, and wins.
   const bool chown = to_set & (SETATTR_UID | SETATTR_GID);
   if (((to_set & SETATTR_SIZE) && !fsetid) || (chown && !S_ISDIR(d.mode))) drop_suidgid(d);
-  if (to_set & SETATTR_MODE) d.mode = (d.mode & S_IFMT) | (a.st_mode & 07777);
+  if (to_set & SETATTR_MODE) {
+    d.mode = (d.mode & S_IFMT) | (a.st_mode & 07777);
+    if (int err = acl_chmod_locked(in)) return err;
+  }
+  if ((to_set & SETATTR_SIZE) || (chown && !S_ISDIR(d.mode))) {
+    if (int err = kill_caps(in)) return err;
+  }
   if (to_set & SETATTR_UID) d.uid = a.st_uid;
   if (to_set & SETATTR_GID) d.gid = a.st_gid;
   if (to_set & SETATTR_ATIME_NOW) touch(d, true, false, false);
@@ -268,7 +275,7 @@ int Filesystem::setattr(uint64_t ino, int to_set, const struct stat& a, struct s
 }
 
 int Filesystem::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid,
-                          dev_t rdev, const std::string* target, struct stat* st) {
+                          dev_t rdev, const std::string* target, struct stat* st, mode_t umask) {
   std::unique_lock ex(lock_);
   if (name.empty() || name.size() > MAX_NAME_LEN) return name.empty() ? -EINVAL : -ENAMETOOLONG;
   if (name == "." || name == ".." || name.find('/') != std::string::npos) return -EINVAL;
@@ -282,13 +289,24 @@ int Filesystem::make_node(uint64_t parent, const std::string& name, mode_t mode,
   if (err == 0) return -EEXIST;
   if (err != -ENOENT) return err;
   if (S_ISDIR(mode) && dir->d.nlink >= UINT32_MAX - 1) return -EMLINK;
+  // inode_init_owner(): in a setgid directory the group is the directory's, and a new
+  // directory is setgid too.
+  if (dir->d.mode & S_ISGID) {
+    gid = dir->d.gid;
+    if (S_ISDIR(mode)) mode |= S_ISGID;
+  }
+  std::vector<xattr::Attr> acls;
+  if (!target) {
+    if (int e = acl_inherit(dir, &mode, umask, &acls)) return e;
+  }
   InodeObj* in;
   if (int e = new_inode(mode, uid, gid, &in)) return e;
   in->d.nlink = S_ISDIR(mode) ? 2 : 1;
   in->d.rdev = uint32_t(rdev);
   if (S_ISDIR(mode)) in->d.parent = parent;
-  err = 0;
-  if (target) {
+  in->has_caps = 0;
+  err = acls.empty() ? 0 : xattr_store(in, acls);
+  if (target && !err) {
     in->d.size = target->size();
     if (target->size() <= sizeof(in->d.inline_data)) {
       in->d.flags |= INODE_INLINE_DATA;
@@ -322,14 +340,15 @@ int Filesystem::make_node(uint64_t parent, const std::string& name, mode_t mode,
 }
 
 int Filesystem::mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
-                      struct stat* st) {
+                      struct stat* st, mode_t umask) {
   if (S_ISDIR(mode) || S_ISLNK(mode)) return -EINVAL;
   if (!(mode & S_IFMT)) mode |= S_IFREG;
-  return make_node(parent, name, mode, uid, gid, rdev, nullptr, st);
+  return make_node(parent, name, mode, uid, gid, rdev, nullptr, st, umask);
 }
 
-int Filesystem::mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st) {
-  return make_node(parent, name, S_IFDIR | (mode & 07777), uid, gid, 0, nullptr, st);
+int Filesystem::mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st,
+                      mode_t umask) {
+  return make_node(parent, name, S_IFDIR | (mode & 07777), uid, gid, 0, nullptr, st, umask);
 }
 
 int Filesystem::symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid,

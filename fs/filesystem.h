@@ -68,8 +68,12 @@ class Filesystem {
   // A change of owner or group clears the set-id bits of a non-directory; a truncation by a
   // caller without `fsetid` too (setattr_should_drop_suidgid).
   int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out, bool fsetid = true);
-  int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st);
-  int mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st);
+  // `umask` is applied unless the directory has a default ACL, which then shapes the new mode and
+  // becomes the new inode's ACLs (posix_acl_create; the daemon takes FUSE_CAP_DONT_MASK).
+  int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st,
+            mode_t umask = 0);
+  int mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st,
+            mode_t umask = 0);
   int symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid, struct stat* st);
   int readlink(uint64_t ino, std::string* target);
   int link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st);
@@ -136,6 +140,7 @@ class Filesystem {
     // bypasses and does not invalidate it) has had it open since the last buffered open.
     uint32_t direct_writers = 0;
     bool cache_stale = false;
+    int8_t has_caps = -1;  // security.capability present: -1 not looked at yet, 0 no, 1 yes
     std::atomic<int> dio{0};           // file I/O in flight (inode->i_dio_count)
     // Directories: name -> entry, loaded on first use.
     struct DirLoc {
@@ -223,9 +228,18 @@ class Filesystem {
   int xattr_load(InodeObj* in, std::vector<xattr::Attr>* all);
   int xattr_store(InodeObj* in, const std::vector<xattr::Attr>& all);
   void xattr_release_block(InodeObj* in);
+  // POSIX ACLs (acl.h) kept in step with the mode: a new inode's mode and ACLs from its
+  // directory's default ACL (the umask when there is none); a chmod rewrites the access ACL.
+  int acl_inherit(InodeObj* dir, mode_t* mode, mode_t umask, std::vector<xattr::Attr>* attrs);
+  int acl_chmod_locked(InodeObj* in);
+  // An access ACL set: the mode takes its bits; one the mode says whole is not stored.
+  int acl_set_access(InodeObj* in, std::vector<xattr::Attr>* attrs, const std::string& value);
+  // security.capability goes with a write, a truncation or a change of owner
+  // (cap_inode_killpriv), whoever makes it.
+  int kill_caps(InodeObj* in);
 
   int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
-                const std::string* symlink_target, struct stat* st);
+                const std::string* symlink_target, struct stat* st, mode_t umask = 0);
   int remove_entry(uint64_t parent, const std::string& name, bool want_dir);
   // Removes `name` (naming `victim`) from `dir`: a directory must be empty and loses all its
   // links (and `dir` the one its ".." held), a file loses one. Saves the victim, not `dir`.

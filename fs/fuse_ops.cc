@@ -47,6 +47,11 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   conn->max_background = ctx->max_background;
   conn->congestion_threshold = ctx->max_background * 3 / 4;
   if (ctx->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
+  // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.
+  const unsigned acl_caps = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+  ctx->posix_acl = (conn->capable & acl_caps) == acl_caps;
+  if (ctx->posix_acl) conn->want |= acl_caps;
 }
 
 void op_destroy(void* userdata) {
@@ -98,14 +103,14 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
   const fuse_ctx* c = fuse_req_ctx(req);
   struct stat st;
-  const int err = FS(req)->mknod(parent, name, mode & ~c->umask, c->uid, c->gid, rdev, &st);
+  const int err = FS(req)->mknod(parent, name, mode, c->uid, c->gid, rdev, &st, c->umask);
   reply_entry(req, err, st);
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   const fuse_ctx* c = fuse_req_ctx(req);
   struct stat st;
-  const int err = FS(req)->mkdir(parent, name, mode & ~c->umask, c->uid, c->gid, &st);
+  const int err = FS(req)->mkdir(parent, name, mode, c->uid, c->gid, &st, c->umask);
   reply_entry(req, err, st);
 }
 
@@ -168,7 +173,7 @@ void reply_create(fuse_req_t req, const struct stat& st, fuse_file_info* fi, boo
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   const fuse_ctx* c = fuse_req_ctx(req);
   struct stat st;
-  int err = FS(req)->mknod(parent, name, S_IFREG | (mode & ~c->umask & 07777), c->uid, c->gid, 0, &st);
+  int err = FS(req)->mknod(parent, name, S_IFREG | (mode & 07777), c->uid, c->gid, 0, &st, c->umask);
   if (err == -EEXIST && !(fi->flags & O_EXCL) && (err = FS(req)->lookup(parent, name, &st)) == 0) {
     if (!S_ISREG(st.st_mode)) {
       FS(req)->forget(st.st_ino, 1);
@@ -317,7 +322,14 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_i
   else fuse_reply_lseek(req, r);
 }
 
+// Without FUSE_CAP_POSIX_ACL the kernel would neither enforce ACLs nor keep the mode in step:
+// refuse them as a filesystem without ACLs does (cp -a then succeeds without them).
+bool acl_refused(fuse_req_t req, const char* name) {
+  return !CTX(req)->posix_acl && std::string_view(name).rfind("system.posix_acl_", 0) == 0;
+}
+
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  if (acl_refused(req, name)) return (void)fuse_reply_err(req, EOPNOTSUPP);
   fuse_reply_err(req, -FS(req)->setxattr(ino, name, std::string(value, size), flags));
 }
 

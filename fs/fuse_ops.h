@@ -18,6 +18,7 @@ struct FuseContext {
   // every change. off: pages dropped at each open, 1 s timeouts (every buffered read reaches
   // the block layer).
   bool keep_cache = true;
+  bool posix_acl = false;  // the kernel took FUSE_CAP_POSIX_ACL (op_init)
   double timeout() const { return keep_cache ? 86400.0 : 1.0; }
 };
 

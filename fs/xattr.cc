@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "filesystem.h"
+#include "acl.h"
 #include "xattr_block.h"
 
 namespace biofs {
@@ -81,23 +82,107 @@ void Filesystem::xattr_release_block(InodeObj* in) {
   xattr::set_block(in->d, 0);
 }
 
+namespace {
+
+// The namespaces ext4 knows; anything else is EOPNOTSUPP, as ext4 answers (and as cp -a and
+// tar expect from a filesystem that does not keep such an attribute).
+bool known_namespace(const std::string& name) {
+  for (const char* p : {"user.", "trusted.", "security."})
+    if (name.rfind(p, 0) == 0 && name.size() > std::strlen(p)) return true;
+  return name == ACL_ACCESS_XATTR || name == ACL_DEFAULT_XATTR;
+}
+
+constexpr const char* kCapsXattr = "security.capability";
+
+std::vector<Attr>::iterator find_attr(std::vector<Attr>& attrs, const std::string& name) {
+  return std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == name; });
+}
+
+}  // namespace
+
+int Filesystem::acl_inherit(InodeObj* dir, mode_t* mode, mode_t umask, std::vector<Attr>* attrs) {
+  std::vector<Attr> dir_attrs;
+  if (int err = xattr_load(dir, &dir_attrs)) return err;
+  auto it = find_attr(dir_attrs, ACL_DEFAULT_XATTR);
+  const std::optional<Acl> dflt = it == dir_attrs.end() ? std::nullopt : acl_from_xattr(it->value);
+  if (!dflt) {
+    *mode &= ~(umask & 0777);
+    return 0;
+  }
+  Acl access;
+  *mode = acl_create(*dflt, *mode, &access);
+  if (!access.empty()) attrs->push_back({ACL_ACCESS_XATTR, acl_to_xattr(access)});
+  if (S_ISDIR(*mode)) attrs->push_back({ACL_DEFAULT_XATTR, it->value});
+  return 0;
+}
+
+int Filesystem::acl_chmod_locked(InodeObj* in) {
+  std::vector<Attr> attrs;
+  if (int err = xattr_load(in, &attrs)) return err;
+  auto it = find_attr(attrs, ACL_ACCESS_XATTR);
+  if (it == attrs.end()) return 0;
+  std::optional<Acl> acl = acl_from_xattr(it->value);
+  if (!acl) return -EUCLEAN;
+  acl_chmod(&*acl, in->d.mode);
+  it->value = acl_to_xattr(*acl);
+  return xattr_store(in, attrs);
+}
+
+int Filesystem::acl_set_access(InodeObj* in, std::vector<Attr>* attrs, const std::string& value) {
+  const std::optional<Acl> acl = acl_from_xattr(value);
+  if (!acl) return -EINVAL;
+  mode_t bits;
+  const bool equiv = acl_equiv_mode(*acl, &bits);
+  in->d.mode = (in->d.mode & ~mode_t(0777)) | bits;
+  auto it = find_attr(*attrs, ACL_ACCESS_XATTR);
+  if (equiv) {
+    if (it != attrs->end()) attrs->erase(it);  // the mode says it all (posix_acl_update_mode)
+  } else if (it != attrs->end()) {
+    it->value = value;
+  } else {
+    attrs->push_back({ACL_ACCESS_XATTR, value});
+  }
+  return xattr_store(in, *attrs);
+}
+
+int Filesystem::kill_caps(InodeObj* in) {
+  if (in->has_caps == 0) return 0;
+  std::vector<Attr> attrs;
+  if (int err = xattr_load(in, &attrs)) return err;
+  auto it = find_attr(attrs, kCapsXattr);
+  if (it != attrs.end()) {
+    attrs.erase(it);
+    if (int err = xattr_store(in, attrs)) return err;
+  }
+  in->has_caps = 0;
+  return 0;
+}
+
 int Filesystem::setxattr(uint64_t ino, const std::string& name, const std::string& value, int flags) {
   std::unique_lock ex(lock_);
   if (name.empty() || name.size() > xattr::NAME_MAX_LEN) return name.empty() ? -EINVAL : -ERANGE;
+  if (!known_namespace(name)) return -EOPNOTSUPP;
   if (int err = maybe_commit()) return err;
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
-  auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == name; });
+  auto it = find_attr(attrs, name);
   if (it != attrs.end() && (flags & XATTR_CREATE)) return -EEXIST;
   if (it == attrs.end() && (flags & XATTR_REPLACE)) return -ENODATA;
+  if (name == ACL_ACCESS_XATTR) return acl_set_access(in, &attrs, value);
+  if (name == ACL_DEFAULT_XATTR) {
+    if (!S_ISDIR(in->d.mode)) return -EACCES;
+    if (!acl_from_xattr(value)) return -EINVAL;
+  }
+  if (name == kCapsXattr) in->has_caps = 1;
   if (it != attrs.end()) it->value = value;
   else attrs.push_back({name, value});
   return xattr_store(in, attrs);
 }
 
 int Filesystem::getxattr(uint64_t ino, const std::string& name, std::string* value) {
+  if (!known_namespace(name)) return -EOPNOTSUPP;
   std::unique_lock ex(lock_);
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
@@ -123,6 +208,7 @@ int Filesystem::listxattr(uint64_t ino, std::string* names) {
 }
 
 int Filesystem::removexattr(uint64_t ino, const std::string& name) {
+  if (!known_namespace(name)) return -EOPNOTSUPP;
   std::unique_lock ex(lock_);
   if (int err = maybe_commit()) return err;
   InodeObj* in;
