@@ -18,6 +18,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "fs/xattr_block.h"
 #include "fuse_util.h"
 
 using namespace biofs;
@@ -48,8 +49,9 @@ struct Run {
   }
 };
 
-// A populated filesystem: files (one fragmented into an extent tree), directories, a hard
-// link, a long symlink; `files` holds every path's exact contents.
+// A populated filesystem: files (one fragmented into an extent tree, one with attributes in an
+// external xattr block), directories, a hard link, a long symlink; `files` holds every path's
+// exact contents.
 struct Rig {
   BrdDevice dev{32 << 20};
   BlockIo io{dev.bdev(), 4096};
@@ -96,9 +98,11 @@ struct Rig {
     REQUIRE(fs->link(ino["a"], ino["d"], "a-link", &st) == 0);
     files["d/a-link"] = files["a"];
     REQUIRE(fs->symlink(ROOT_INO, "s", std::string(200, 'y'), 0, 0, &st) == 0);
+    for (int k = 0; k < 8; k++) REQUIRE(fs->setxattr(ino["b"], "user.b" + std::to_string(k), pattern(100, k), 0) == 0);
     REQUIRE(fs->unmount() == 0);
     REQUIRE(read_superblock(io, &sb) == "");
     REQUIRE((get_inode(ino["a"]).flags & INODE_EXTENT_TREE) != 0);
+    REQUIRE((get_inode(ino["b"]).flags & INODE_XATTR_BLOCK) != 0);
     REQUIRE(check().r.errors == 0);
   }
 
@@ -530,11 +534,12 @@ TEST_CASE("fsck repair: damage at random never crashes or loops, and -y leaves a
   g.dev.peek(0, pristine.data(), pristine.size());
   const uint64_t itab = g.sb.inode_table_start;
   // The blocks to damage: the superblock, the first inode table block, directory blocks, an
-  // extent tree root, both bitmaps, the journal superblock.
+  // extent tree root, an xattr block, both bitmaps, the journal superblock.
   const std::vector<uint64_t> targets = {0, itab, itab, itab, g.get_inode(ROOT_INO).extents[0].pblk,
                                          g.get_inode(g.ino["d"]).extents[0].pblk,
                                          g.get_inode(g.ino["d/sub"]).extents[0].pblk,
-                                         g.get_inode(g.ino["a"]).extent_root, g.sb.block_bitmap_start,
+                                         g.get_inode(g.ino["a"]).extent_root,
+                                         xattr::block_of(g.get_inode(g.ino["b"])), g.sb.block_bitmap_start,
                                          g.sb.inode_bitmap_start, g.sb.journal_start};
   std::mt19937_64 rng(20261130);
   int fixed = 0;
