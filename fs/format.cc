@@ -1,5 +1,6 @@
 #include "format.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "crc32c.h"
@@ -36,8 +37,11 @@ std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
   if (superblock_crc(sb) != sb.checksum) return "superblock checksum mismatch";
   if (sb.version != VERSION) return "unsupported format version " + std::to_string(sb.version);
   if (sb.sb_size != sizeof(SuperBlock)) return "superblock size " + std::to_string(sb.sb_size) + " is not 512";
-  if (sb.feature_incompat & ~FEATURE_INCOMPAT_KNOWN)
-    return "unknown incompatible features 0x" + std::to_string(sb.feature_incompat & ~FEATURE_INCOMPAT_KNOWN);
+  if (sb.feature_incompat & ~FEATURE_INCOMPAT_KNOWN) {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "%x", unsigned(sb.feature_incompat & ~FEATURE_INCOMPAT_KNOWN));
+    return std::string("unknown incompatible features 0x") + hex;
+  }
   if (sb.block_size < MIN_BLOCK_SIZE || sb.block_size > MAX_BLOCK_SIZE || (sb.block_size & (sb.block_size - 1)))
     return "bad block size " + std::to_string(sb.block_size);
   if (sb.inode_size != INODE_SIZE) return "bad inode size " + std::to_string(sb.inode_size);

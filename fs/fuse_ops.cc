@@ -47,6 +47,10 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   conn->max_background = ctx->max_background;
   conn->congestion_threshold = ctx->max_background * 3 / 4;
   if (ctx->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h): not whenever a
+  // file's mtime moves, as libfuse's default FUSE_CAP_AUTO_INVAL_DATA would (tar -x sets every
+  // file's times after writing it, which then dropped the pages it had just written).
+  if (ctx->keep_cache) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
   // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.
   const unsigned acl_caps = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;

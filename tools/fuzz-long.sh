@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(superblock inode extent dir journal image mount_options device_spec)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(superblock inode extent dir journal xattr image mount_options device_spec)
 case "$seconds" in ''|*[!0-9]*) echo "fuzz-long: SECONDS must be a number, not '$seconds'" >&2; exit 2 ;; esac
 
 command -v clang++ >/dev/null || { echo "fuzz-long: clang++ not found (tools/install-deps.sh installs clang)" >&2; exit 1; }
