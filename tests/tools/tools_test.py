@@ -74,6 +74,15 @@ class CompareMath(unittest.TestCase):
         self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.5), 128 + 7)  # [128, 143]
         self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.99), 8192 + 511)
 
+    def test_buffered_cells_say_whether_the_page_cache_was_kept(self):
+        class Cfg:
+            buffered, mount_opts = False, "keep_cache=off"
+        self.assertEqual(compare.io_mode(Cfg), "direct")
+        Cfg.buffered = True
+        self.assertIn("keep_cache=off", compare.io_mode(Cfg))
+        Cfg.mount_opts = "bio_cache=off"
+        self.assertIn("keep_cache=on", compare.io_mode(Cfg))
+
 
 class WorkloadMath(unittest.TestCase):
     def rows(self):
