@@ -30,7 +30,7 @@ void drop_nothing_read_twice(const std::string& opts, bool expect_cached) {
   CAPTURE(opts);
   FuseScratch s(256 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, opts);
-  const std::string data = pattern(32 << 20, 3);
+  const std::string data = pattern(8 << 20, 3);
   write_file(s.mnt + "/big", data, true);
   unmount(s.mnt, pid);  // nothing of the file in the kernel's cache
   pid = mount_fg(s.img, s.mnt, opts);
