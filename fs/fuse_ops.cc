@@ -46,7 +46,13 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // the kernel keeps max_background in flight (12 by default): too few for a depth of 64.
   conn->max_background = ctx->max_background;
   conn->congestion_threshold = ctx->max_background * 3 / 4;
-  if (ctx->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  if (ctx->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+    // Buffered writes stay in the kernel's page cache until writeback, as on ext4. Their WRITE
+    // requests come from the flusher and carry no writer, so the kernel clears the set-id bits
+    // itself when the write() happens: without FUSE_CAP_HANDLE_KILLPRIV it sends the mode.
+    conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+    conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  }
   // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h): not whenever a
   // file's mtime moves, as libfuse's default FUSE_CAP_AUTO_INVAL_DATA would (tar -x sets every
   // file's times after writing it, which then dropped the pages it had just written).
@@ -207,13 +213,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   });
 }
 
-void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info*) {
+void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
   const StageToken t = stage_fuse_received();
   FS(req)->write_async(ino, uint64_t(off), size, buf, [req, t](ssize_t n) {
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_fuse_reply(t);
-  }, may_keep_setid(req));
+  }, fi->writepage || may_keep_setid(req));  // writeback: the kernel has seen to the bits
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }

@@ -62,8 +62,10 @@ std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
       if (val == "on") o->keep_cache = true;
       else if (val == "off") o->keep_cache = false;
       else return bad("on|off");
-    } else if (key == "writeback_cache" && !has_value) {
-      o->writeback_cache = true;
+    } else if (key == "writeback_cache") {
+      if (!has_value || val == "on") o->writeback_cache = true;
+      else if (val == "off") o->writeback_cache = false;
+      else return bad("on|off");
     } else if (key == "ro" && !has_value) {
       o->fs.read_only = true;
       o->fuse_opts.push_back("ro");

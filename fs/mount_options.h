@@ -19,7 +19,7 @@ struct DaemonOptions {
   unsigned threads = 16;         // threads=N: FUSE worker threads at most
   unsigned max_background = 256; // max_background=N: async FUSE requests the kernel keeps in flight
   MountOptions fs;            // commit=SECONDS, meta_cache=MiB, ro
-  bool writeback_cache = false;  // writeback_cache: the kernel caches writes (FUSE_CAP_WRITEBACK_CACHE)
+  bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)
   bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o
 };

@@ -15,6 +15,7 @@ packages=(
   python3 python3-matplotlib         # tools/biofs-compare, biofs-stat (plots)
   e2fsprogs mount                    # biofs-compare: the ext4-on-loop baseline
   attr acl libcap2-bin rsync         # tests through the mount: xattrs, ACLs, capabilities, cp -a
+  bc                                 # tools/bench-smallfiles.sh
   qemu-system-x86 busybox-static cpio xz-utils kmod  # tests/qemu: a guest with a real NVMe controller
 )
 

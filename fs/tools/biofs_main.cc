@@ -39,7 +39,7 @@ void usage() {
   fputs("usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
         "  -o bio_cache=on|off,tag_batch=off|plain|retain|loop,split_check=fast|iter,\n"
         "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-        "     writeback_cache,ro,\n"
+        "     writeback_cache=on|off,ro,\n"
         "     and FUSE/mount options\n"
         "  -f foreground   -d debug (implies -f)   -s single-threaded\n",
         stderr);

@@ -20,6 +20,13 @@ TEST_CASE("mount options: the block-core toggles and queue settings") {
   CHECK(parse_mount_options("keep_cache=off", &o) == "");
   CHECK_FALSE(o.keep_cache);
   CHECK(parse_mount_options("keep_cache=1", &o) == "bad value for mount option keep_cache: '1' (expected on|off)");
+  CHECK_FALSE(o.writeback_cache);  // off by default: fs/README.md, "Caching in the kernel"
+  CHECK(parse_mount_options("writeback_cache", &o) == "");
+  CHECK(o.writeback_cache);
+  CHECK(parse_mount_options("writeback_cache=off", &o) == "");
+  CHECK_FALSE(o.writeback_cache);
+  CHECK(parse_mount_options("writeback_cache=on", &o) == "");
+  CHECK(o.writeback_cache);
 }
 
 TEST_CASE("mount options: FUSE and mount(8) options pass through") {
