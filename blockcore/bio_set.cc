@@ -345,11 +345,13 @@ static void bio_put_percpu_cache(Bio* bio) {
 }
 
 void bio_put(Bio* bio) {
-  if (bio_flagged(bio, BIO_REFFED)) [[unlikely]] {
-    assert(bio->bi_cnt.load(std::memory_order_relaxed) > 0);
-    if (bio->bi_cnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (bio->bi_flags & ((1u << BIO_REFFED) | (1u << BIO_STAGE_TRACED))) [[unlikely]] {
+    if (bio_flagged(bio, BIO_REFFED)) {
+      assert(bio->bi_cnt.load(std::memory_order_relaxed) > 0);
+      if (bio->bi_cnt.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    }
+    if (bio_flagged(bio, BIO_STAGE_TRACED)) stage_bio_put_slow(bio);
   }
-  stage_bio_put(bio);
   if (bio->bi_opf & REQ_ALLOC_CACHE)
     bio_put_percpu_cache(bio);
   else
@@ -411,6 +413,12 @@ static inline Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
   bio->bi_pool = bs;
   bio->bi_cache = cache;
   return bio;
+}
+
+// The allocation's stage stamp (stage_clock.h), flagging the bio a bio-started trace follows.
+static inline void stage_bio_allocated(Stage stage, Bio* bio) {
+  if (tls_stage.on & TRACE_BIO) [[unlikely]]
+    if (stage_bio_allocated_slow(stage, bio)) bio_set_flag(bio, BIO_STAGE_TRACED);
 }
 
 Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs) {

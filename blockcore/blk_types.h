@@ -80,6 +80,7 @@ enum : uint16_t {
   BIO_CHAIN = 1,    // __bi_remaining counts chained children
   BIO_REFFED = 2,   // bio_get() was called: bio_put() must drop __bi_cnt
   BIO_QUIET = 3,
+  BIO_STAGE_TRACED = 4,  // biofs: a sampled stage trace follows this bio (stage_clock.h)
 };
 
 // Allocation context (gfp_t): may the allocation wait for the mempool reserve to refill?

@@ -75,15 +75,18 @@ void stage_trace_maybe_start() {
   if (sample_this(&t.countdown, BIO_SAMPLE_FACTOR)) start(t, false, stage_now_ns());
 }
 
-void stage_bio_allocated_slow(Stage stage, const void* bio) {
+bool stage_bio_allocated_slow(Stage stage, const void* bio) {
   stage_mark_slow(stage);
   StageTrace& t = tls_stage;
-  if (!t.from_fuse && !t.bio) t.bio = bio;
+  if (t.from_fuse || t.bio) return false;
+  t.bio = bio;
+  return true;
 }
 
-void stage_bio_put_slow() {
+void stage_bio_put_slow(const void* bio) {
   StageTrace& t = tls_stage;
-  if (!t.from_fuse) t.on = 0;
+  if (t.bio != bio) return;  // put on another thread, or its trace already ended at dispatch
+  t.on = 0;
   t.bio = nullptr;
 }
 

@@ -78,19 +78,12 @@ inline void stage_bio_alloc_begin() {
   if (!t.on && t.countdown-- == 0) [[unlikely]]
     stage_trace_maybe_start();
 }
-// The allocation stamp: a bio-started trace from here on follows `bio`.
-void stage_bio_allocated_slow(Stage stage, const void* bio);
-inline void stage_bio_allocated(Stage stage, const void* bio) {
-  if (tls_stage.on & TRACE_BIO) [[unlikely]]
-    stage_bio_allocated_slow(stage, bio);
-}
-// The bio's final put: a trace that followed it and is still open ends here (a bio put
+// The allocation stamp. True when a bio-started trace from here on follows `bio`: the caller
+// flags the bio BIO_STAGE_TRACED, and its final put calls stage_bio_put_slow() (a bio put
 // without being submitted, by an error path or a benchmark, must not leave the thread traced).
-void stage_bio_put_slow();
-inline void stage_bio_put(const void* bio) {
-  if (tls_stage.bio == bio) [[unlikely]]
-    stage_bio_put_slow();
-}
+// The put side thus costs nothing new: bio_put() tests that flag with BIO_REFFED.
+bool stage_bio_allocated_slow(Stage stage, const void* bio);
+void stage_bio_put_slow(const void* bio);
 // A per-bio stamp (split, tag): the time since the trace's previous stamp.
 inline void stage_mark(Stage stage) {
   if (tls_stage.on & TRACE_BIO) [[unlikely]]
