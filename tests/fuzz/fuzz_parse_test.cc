@@ -41,7 +41,7 @@ TEST_CASE("malformed mount options: one line naming the option") {
       {"qd=4097", "qd"},
       {"commit=3601", "commit"},
       {"meta_cache=0", "meta_cache"},
-      {"writeback_cache=1", "writeback_cache=1"},
+      {"writeback_cache=1", "writeback_cache: '1'"},
       {"ro=yes", "ro=yes"},
       {"allow_other=yes", "allow_other=yes"},
       {"fsname=", "fsname"},
