@@ -69,6 +69,16 @@ std::string pattern(size_t n, unsigned seed) {
   return s;
 }
 
+// Unmounts, checks the device with fsck (no error allowed), mounts again.
+void check_fsck_clean(Rig& r) {
+  REQUIRE(r.fs->unmount() == 0);
+  r.fs.reset();
+  std::string all;
+  const FsckResult res = fsck_check(r.io, [&](const std::string& l) { all += l + "; "; });
+  CHECK_MESSAGE(res.errors == 0, all);
+  r.mount();
+}
+
 std::string read_all(Filesystem& fs, uint64_t ino, size_t n) {
   std::string s(n, '\0');
   const ssize_t got = fs.read(ino, 0, n, s.data());
@@ -433,12 +443,7 @@ TEST_CASE("fs core: device errors: a truncate or a hole punch whose partial-bloc
   CHECK(st.st_blocks == 8 * 8);
   CHECK(read_all(*r.fs, a, data.size()) == data);
   REQUIRE(r.fs->sync() == 0);
-  REQUIRE(r.fs->unmount() == 0);
-  r.fs.reset();
-  std::string all;
-  const FsckResult res = fsck_check(r.io, [&](const std::string& l) { all += l + "; "; });
-  CHECK_MESSAGE(res.errors == 0, all);
-  r.mount();
+  check_fsck_clean(r);
   CHECK(read_all(*r.fs, a, data.size()) == data);
 }
 
@@ -494,14 +499,6 @@ uint64_t fill_until_enospc(Rig& r, const std::string& name) {
   return big;
 }
 
-void check_fsck_clean(Rig& r) {
-  REQUIRE(r.fs->unmount() == 0);
-  r.fs.reset();
-  std::string all;
-  const FsckResult res = fsck_check(r.io, [&](const std::string& l) { all += l + "; "; });
-  CHECK_MESSAGE(res.errors == 0, all);
-  r.mount();
-}
 }  // namespace
 
 TEST_CASE("fs core: a write right after a delete on a full filesystem gets the freed space, no sync between") {

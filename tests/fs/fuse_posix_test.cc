@@ -36,23 +36,9 @@ ino_t inode_of(const std::string& p) {
   return st.st_ino;
 }
 
-constexpr uid_t kNobody = 65534, kOther = 4321;  // two unprivileged users (the second has no passwd entry)
+constexpr uid_t kOther = 4321;  // a second unprivileged user beside nobody (no passwd entry)
 
-// Runs `call` in a child as user `uid` (group the same number); returns the errno it failed
-// with, 0 on success.
-int errno_as(uid_t uid, const std::function<int()>& call) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (setgroups(0, nullptr) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)) _exit(200);
-    _exit(call() >= 0 ? 0 : errno);
-  }
-  int st = 0;
-  REQUIRE(waitpid(pid, &st, 0) == pid);
-  REQUIRE(WIFEXITED(st));
-  return WEXITSTATUS(st);
-}
-int errno_as_nobody(const std::function<int()>& call) { return errno_as(kNobody, call); }
+using biofs::test::errno_as_nobody;
 int errno_as_nobody(const std::string& path, int flags) {
   return errno_as_nobody([&] { return open(path.c_str(), flags); });
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -113,5 +115,23 @@ struct FuseScratch {
 };
 
 inline bool have_fuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
+
+inline constexpr uid_t kNobody = 65534;
+
+// Runs `call` in a child as user `uid` (group the same number, no supplementary groups);
+// returns the errno it failed with, 0 on success.
+inline int errno_as(uid_t uid, const std::function<int()>& call) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, nullptr) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid)) _exit(200);
+    _exit(call() >= 0 ? 0 : errno);
+  }
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  REQUIRE(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+inline int errno_as_nobody(const std::function<int()>& call) { return errno_as(kNobody, call); }
 
 }  // namespace biofs::test

@@ -15,21 +15,6 @@ using namespace biofs::test;
 
 namespace {
 
-constexpr uid_t kNobody = 65534;
-
-int errno_as_nobody(const std::function<int()>& call) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (setgroups(0, nullptr) || setresgid(kNobody, kNobody, kNobody) || setresuid(kNobody, kNobody, kNobody)) _exit(200);
-    _exit(call() >= 0 ? 0 : errno);
-  }
-  int st = 0;
-  REQUIRE(waitpid(pid, &st, 0) == pid);
-  REQUIRE(WIFEXITED(st));
-  return WEXITSTATUS(st);
-}
-
 bool have_tool(const char* t) { return run(std::string("command -v ") + t) == 0; }
 
 std::string sh(const std::string& cmd) {
