@@ -53,9 +53,9 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     conn->want |= FUSE_CAP_WRITEBACK_CACHE;
     conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
   }
-  // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h): not whenever a
-  // file's mtime moves, as libfuse's default FUSE_CAP_AUTO_INVAL_DATA would (tar -x sets every
-  // file's times after writing it, which then dropped the pages it had just written).
+  // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h), not whenever a
+  // file's mtime moves (libfuse's default FUSE_CAP_AUTO_INVAL_DATA, meant for servers whose
+  // files change behind the kernel; nothing changes biofs's but this daemon).
   if (ctx->keep_cache) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
   // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.

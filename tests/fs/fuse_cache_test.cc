@@ -54,6 +54,20 @@ TEST_CASE("fuse cache: keep_cache=on: a second and third read of a file read not
 
 TEST_CASE("fuse cache: keep_cache=off: every read reaches the device") { drop_nothing_read_twice("keep_cache=off", false); }
 
+TEST_CASE("fuse cache: a file written and then given its times, as tar -x does, reads back from the cache") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  const pid_t pid = mount_fg(s.img, s.mnt, "");
+  const std::string f = s.mnt + "/f", data = pattern(4 << 20, 5);
+  write_file(f, data);
+  const struct timespec past[2] = {{1000, 0}, {1000, 0}};
+  REQUIRE(utimensat(AT_FDCWD, f.c_str(), past, 0) == 0);
+  const uint64_t r0 = device_read_bytes(s.mnt);
+  CHECK(read_file(f) == data);
+  CHECK(device_read_bytes(s.mnt) - r0 < 64 << 10);
+  unmount(s.mnt, pid);
+}
+
 TEST_CASE("fuse cache: after an O_DIRECT writer, a buffered open reads what it wrote, not the kept pages") {
   if (!have_fuse()) return;
   FuseScratch s(64 << 20);
