@@ -150,8 +150,6 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
   fuse_reply_err(req, -FS(req)->rename(parent, name, newparent, newname, flags));
 }
 
-// libfuse takes FUSE_CAP_ATOMIC_O_TRUNC by default: the kernel then sends O_TRUNC inside OPEN
-// (no SETATTR), so open itself truncates, under truncate's rules.
 bool direct_writer(const fuse_file_info* fi) { return (fi->flags & O_DIRECT) && (fi->flags & O_ACCMODE) != O_RDONLY; }
 
 // O_DIRECT: no page cache in the kernel either, every read and write reaches the device.
@@ -162,6 +160,8 @@ void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
   else fi->keep_cache = CTX(req)->keep_cache && cache_valid;
 }
 
+// libfuse takes FUSE_CAP_ATOMIC_O_TRUNC by default: the kernel then sends O_TRUNC inside OPEN
+// (no SETATTR), so open itself truncates, under truncate's rules.
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   bool cache_valid = false;
   if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid)) {
