@@ -16,6 +16,7 @@ packages=(
   e2fsprogs mount                    # biofs-compare: the ext4-on-loop baseline
   attr acl libcap2-bin rsync         # tests through the mount: xattrs, ACLs, capabilities, cp -a
   bc                                 # tools/bench-smallfiles.sh
+  git                                # tools/biofs-workload (its git step; tests/tools runs it --quick)
   qemu-system-x86 busybox-static cpio xz-utils kmod  # tests/qemu: a guest with a real NVMe controller
 )
 
