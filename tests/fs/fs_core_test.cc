@@ -16,6 +16,7 @@
 
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
+#include "fs_mount.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
 
@@ -31,13 +32,7 @@ struct Rig {
     REQUIRE(make_filesystem(io, mo) == "");
     mount();
   }
-  void mount() {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    fs = Filesystem::mount(io, o, &err);
-    REQUIRE_MESSAGE(fs, err);
-  }
+  void mount() { fs = test::mount_for_test(io); }
   void remount() {
     REQUIRE(fs->unmount() == 0);
     fs.reset();

@@ -22,12 +22,6 @@ void mount_bg(const std::string& img, const std::string& mnt, const std::string&
   REQUIRE(is_mounted(mnt));
 }
 
-pid_t daemon_pid(const std::string& img) {
-  std::string out;
-  REQUIRE(run("pgrep -f -n '^" + kBin + "/biofs " + img + " '", &out) == 0);
-  return pid_t(std::stol(out));
-}
-
 }  // namespace
 
 TEST_CASE("fuse lifecycle: rm then write at once on a full filesystem succeeds") {

@@ -17,6 +17,7 @@
 
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
+#include "fs_mount.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
 #include "fs/xattr_block.h"
@@ -44,13 +45,7 @@ struct Rig {
     }
     mount();
   }
-  void mount() {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    fs = Filesystem::mount(io, o, &err);
-    REQUIRE_MESSAGE(fs, err);
-  }
+  void mount() { fs = test::mount_for_test(io); }
   void unmount() {
     REQUIRE(fs->unmount() == 0);
     fs.reset();
