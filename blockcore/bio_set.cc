@@ -9,6 +9,7 @@
 #include <cassert>
 #include <stdexcept>
 
+#include "blk.h"
 #include "blk_mq.h"
 #include "stage_clock.h"
 
@@ -294,7 +295,7 @@ void BioSet::bvec_free(BioVec* table, uint16_t nr_vecs) {
 static void bio_free(Bio* bio) {
   BioSet* bs = bio->bi_pool;
   assert(bs && "bio_put on a bio that was not allocated from a bio set");
-  if (bio->bi_max_vecs > BIO_INLINE_VECS) bs->bvec_free(bio->bi_io_vec, bio->bi_max_vecs);
+  if (bio->bi_max_vecs > BIO_INLINE_VECS) bvec_free(bs, bio->bi_io_vec, bio->bi_max_vecs);
   bs->bio_pool().free(bs->front_of(bio));
 }
 
@@ -307,7 +308,7 @@ static void bio_put_remote(BioAllocCache* cache, Bio* bio) {
     const unsigned count = BioAllocCache::remote_count(head);
     if (head == REMOTE_CLOSED || (self & ~REMOTE_PTR_MASK) ||
         count + cache->nr.load(std::memory_order_relaxed) >= ALLOC_CACHE_MAX) [[unlikely]] {
-      bio->bi_pool->count_remote_put_full();
+      count_remote_put_full(bio->bi_pool);
       bio_free(bio);
       return;
     }
@@ -397,9 +398,9 @@ static inline Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
   if (!bs->bio_pool().is_saturated()) [[unlikely]]
     opf &= ~REQ_ALLOC_CACHE;
 
-  Bio* bio = bs->bio_from_element(p);
+  Bio* bio = bio_from_element(bs, p);
   if (nr_vecs > BIO_INLINE_VECS) {
-    BioVec* table = bs->bvec_alloc(&nr_vecs, gfp);
+    BioVec* table = bvec_alloc(bs, &nr_vecs, gfp);
     if (!table) {
       bs->bio_pool().free(p);
       return nullptr;
@@ -422,7 +423,7 @@ static inline void stage_bio_allocated(Stage stage, Bio* bio) {
 }
 
 Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t gfp, BioSet* bs) {
-  assert((nr_vecs <= BIO_INLINE_VECS || bs->bvec_pool_ready()) && "set lacks BIOSET_NEED_BVECS");
+  assert((nr_vecs <= BIO_INLINE_VECS || bvec_pool_ready(bs)) && "set lacks BIOSET_NEED_BVECS");
   stage_bio_alloc_begin();
   if (bs->has_cache() && nr_vecs <= BIO_INLINE_VECS) {
     // Rule 2: the flag is set here, in the eligible branch, for a hit and a miss alike.

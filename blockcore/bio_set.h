@@ -77,7 +77,9 @@ class BioSet {
   // The caller's structure in front of a bio, and back (container_of for front_pad users).
   void* front_of(Bio* bio) const { return reinterpret_cast<uint8_t*>(bio) - front_pad_; }
 
-  // Internals shared with bio.cc.
+ private:
+  friend struct ThreadCacheExit;
+  friend struct BioSetInternals;  // blk.h: for blockcore's own files
   Bio* bio_from_element(void* p) const {
     return reinterpret_cast<Bio*>(static_cast<uint8_t*>(p) + front_pad_);
   }
@@ -85,9 +87,6 @@ class BioSet {
   void bvec_free(BioVec* table, uint16_t nr_vecs);
   bool bvec_pool_ready() const { return bvec_pool_ != nullptr; }
   void count_remote_put_full() { remote_put_full_.fetch_add(1, std::memory_order_relaxed); }
-
- private:
-  friend struct ThreadCacheExit;
   BioAllocCache* attach_this_thread();
   void detach(BioAllocCache* cache);  // the owner thread exited: empty and close the domain
 

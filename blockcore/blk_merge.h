@@ -5,6 +5,7 @@
 
 #include "bio_set.h"
 #include "queue_limits.h"
+#include "toggles.h"
 
 namespace biofs {
 

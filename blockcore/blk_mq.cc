@@ -1,6 +1,9 @@
 // Counterpart of block/blk-mq.c, block/blk-mq-tag.c and the plugging half of block/blk-core.c.
 #include "blk_mq.h"
 
+#include "blk.h"
+#include "blk_flush.h"
+
 #include <sched.h>
 
 #include <cassert>
@@ -18,24 +21,6 @@ namespace {
 thread_local BlkPlug* tls_plug = nullptr;  // current->plug
 thread_local int tls_cpu = -1;             // the CPU this thread first submitted from
 }  // namespace
-
-const char* tag_batch_name(TagBatch mode) {
-  switch (mode) {
-    case TagBatch::off: return "off";
-    case TagBatch::plain: return "plain";
-    case TagBatch::retain: return "retain";
-    default: return "loop";
-  }
-}
-
-bool parse_tag_batch(const std::string& text, TagBatch* mode) {
-  if (text == "off") *mode = TagBatch::off;
-  else if (text == "plain") *mode = TagBatch::plain;
-  else if (text == "retain") *mode = TagBatch::retain;
-  else if (text == "loop") *mode = TagBatch::loop;
-  else return false;
-  return true;
-}
 
 QueueCounters& QueueCounters::operator+=(const QueueCounters& o) {
   requests += o.requests;
@@ -83,8 +68,8 @@ void BlkMqOps::queue_rqs(RqList* rqs) {
   }
 }
 
-RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, QueueToggles toggles)
-    : limits_(limits), toggles_(toggles), ops_(ops), bio_split_(4, 0, 0) {
+RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, Toggles toggles)
+    : limits_(limits), toggles_(toggles), ops_(ops), bio_split_(4, 0, 0), bio_flush_(4, 0, 0) {
   if (std::string err = blk_validate_limits(limits_); !err.empty())
     throw std::invalid_argument("queue limits: " + err);
   if (set.nr_hw_queues == 0 || set.nr_hw_queues > 256)
@@ -159,17 +144,21 @@ static Request* blk_mq_rq_ctx_init(BlkMqAllocData* data, int tag, unsigned cpu) 
   return rq;
 }
 
+// blk_mq_get_tags(): up to nr_tags tags from one sbitmap word, as a mask from *offset.
+static unsigned long blk_mq_get_tags(BlkMqAllocData* data, int nr_tags, unsigned* offset) {
+  return sbitmap_queue_get_batch(data->hctx->tags->bitmap_tags.get(), nr_tags, offset);
+}
+
 // __blk_mq_alloc_requests_batch(): tags for up to data->nr_tags requests; all but the one
-// returned go to data->cached_rqs. `loop` keeps asking until it has them all (6.19); without
-// it one sbitmap call is made and a partial batch is what it is. data->nr_tags is left holding
-// how many are still missing, which is what seed 002 keeps in plug->nr_ios.
+// returned go to data->cached_rqs. `loop` keeps asking until it has them all (upstream 6.19);
+// without it one sbitmap call is made and a partial batch is what it is. data->nr_tags is left
+// holding how many are still missing, which is what tag_batch=retain keeps in plug->nr_ios.
 static Request* blk_mq_alloc_requests_batch(BlkMqAllocData* data, bool loop) {
-  SbitmapQueue* sbq = data->hctx->tags->bitmap_tags.get();
   const unsigned cpu = sbitmap_current_cpu();
   unsigned nr = 0;
   do {
     unsigned offset = 0;
-    unsigned long mask = sbitmap_queue_get_batch(sbq, int(data->nr_tags - nr), &offset);
+    unsigned long mask = blk_mq_get_tags(data, int(data->nr_tags - nr), &offset);
     if (!mask) {
       if (!nr) return nullptr;
       break;
@@ -221,7 +210,7 @@ static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio
     data.cached_rqs = &plug->cached_rqs;
   }
   Request* rq = blk_mq_alloc_requests(&data, mode == TagBatch::loop);
-  if (plug && mode == TagBatch::retain) plug->nr_ios = (unsigned short)data.nr_tags;  // seed 002
+  if (plug && mode == TagBatch::retain) plug->nr_ios = (unsigned short)data.nr_tags;  // retry the rest
   return rq;
 }
 
@@ -287,7 +276,10 @@ static void blk_mq_dispatch_queue_list(RqList* list) {
 }
 
 void blk_flush_plug(BlkPlug* plug) {
-  if (!plug->rq_count) return;
+  if (plug->rq_count) blk_mq_flush_plug_list(plug);
+}
+
+void blk_mq_flush_plug_list(BlkPlug* plug) {
   RqList list = plug->mq_list;
   const bool multiple = plug->multiple_queues;
   plug->mq_list = RqList{};
@@ -343,9 +335,12 @@ void submit_bio(Bio* bio) {
     bdev->submit_bio_fn(bdev, bio);
 }
 
-void blk_mq_submit_bio(Bio* bio) {
+void blk_mq_submit_bio(Bio* bio) { blk_mq_submit_bio_plug(bio, tls_plug); }
+
+void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
+  if (blk_insert_flush(bio)) [[unlikely]]
+    return;
   RequestQueue* q = bio->bi_bdev->queue;
-  BlkPlug* plug = tls_plug;
   QueueCounters local;
   QueueCounters* counters = plug ? plug_counters(plug, q) : &local;
   for (;;) {

@@ -18,21 +18,12 @@
 #include "blk_merge.h"
 #include "queue_limits.h"
 #include "request.h"
+#include "toggles.h"
 
 namespace biofs {
 
 struct SbitmapQueue;
 struct IoCompBatch;
-
-// The `tag_batch=` toggle: how a plugged submitter asks for tags (seed 002).
-enum class TagBatch : uint8_t {
-  off,     // one tag per allocation call
-  plain,   // before seed 002: the plug's first allocation asks for nr_ios, then nr_ios = 1
-  retain,  // seed 002: after a batch the plug keeps data.nr_tags (what is still missing)
-  loop,    // upstream 6.19: the batch allocator takes word after word until it has them all
-};
-const char* tag_batch_name(TagBatch mode);
-bool parse_tag_batch(const std::string& text, TagBatch* mode);
 
 inline constexpr unsigned BLK_MAX_REQUEST_COUNT = 32;         // requests a plug holds
 inline constexpr uint32_t BLK_PLUG_FLUSH_SIZE = 128 * 1024;   // bytes that flush a plug early
@@ -96,38 +87,35 @@ struct TagSetConfig {  // struct blk_mq_tag_set
   unsigned cmd_size = 0;  // driver bytes after each request
 };
 
-struct QueueToggles {
-  TagBatch tag_batch = TagBatch::loop;
-  SplitCheck split_check = SplitCheck::iter;
-};
-
 struct BlkPlug;
 
 // struct request_queue + its tag set. Also the BlockDevice bios are aimed at (bi_bdev).
 class RequestQueue {
  public:
   // Throws std::invalid_argument with one line if the limits or the config are invalid.
-  RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, QueueToggles toggles = {});
+  RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, Toggles toggles = {});
   ~RequestQueue();
   RequestQueue(const RequestQueue&) = delete;
   RequestQueue& operator=(const RequestQueue&) = delete;
 
   const QueueLimits& limits() const { return limits_; }
-  const QueueToggles& toggles() const { return toggles_; }
+  const Toggles& toggles() const { return toggles_; }
   BlkMqOps* ops() const { return ops_; }
   unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }
   BlkMqHwCtx* hctx(unsigned i) { return hctxs_[i].get(); }
   BlkMqHwCtx* map_queue();  // the calling thread's hardware queue
   BioSet& bio_split() { return bio_split_; }
+  BioSet& bio_flush() { return bio_flush_; }  // the pre-flushes of blk_insert_flush()
   QueueCounters counters() const;
   void add_counters(const QueueCounters& c);  // a plug's counts, at finish or flush
 
  private:
   QueueLimits limits_;
-  QueueToggles toggles_;
+  Toggles toggles_;
   BlkMqOps* ops_;
   std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
   BioSet bio_split_;
+  BioSet bio_flush_;
   std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};
 };
 
@@ -144,6 +132,13 @@ struct BlockDevice {
 // submit_bio(): hands a bio to its device. The bio's bi_end_io runs when it completes (perhaps
 // before submit_bio returns, perhaps on another thread).
 void submit_bio(Bio* bio);
+// The blk-mq half of submit_bio(), for a bio whose device has a queue: the flush rules first
+// (blk_flush.h), then the split check (the `split_check` toggle) and, where needed, the split
+// into several requests; each request takes a tag — from the plug's cache of batch-allocated
+// requests when there is one (the `tag_batch` toggle) — and joins the calling thread's plug,
+// or without a plug goes to the driver at once. Never waits for the device, but may wait for
+// a free tag; a REQ_NOWAIT bio that finds none ends with BLK_STS_AGAIN. The bio may have
+// completed by the time this returns.
 void blk_mq_submit_bio(Bio* bio);
 
 // struct blk_plug: per-thread batching of requests and of tag allocation.
@@ -159,7 +154,12 @@ struct BlkPlug {
 void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios);
 inline void blk_start_plug(BlkPlug* plug) { blk_start_plug_nr_ios(plug, 1); }
 void blk_finish_plug(BlkPlug* plug);            // flushes, frees cached requests, publishes counts
-void blk_flush_plug(BlkPlug* plug);             // dispatches what is plugged
+void blk_flush_plug(BlkPlug* plug);             // dispatches what is plugged (blk_mq_flush_plug_list)
+// Hands the plug's requests to their drivers, one queue_rqs() call per queue in submission
+// order; leaves the plug empty. Completions may run inside it (null_blk, brd).
+void blk_mq_flush_plug_list(BlkPlug* plug);
+// current->plug: the calling thread's outermost started plug, or nullptr. A nested
+// blk_start_plug() is ignored, so this is the plug that will flush.
 BlkPlug* current_plug();
 
 // struct io_comp_batch: completions gathered so that tags are freed in batches.

@@ -6,7 +6,7 @@
 
 namespace biofs {
 
-BrdDevice::BrdDevice(uint64_t bytes, unsigned lbs, QueueToggles toggles, unsigned nr_queues,
+BrdDevice::BrdDevice(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_queues,
                      unsigned queue_depth) {
   if (lbs < 512 || lbs > 4096 || (lbs & (lbs - 1)))
     throw std::invalid_argument("brd: logical block size " + std::to_string(lbs) +
@@ -20,6 +20,9 @@ BrdDevice::BrdDevice(uint64_t bytes, unsigned lbs, QueueToggles toggles, unsigne
   lim.max_segments = 256;
   lim.max_write_zeroes_sectors = UINT32_MAX >> SECTOR_SHIFT;
   lim.max_discard_sectors = UINT32_MAX >> SECTOR_SHIFT;
+  // Unlike the kernel's brd, this test disk says it has a write cache so that every flush the
+  // filesystem sends reaches it and is counted (flushes(), fail_writes()).
+  lim.write_cache = true;
   TagSetConfig set;
   set.nr_hw_queues = nr_queues;
   set.queue_depth = queue_depth;

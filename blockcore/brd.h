@@ -17,7 +17,7 @@ class BrdDevice : public BlkMqOps {
  public:
   // A device of `bytes` (rounded down to whole logical blocks of `lbs` bytes). Throws
   // std::invalid_argument if lbs is not a power of two between 512 and 4096 or bytes < lbs.
-  explicit BrdDevice(uint64_t bytes, unsigned lbs = 512, QueueToggles toggles = {},
+  explicit BrdDevice(uint64_t bytes, unsigned lbs = 512, Toggles toggles = {},
                      unsigned nr_queues = 1, unsigned queue_depth = 128);
   ~BrdDevice() override;
 

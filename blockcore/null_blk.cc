@@ -11,39 +11,6 @@ static uint64_t now_ns() {
                       .count());
 }
 
-bool parse_null_device(const std::string& spec, NullBlkConfig* cfg, std::string* err) {
-  if (spec == "null") return true;
-  if (spec.rfind("null:", 0) != 0) {
-    *err = "device '" + spec + "' is not null or null:SIZE";
-    return false;
-  }
-  const std::string size = spec.substr(5);
-  size_t end = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(size, &end);
-  } catch (const std::exception&) {
-    end = 0;
-  }
-  uint64_t mult = 1;
-  if (end && end + 1 == size.size()) {
-    switch (size[end]) {
-      case 'K': case 'k': mult = 1ull << 10; break;
-      case 'M': case 'm': mult = 1ull << 20; break;
-      case 'G': case 'g': mult = 1ull << 30; break;
-      case 'T': case 't': mult = 1ull << 40; break;
-      default: end = 0;
-    }
-    if (end) end++;
-  }
-  if (!end || end != size.size() || n == 0) {
-    *err = "device '" + spec + "': size '" + size + "' is not a number with an optional K/M/G/T suffix";
-    return false;
-  }
-  cfg->size_bytes = n * mult;
-  return true;
-}
-
 NullBlk::NullBlk(const NullBlkConfig& cfg) : cfg_(cfg) {
   QueueLimits lim;
   lim.logical_block_size = cfg.block_size;

@@ -23,11 +23,8 @@ struct NullBlkConfig {
   enum class IrqMode { none, timer } irqmode = IrqMode::none;
   uint64_t completion_nsec = 10'000;
   uint32_t max_sectors = 2048;
-  QueueToggles toggles;
+  Toggles toggles;
 };
-
-// Parses "null", "null:SIZE" (SIZE with K/M/G/T suffix) into cfg; false with *err set otherwise.
-bool parse_null_device(const std::string& spec, NullBlkConfig* cfg, std::string* err);
 
 class NullBlk : public BlkMqOps {
  public:

@@ -93,8 +93,8 @@ inline ThreadBlock* this_block() {
 
 const char* stage_name(unsigned stage) {
   static const char* const names[NR_STAGES] = {"bio_alloc_hit", "bio_alloc_miss", "split", "tag",
-                                               "plug_flush", "submit", "complete", "fuse_reply",
-                                               "fuse_total"};
+                                               "plug_flush", "submit", "complete", "reply",
+                                               "request_total"};
   return stage < NR_STAGES ? names[stage] : "?";
 }
 

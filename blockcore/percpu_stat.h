@@ -19,7 +19,7 @@ namespace biofs {
 
 // The stamps along one I/O (stage_clock.h). Each histogram holds the time from the previous
 // stamp on the same I/O to this one; `complete` is from the command's submission to the core
-// seeing its completion, `fuse_total` from the FUSE request to its reply.
+// seeing its completion, `request_total` from the upper layer's request to its reply.
 enum Stage : unsigned {
   STAGE_BIO_ALLOC_HIT,   // bio allocated from the per-thread cache
   STAGE_BIO_ALLOC_MISS,  // bio allocated from the mempool (a miss, or no cache)
@@ -28,8 +28,8 @@ enum Stage : unsigned {
   STAGE_PLUG_FLUSH,      // the plug flushed: the time the request waited in the plug
   STAGE_SUBMIT,          // the driver handed the command to its submission ring
   STAGE_COMPLETE,        // submission -> completion seen (the device's share)
-  STAGE_FUSE_REPLY,      // last stamp on the submitting side -> FUSE reply sent
-  STAGE_FUSE_TOTAL,      // FUSE request received -> FUSE reply sent
+  STAGE_REPLY,           // last stamp on the submitting side -> reply sent
+  STAGE_REQUEST_TOTAL,   // request received -> reply sent
   NR_STAGES
 };
 const char* stage_name(unsigned stage);

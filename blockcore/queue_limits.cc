@@ -36,13 +36,4 @@ std::string blk_validate_limits(QueueLimits& lim) {
   return "";
 }
 
-const char* split_check_name(SplitCheck mode) { return mode == SplitCheck::fast ? "fast" : "iter"; }
-
-bool parse_split_check(const std::string& text, SplitCheck* mode) {
-  if (text == "fast") *mode = SplitCheck::fast;
-  else if (text == "iter") *mode = SplitCheck::iter;
-  else return false;
-  return true;
-}
-
 }  // namespace biofs

@@ -22,6 +22,9 @@ struct QueueLimits {
   uint32_t dma_alignment = 511;      // a bvec's start must be aligned to this mask + 1
   uint32_t max_discard_sectors = 0;  // 0: discard not supported
   uint32_t max_write_zeroes_sectors = 0;
+  // BLK_FEAT_WRITE_CACHE: the device has a volatile write cache, so REQ_PREFLUSH and flushes
+  // reach it (blk_flush.h); without it they are dropped, as submit_bio_noacct() drops them.
+  bool write_cache = false;
   // Derived by blk_validate_limits(): the largest single segment the cheap split check may
   // pass without walking (the kernel's max_fast_segment_size / min_segment_size).
   uint32_t max_fast_segment_size = 0;
@@ -30,14 +33,5 @@ struct QueueLimits {
 // Fills the derived fields and defaults; returns an empty string, or one line saying which
 // limit is wrong.
 std::string blk_validate_limits(QueueLimits& lim);
-
-// Which bio_may_need_split() form a queue uses (the `split_check=` toggle).
-enum class SplitCheck : uint8_t {
-  fast,  // bi_vcnt == 1 and the vec fits a page: the form before seed 001, wrong for bios
-         // whose bi_vcnt does not describe their iterator (clones, caller bvec tables)
-  iter,  // the iterator's current vec covers the whole bio and fits: seed 001's fix, default
-};
-const char* split_check_name(SplitCheck mode);
-bool parse_split_check(const std::string& text, SplitCheck* mode);
 
 }  // namespace biofs

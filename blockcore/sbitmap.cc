@@ -447,7 +447,7 @@ int sbitmap_queue_get(SbitmapQueue* sbq, unsigned* cpu) {
   return nr;
 }
 
-int sbitmap_queue_get(SbitmapQueue* sbq) {
+int sbitmap_queue_get_bit(SbitmapQueue* sbq) {
   unsigned cpu;
   return sbitmap_queue_get(sbq, &cpu);
 }

@@ -223,8 +223,8 @@ struct SbitmapQueue {
   SbqWaitState ws[SBQ_WAIT_QUEUES];
 };
 
-// __sbitmap_queue_get(): a free bit, or -1.
-int sbitmap_queue_get(SbitmapQueue* sbq);
+// __sbitmap_queue_get() (a leading "__" is reserved in C++): a free bit, or -1.
+int sbitmap_queue_get_bit(SbitmapQueue* sbq);
 // sbitmap_queue_get(): the same, and *cpu = the caller's slot, to hand to sbitmap_queue_clear.
 int sbitmap_queue_get(SbitmapQueue* sbq, unsigned* cpu);
 // sbitmap_queue_get_shallow(): shallow_depth should be >= min_shallow_depth.

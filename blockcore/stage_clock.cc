@@ -36,9 +36,9 @@ bool sample_this(uint32_t* countdown, unsigned factor) {
   return true;
 }
 
-void start(StageTrace& t, bool from_fuse, uint64_t now) {
+void start(StageTrace& t, bool from_request, uint64_t now) {
   t.on = TRACE_BIO | TRACE_DISPATCH;
-  t.from_fuse = from_fuse;
+  t.from_request = from_request;
   t.start_ns = t.last_ns = now;
   t.bio = nullptr;
 }
@@ -48,26 +48,26 @@ void start(StageTrace& t, bool from_fuse, uint64_t now) {
 void stage_clock_set_sample(unsigned n) { g_sample.store(n, std::memory_order_relaxed); }
 unsigned stage_clock_sample() { return g_sample.load(std::memory_order_relaxed); }
 
-StageToken stage_fuse_received() {
+StageToken stage_request_received() {
   StageTrace& t = tls_stage;
   t.on = 0;  // a trace left by an earlier request on this thread ends here
   t.bio = nullptr;
-  if (t.fuse_countdown-- != 0) return {};
-  if (!sample_this(&t.fuse_countdown, 1)) return {};
+  if (t.request_countdown-- != 0) return {};
+  if (!sample_this(&t.request_countdown, 1)) return {};
   const uint64_t now = stage_now_ns();
   start(t, true, now);
   return {now};
 }
 
-void stage_fuse_reply(StageToken token) {
+void stage_request_reply(StageToken token) {
   if (!token.start_ns) return;
   const uint64_t now = stage_now_ns();
   StageTrace& t = tls_stage;
-  if (t.on && t.from_fuse && t.start_ns == token.start_ns) {  // replied on the submitting thread
-    blk_stat_record(STAGE_FUSE_REPLY, now - t.last_ns);
+  if (t.on && t.from_request && t.start_ns == token.start_ns) {  // replied on the submitting thread
+    blk_stat_record(STAGE_REPLY, now - t.last_ns);
     t.on = 0;
   }
-  blk_stat_record(STAGE_FUSE_TOTAL, now - token.start_ns);
+  blk_stat_record(STAGE_REQUEST_TOTAL, now - token.start_ns);
 }
 
 void stage_trace_maybe_start() {
@@ -78,7 +78,7 @@ void stage_trace_maybe_start() {
 bool stage_bio_allocated_slow(Stage stage, const void* bio) {
   stage_mark_slow(stage);
   StageTrace& t = tls_stage;
-  if (t.from_fuse || t.bio) return false;
+  if (t.from_request || t.bio) return false;
   t.bio = bio;
   return true;
 }
@@ -96,7 +96,7 @@ void stage_mark_slow(Stage stage) {
   blk_stat_record(stage, now - t.last_ns);
   t.last_ns = now;
   // A bio-started trace follows one bio: after its tag, only its flush and submission.
-  if (stage == STAGE_TAG && !t.from_fuse) t.on = TRACE_DISPATCH;
+  if (stage == STAGE_TAG && !t.from_request) t.on = TRACE_DISPATCH;
 }
 
 void stage_rqs_submitted_slow(Request* first) {
@@ -116,7 +116,7 @@ void stage_rq_completed_slow(Request* rq) {
 
 void stage_dispatched_slow() {
   StageTrace& t = tls_stage;
-  if (!t.from_fuse) {
+  if (!t.from_request) {
     t.on = 0;
     t.bio = nullptr;
   }

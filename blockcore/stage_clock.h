@@ -7,19 +7,19 @@
 // the previous stamp into that stage's histogram (percpu_stat.h). Unsampled I/O pays one
 // thread-local load and a branch per stamp; nothing on the hot path takes a lock.
 //
-// A trace starts at a FUSE request (stage_fuse_received) or, where nothing above the block
-// layer started one, at a bio allocation. A FUSE trace stamps every bio of its request and ends
-// at stage_fuse_reply (or at the thread's next stage_fuse_received). A bio-started trace stamps
+// A trace starts at an upper-layer request (a filesystem request: stage_request_received) or, where nothing above the block
+// layer started one, at a bio allocation. A request trace stamps every bio of its request and ends
+// at stage_request_reply (or at the thread's next stage_request_received). A bio-started trace stamps
 // that one bio up to its tag, then only the plug flush and the submission that carry it, and
 // ends once they are dispatched, or at the bio's final put if it never is. The device's share
 // crosses threads in the request (io_start_time_ns).
 //
-// Rates: 1 FUSE request in N (N = BIOFS_STAGE_SAMPLE, 64), and 1 bio-started trace in
+// Rates: 1 request in N (N = BIOFS_STAGE_SAMPLE, 64), and 1 bio-started trace in
 // N * BIO_SAMPLE_FACTOR bios: a bio alloc+put pair costs ~15 ns, so a trace's half dozen clock
 // reads (~20 ns each here) must be that rare to stay under 1% of it.
 //
-// For the filesystem: call `StageToken t = stage_fuse_received();` first thing in a request
-// handler and `stage_fuse_reply(t);` where the reply is sent, on whatever thread sends it.
+// For the filesystem: call `StageToken t = stage_request_received();` first thing in a request
+// handler and `stage_request_reply(t);` where the reply is sent, on whatever thread sends it.
 #pragma once
 
 #include <cstdint>
@@ -36,9 +36,9 @@ enum : uint8_t {
 };
 struct StageTrace {
   uint8_t on = 0;      // TRACE_* bits
-  bool from_fuse = false;
+  bool from_request = false;
   uint32_t countdown = 0;       // bios until the next sample
-  uint32_t fuse_countdown = 0;  // FUSE requests until the next sample: a count of its own, so
+  uint32_t request_countdown = 0;  // requests until the next sample: a count of its own, so
                                 // that one bio per request cannot lock the sampling onto bios
   uint64_t start_ns = 0;
   uint64_t last_ns = 0;
@@ -53,17 +53,17 @@ inline uint64_t stage_now_ns() {
 }
 
 inline constexpr unsigned BIO_SAMPLE_FACTOR = 128;
-// 1 in n FUSE requests (n * BIO_SAMPLE_FACTOR bios) is traced; 0 stops tracing (threads pick
+// 1 in n requests (n * BIO_SAMPLE_FACTOR bios) is traced; 0 stops tracing (threads pick
 // the new value up at their next sample).
 void stage_clock_set_sample(unsigned n);
 unsigned stage_clock_sample();
 
-// ---- the FUSE side ----
+// ---- the upper layer's side (a filesystem request and its reply) ----
 struct StageToken {
   uint64_t start_ns = 0;  // 0: this request is not sampled
 };
-StageToken stage_fuse_received();
-void stage_fuse_reply(StageToken token);
+StageToken stage_request_received();
+void stage_request_reply(StageToken token);
 
 // ---- the block layer and the driver ----
 void stage_trace_maybe_start();  // out of line: the sampling decision

@@ -113,30 +113,6 @@ void IoBatch::submit() {
     }
     return;
   }
-  // blockcore has no blk-flush state machine and the driver sends a write's REQ_PREFLUSH as a
-  // plain write, so the pre-flush is done here (blk-flush.c's REQ_FSEQ_PREFLUSH step): a flush
-  // of its own, completed before the batch's writes go. Without it a commit block could reach
-  // a volatile cache's media before the journal blocks it vouches for.
-  bool preflush = false;
-  for (Pending& p : queued_) {
-    if (p.write && bio_op_of(p.flags) != REQ_OP_FLUSH && (p.flags & REQ_PREFLUSH)) {
-      p.flags &= ~REQ_PREFLUSH;
-      preflush = true;
-    }
-  }
-  if (preflush) {
-    IoBatch f(io_);
-    f.flush();
-    if (int err = f.wait()) {  // nothing of this batch may be written: it fails as a whole
-      queued_.clear();
-      status_.store(err);
-      if (async_) {
-        std::function<void(int)> fn = std::move(callback_);
-        fn(err);
-      }
-      return;
-    }
-  }
   // The count covers every bio before the first is submitted, so an inline completion of an
   // early bio cannot finish the batch.
   {

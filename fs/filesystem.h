@@ -40,7 +40,6 @@ struct Attr;  // xattr_block.h
 }
 
 struct MountOptions {
-  bool bio_cache = true;
   size_t meta_cache_bytes = 256u << 20;
   unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
   bool read_only = false;

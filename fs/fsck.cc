@@ -9,7 +9,7 @@
 #include "journal.h"
 #include "mkfs.h"
 #include "xattr_block.h"
-#include "blockcore/printable.h"
+#include "lib/printable.h"
 
 namespace biofs {
 

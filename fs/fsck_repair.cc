@@ -18,7 +18,7 @@
 #include <set>
 #include <vector>
 
-#include "blockcore/printable.h"
+#include "lib/printable.h"
 #include "format.h"
 #include "fsck.h"
 #include "journal.h"

@@ -29,56 +29,7 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-bool parse_fraction(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (*end || !(v >= 0 && v <= 1)) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_u64(const std::string& s, uint64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + uint64_t(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
 }  // namespace
-
-bool parse_fault_option(const std::string& key, const std::string& val, FaultConfig* cfg, std::string* err) {
-  double* frac = key == "fail_read" ? &cfg->fail_read
-                 : key == "fail_write" ? &cfg->fail_write
-                 : key == "fail_flush" ? &cfg->fail_flush
-                 : key == "delay" ? &cfg->delay
-                 : key == "timeout" ? &cfg->timeout
-                                    : nullptr;
-  if (frac) {
-    if (!parse_fraction(val, frac)) *err = key + "=" + val + ": expected a fraction 0..1";
-    return true;
-  }
-  uint64_t n = 0;
-  if (key == "delay_us" || key == "timeout_ms") {
-    if (!parse_u64(val, &n) || n == 0 || n > 60'000'000) {
-      *err = key + "=" + val + ": expected 1..60000000";
-      return true;
-    }
-    (key == "delay_us" ? cfg->delay_us : cfg->timeout_ms) = uint32_t(n);
-    if (key == "timeout_ms" && n > 600'000) *err = key + "=" + val + ": expected at most 600000 (10 minutes)";
-    return true;
-  }
-  if (key == "fault_after") {
-    if (!parse_u64(val, &n)) *err = key + "=" + val + ": expected a command count";
-    cfg->after = n;
-    return true;
-  }
-  return false;
-}
 
 uint32_t FaultInjector::threshold(double p) {
   if (p <= 0) return 0;

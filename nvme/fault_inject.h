@@ -36,11 +36,7 @@ struct FaultConfig {
   bool any() const { return fail_read > 0 || fail_write > 0 || fail_flush > 0 || delay > 0 || timeout > 0; }
 };
 
-// Parses one device-string option into cfg: fail_read=F, fail_write=F, fail_flush=F, delay=F,
-// delay_us=N, timeout=F, timeout_ms=N, fault_after=N (seed= is parsed by the caller). Returns
-// false if `key` is not a fault option; sets *err (one line) if it is one with a bad value.
-bool parse_fault_option(const std::string& key, const std::string& val, FaultConfig* cfg, std::string* err);
-
+// The device string's fault options (devices/device_string.h) fill this in.
 struct FaultCounters {
   uint64_t commands = 0, failed = 0, delayed = 0, timed_out = 0;
 };

@@ -133,6 +133,7 @@ QueueLimits NvmeDriver::limits() const {
   lim.virt_boundary_mask = NVME_CTRL_PAGE_SIZE - 1;
   lim.max_segment_size = UINT32_MAX;
   lim.dma_alignment = 3;
+  lim.write_cache = write_cache();  // nvme_update_disk_info(): the VWC bit
   if (id_ctrl_->oncs & NVME_CTRL_ONCS_DSM) lim.max_discard_sectors = UINT32_MAX >> SECTOR_SHIFT;
   if (id_ctrl_->oncs & NVME_CTRL_ONCS_WRITE_ZEROES) lim.max_write_zeroes_sectors = lim.max_hw_sectors;
   return lim;

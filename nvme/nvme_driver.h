@@ -39,7 +39,7 @@ struct NvmeDriverConfig {
   // one CPU instead of crossing to another. Submitters that spin without ever yielding or
   // blocking should poll instead.
   bool completion_affinity = true;
-  QueueToggles toggles;
+  Toggles toggles;
 };
 
 // The driver caps a command at 4 MiB whatever MDTS allows (the kernel's NVME_MAX_KB_SZ).

@@ -83,7 +83,7 @@ struct Queue {
   std::unique_ptr<RequestQueue> q;
   BlockDevice bdev;
   BioSet bs{16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE};
-  explicit Queue(QueueToggles toggles = {}, unsigned depth = 64, QueueLimits lim = {}) {
+  explicit Queue(Toggles toggles = {}, unsigned depth = 64, QueueLimits lim = {}) {
     TagSetConfig set;
     set.queue_depth = depth;
     q = std::make_unique<RequestQueue>(set, lim, &driver, toggles);
@@ -95,7 +95,7 @@ struct Queue {
 // Runs 8 plugged reads with tags 2 and 5 of word 0 already taken, so the first batch of 8
 // comes back with two holes. Returns the tag calls made after the first bio and in all.
 std::pair<uint64_t, uint64_t> partial_batch_run(TagBatch mode) {
-  QueueToggles t;
+  Toggles t;
   t.tag_batch = mode;
   Queue qu(t);
   SbitmapQueue* sbq = tags_of(qu.q.get());
@@ -331,14 +331,4 @@ TEST_CASE("the striped target clones per chunk, maps sectors, and ends the bio o
   blk_finish_plug(&plug);
   CHECK(failed.count == 1);
   CHECK(failed.errors == 1);
-}
-
-TEST_CASE("device strings for the null device are checked") {
-  NullBlkConfig cfg;
-  std::string err;
-  CHECK(parse_null_device("null:4G", &cfg, &err));
-  CHECK(cfg.size_bytes == 4ull << 30);
-  CHECK_FALSE(parse_null_device("null:4X", &cfg, &err));
-  CHECK(err.find("4X") != std::string::npos);
-  CHECK_FALSE(parse_null_device("nul", &cfg, &err));
 }

@@ -88,16 +88,16 @@ TEST_CASE("every bit can be taken once, then gets fail until one is freed") {
   SbitmapQueue sbq(128, 6);
   std::set<int> got;
   for (int i = 0; i < 128; i++) {
-    const int nr = sbitmap_queue_get(&sbq);
+    const int nr = sbitmap_queue_get_bit(&sbq);
     REQUIRE(nr >= 0);
     REQUIRE(nr < 128);
     got.insert(nr);
   }
   CHECK(got.size() == 128);
-  CHECK(sbitmap_queue_get(&sbq) == -1);
+  CHECK(sbitmap_queue_get_bit(&sbq) == -1);
   CHECK(sbitmap_weight(&sbq.sb) == 128);
   sbitmap_queue_clear(&sbq, 77, sbitmap_current_cpu());
-  CHECK(sbitmap_queue_get(&sbq) == 77);
+  CHECK(sbitmap_queue_get_bit(&sbq) == 77);
   const SbitmapStats s = sbitmap_queue_stats(&sbq);
   CHECK(s.gets == 130);
   CHECK(s.get_failed == 1);
@@ -137,7 +137,7 @@ TEST_CASE("rule 1: a depth that is not a multiple of the word size: no bit >= de
     // Four windows of 16 in the 64-bit word, two in the 36-bit last word; its last 4 bits
     // cannot hold a whole window, so the batch fails there, as the kernel's does.
     CHECK(got.size() == 96);
-    CHECK(sbitmap_queue_get(&sbq) >= 96);
+    CHECK(sbitmap_queue_get_bit(&sbq) >= 96);
   }
   SUBCASE("a shrunk map stops at its new depth") {
     Sbitmap sb(100, 6);
@@ -151,7 +151,7 @@ TEST_CASE("rule 1: a depth that is not a multiple of the word size: no bit >= de
 TEST_CASE("rule 2: a free goes to `cleared`, a get that finds the word full folds it back") {
   SbitmapQueue sbq(64, 6);  // one word
   Sbitmap& sb = sbq.sb;
-  for (int i = 0; i < 64; i++) REQUIRE(sbitmap_queue_get(&sbq) == i);  // lowest free bit first
+  for (int i = 0; i < 64; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) == i);  // lowest free bit first
   sbitmap_queue_clear(&sbq, 5, 0);
   sbitmap_queue_clear(&sbq, 9, 0);
   CHECK(cleared_of(sb, 0) == ((1UL << 5) | (1UL << 9)));
@@ -159,20 +159,20 @@ TEST_CASE("rule 2: a free goes to `cleared`, a get that finds the word full fold
   CHECK(sbitmap_weight(&sb) == 62);
   CHECK(sbitmap_test_bit(&sb, 5));  // the kernel's test_bit looks at `word` only
 
-  CHECK(sbitmap_queue_get(&sbq) == 5);
+  CHECK(sbitmap_queue_get_bit(&sbq) == 5);
   CHECK(cleared_of(sb, 0) == 0);
   CHECK(word_of(sb, 0) == ~(1UL << 9));
   CHECK(sbitmap_queue_stats(&sbq).folds == 1);
-  CHECK(sbitmap_queue_get(&sbq) == 9);
-  CHECK(sbitmap_queue_get(&sbq) == -1);
+  CHECK(sbitmap_queue_get_bit(&sbq) == 9);
+  CHECK(sbitmap_queue_get_bit(&sbq) == -1);
   CHECK(sbitmap_queue_stats(&sbq).folds == 1);
 }
 
 TEST_CASE("rule 2: a get that finds a free bit leaves `cleared` alone") {
   SbitmapQueue sbq(64, 6);
-  for (int i = 0; i < 10; i++) REQUIRE(sbitmap_queue_get(&sbq) == i);
+  for (int i = 0; i < 10; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) == i);
   sbitmap_queue_clear(&sbq, 3, 0);
-  CHECK(sbitmap_queue_get(&sbq) == 10);
+  CHECK(sbitmap_queue_get_bit(&sbq) == 10);
   CHECK(cleared_of(sbq.sb, 0) == (1UL << 3));
   CHECK(sbitmap_queue_stats(&sbq).folds == 0);
 }
@@ -213,7 +213,7 @@ TEST_CASE("sbitmap_get_shallow uses at most shallow_depth bits of the whole map"
     REQUIRE(nr % 64 < 10);
   }
   CHECK(n == 40);
-  CHECK(sbitmap_queue_get(&sbq) >= 0);  // a full-depth get still finds room
+  CHECK(sbitmap_queue_get_bit(&sbq) >= 0);  // a full-depth get still finds room
 }
 
 TEST_CASE("rule 4: a batch get takes contiguous bits from one word") {
@@ -278,7 +278,7 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
   }
   SUBCASE("freed bits waiting in `cleared` are folded and handed out") {
     SbitmapQueue sbq(64, 6);
-    for (int i = 0; i < 64; i++) REQUIRE(sbitmap_queue_get(&sbq) >= 0);
+    for (int i = 0; i < 64; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) >= 0);
     for (unsigned b : {10u, 11u, 12u}) sbitmap_queue_clear(&sbq, b, 0);
     unsigned offset = ~0u;
     CHECK(sbitmap_queue_get_batch(&sbq, 8, &offset) == 0b111UL);
@@ -289,7 +289,7 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
   }
   SUBCASE("a full map gives 0") {
     SbitmapQueue sbq(100, 6);
-    for (int i = 0; i < 100; i++) REQUIRE(sbitmap_queue_get(&sbq) >= 0);
+    for (int i = 0; i < 100; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) >= 0);
     unsigned offset = 12345;
     CHECK(sbitmap_queue_get_batch(&sbq, 8, &offset) == 0);
     CHECK(offset == 12345);
@@ -332,7 +332,7 @@ TEST_CASE("rule 5: clear_batch frees straight into `word`, whatever the order of
   // More words than the batch keeps pending at once (8): every one is still freed.
   SbitmapQueue wide(256, 2);  // 64 words of 4 bits
   std::vector<int> all;
-  for (int nr; (nr = sbitmap_queue_get(&wide)) >= 0;) all.push_back(nr);
+  for (int nr; (nr = sbitmap_queue_get_bit(&wide)) >= 0;) all.push_back(nr);
   REQUIRE(all.size() == 256);
   std::vector<int> spread;
   for (int b = 0; b < 4; b++)
@@ -346,7 +346,7 @@ TEST_CASE("rule 6: a waiter on a full map sleeps until wake_batch tags come back
   SbitmapQueue sbq(32);
   REQUIRE(sbq.wake_batch.load() == 4);
   std::vector<int> held;
-  for (int nr; (nr = sbitmap_queue_get(&sbq)) >= 0;) held.push_back(nr);
+  for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
   REQUIRE(held.size() == 32);
 
   std::atomic<int> result{-2};
@@ -372,7 +372,7 @@ TEST_CASE("rule 6: a waiter on a full map sleeps until wake_batch tags come back
 TEST_CASE("rule 6: one batch wakes wake_batch waiters, the next batch the rest") {
   SbitmapQueue sbq(32);
   std::vector<int> held;
-  for (int nr; (nr = sbitmap_queue_get(&sbq)) >= 0;) held.push_back(nr);
+  for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
   REQUIRE(held.size() == 32);
   constexpr int kWaiters = 6;
   std::atomic<int> done{0}, failed{0};
@@ -400,7 +400,7 @@ TEST_CASE("rule 6: one batch wakes wake_batch waiters, the next batch the rest")
 TEST_CASE("rule 6: clear_batch wakes waiters, a fold made while they wait counts too") {
   SbitmapQueue sbq(32);
   std::vector<int> held;
-  for (int nr; (nr = sbitmap_queue_get(&sbq)) >= 0;) held.push_back(nr);
+  for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
   std::atomic<int> result{-2};
   auto wait_for_tag = [&] {
     unsigned cpu;
@@ -416,7 +416,7 @@ TEST_CASE("rule 6: clear_batch wakes waiters, a fold made while they wait counts
 
   // Fill up again, then free four bits behind the queue's back (no completion is counted):
   // the waiter sleeps on. A plain get that folds them counts them, and that wakes it.
-  while (sbitmap_queue_get(&sbq) >= 0) {
+  while (sbitmap_queue_get_bit(&sbq) >= 0) {
   }
   result = -2;
   const uint64_t waits = sbitmap_queue_stats(&sbq).waits;
@@ -427,7 +427,7 @@ TEST_CASE("rule 6: clear_batch wakes waiters, a fold made while they wait counts
   std::this_thread::sleep_for(100ms);
   CHECK(result.load() == -2);
   set_my_hint(sbq.sb, word * 8);
-  CHECK(sbitmap_queue_get(&sbq) == int(word * 8));  // folds all four, takes one
+  CHECK(sbitmap_queue_get_bit(&sbq) == int(word * 8));  // folds all four, takes one
   CHECK(eventually([&] { return result.load() != -2; }));
   second.join();
   CHECK(result.load() > int(word * 8));
@@ -438,7 +438,7 @@ TEST_CASE("rule 6: clear_batch wakes waiters, a fold made while they wait counts
 TEST_CASE("rule 6: a wait gives up at its timeout, growing the map wakes everyone") {
   SbitmapQueue sbq(8, 3);  // one word, capacity 8
   sbitmap_queue_resize(&sbq, 4);
-  for (int i = 0; i < 4; i++) REQUIRE(sbitmap_queue_get(&sbq) >= 0);
+  for (int i = 0; i < 4; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) >= 0);
   unsigned cpu;
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(sbitmap_queue_get_wait(&sbq, &cpu, 50ms) == -1);
@@ -650,7 +650,7 @@ TEST_CASE("stress: 8 threads get, batch-get and free, no tag is ever held twice"
                   << " handed_over=" << handed_over.load());
   // And every bit can be had again.
   std::set<int> all;
-  for (int nr; (nr = sbitmap_queue_get(&sbq)) >= 0;) all.insert(nr);
+  for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) all.insert(nr);
   CHECK(all.size() == kDepth);
 }
 

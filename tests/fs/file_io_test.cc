@@ -21,7 +21,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
-#include "nvme/open_device.h"
+#include "devices/open_device.h"
 
 using namespace biofs;
 using biofs::disk::ROOT_INO;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "fs/format.h"
-#include "fs/mount_options.h"
+#include "daemon/mount_options.h"
 #include "fs/xattr_block.h"
-#include "nvme/open_device.h"
+#include "devices/open_device.h"
 
 using namespace biofs;
 

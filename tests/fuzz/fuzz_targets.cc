@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "fs/format.h"
-#include "fs/mount_options.h"
+#include "daemon/mount_options.h"
 #include "fuzz_image.h"
-#include "nvme/open_device.h"
+#include "devices/open_device.h"
 
 namespace biofs::fuzz {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "blockcore/bio_set.h"
-#include "nvme/open_device.h"
+#include "devices/open_device.h"
 
 namespace biofs::test {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "blockcore/bio_set.h"
-#include "nvme/open_device.h"
+#include "devices/open_device.h"
 
 using namespace biofs;
 

@@ -19,7 +19,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
-#include "nvme/open_device.h"
+#include "devices/open_device.h"
 #include "workload.h"
 
 namespace biofs_test {
@@ -182,10 +182,9 @@ struct Mounted {
   }
 };
 
-inline MountOptions test_mount_options(bool bio_cache = true) {
+inline MountOptions test_mount_options() {
   MountOptions o;
   o.commit_interval_s = 0;  // commits on fsync, when the journal fills, and at unmount only
-  o.bio_cache = bio_cache;
   return o;
 }
 
@@ -194,7 +193,7 @@ inline Mounted open_fs(const std::string& spec, bool mount = true, bool bio_cach
   Mounted m;
   m.dev = open_device(spec, DeviceOptions{});
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096, bio_cache);
-  if (mount) m.fs = Filesystem::mount(*m.io, test_mount_options(bio_cache), &m.err);
+  if (mount) m.fs = Filesystem::mount(*m.io, test_mount_options(), &m.err);
   return m;
 }
 

@@ -5,6 +5,7 @@
 // `--ab TOGGLE` runs a toggle's two values interleaved and prints medians and the ratio.
 #include "io_bench.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -15,8 +16,8 @@
 
 #include "blockcore/blk_mq.h"
 #include "blockcore/null_blk.h"
-#include "blockcore/stripe.h"
-#include "nvme/open_device.h"
+#include "blockcore/toggles.h"
+#include "devices/open_device.h"
 #include "stats.h"
 
 namespace biofs::bench {
@@ -30,8 +31,7 @@ struct Options {
   NullBlkConfig::IrqMode irqmode = NullBlkConfig::IrqMode::none;
   uint64_t completion_nsec = 10'000;
   uint32_t chunk_sectors = 256;  // stripe chunk: 128 KiB
-  bool bio_cache = true;
-  QueueToggles toggles;
+  Toggles toggles;
   bool random = true, write = false;
   std::string ab;  // toggle to compare
   std::string ab_a, ab_b;
@@ -39,53 +39,28 @@ struct Options {
   bool json = false, quiet = false;
 };
 
-// The devices one run uses: null devices, optionally striped.
+// The devices one run uses (devices/open_device.h knows every device string).
 struct Devices {
-  std::vector<std::unique_ptr<NullBlk>> nulls;
-  std::vector<std::unique_ptr<StripeTarget>> stripes;
-  std::vector<std::unique_ptr<Device>> opened;  // emu:, nvme: and plain paths (nvme/open_device.h)
+  std::vector<std::unique_ptr<Device>> opened;
   std::vector<BlockDevice*> targets;  // what submitters aim at
 
-  NullBlk* make_null(const Options& o, const std::string& spec) {
-    NullBlkConfig cfg;
-    std::string err;
-    if (!parse_null_device(spec, &cfg, &err)) throw std::invalid_argument(err);
-    cfg.nr_queues = o.queues;
-    cfg.queue_depth = o.qd;
-    cfg.irqmode = o.irqmode;
-    cfg.completion_nsec = o.completion_nsec;
-    cfg.toggles = o.toggles;
-    nulls.push_back(std::make_unique<NullBlk>(cfg));
-    return nulls.back().get();
-  }
-
   explicit Devices(const Options& o) {
+    DeviceOptions d;
+    d.queues = o.queues;
+    d.qd = o.qd;
+    d.toggles = o.toggles;
+    d.null_irqmode = o.irqmode;
+    d.null_completion_nsec = o.completion_nsec;
+    d.stripe_chunk_sectors = o.chunk_sectors;
     for (const std::string& spec : o.devices) {
-      if (spec.rfind("stripe:", 0) == 0) {
-        const std::string n = spec.substr(7);
-        const unsigned count = unsigned(std::atoi(n.c_str()));
-        if (count < 1 || count > 16 || std::to_string(count) != n)
-          throw std::invalid_argument("device '" + spec + "': expected stripe:N with N in 1..16");
-        std::vector<BlockDevice*> children;
-        for (unsigned i = 0; i < count; i++) children.push_back(make_null(o, "null")->bdev());
-        stripes.push_back(std::make_unique<StripeTarget>(children, o.chunk_sectors, o.bio_cache));
-        targets.push_back(stripes.back()->bdev());
-      } else if (spec == "null" || spec.rfind("null:", 0) == 0) {
-        targets.push_back(make_null(o, spec)->bdev());
-      } else {  // emu:PATH[,...], nvme:/dev/ngXnY[,...] or a plain path (= emu:)
-        DeviceOptions d;
-        d.queues = o.queues;
-        d.qd = o.qd;
-        d.toggles = o.toggles;
-        opened.push_back(open_device(spec, d));
-        targets.push_back(opened.back()->bdev());
-      }
+      opened.push_back(open_device(spec, d));
+      targets.push_back(opened.back()->bdev());
     }
   }
   QueueCounters counters() const {
     QueueCounters c;
-    for (const auto& n : nulls) c += n->queue()->counters();
-    for (const auto& d : opened) c += d->queue()->counters();
+    for (const auto& d : opened)
+      for (RequestQueue* q : d->queues()) c += q->counters();
     return c;
   }
 };
@@ -118,7 +93,7 @@ struct RunResult {
 
 RunResult run_once(const Options& o, bool print_lines) {
   Devices devs(o);
-  BioSet bs(256, 0, BIOSET_NEED_BVECS | (o.bio_cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u));
+  BioSet bs(256, 0, BIOSET_NEED_BVECS | (o.toggles.bio_cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u));
   const unsigned pages = (o.bs + PAGE_SIZE - 1) / PAGE_SIZE;
   std::vector<std::unique_ptr<Submitter>> subs;
   for (unsigned t = 0; t < o.threads; t++) subs.push_back(std::make_unique<Submitter>());
@@ -234,21 +209,12 @@ RunResult run_once(const Options& o, bool print_lines) {
   return r;
 }
 
-// Applies `toggle=value` to the options; throws with one line if either is unknown.
-void apply_toggle(Options& o, const std::string& toggle, const std::string& value) {
-  const std::string where = "--" + toggle + "=" + value;
-  if (toggle == "bio-cache" || toggle == "bio_cache") {
-    if (value != "on" && value != "off") throw std::invalid_argument(where + ": expected on or off");
-    o.bio_cache = value == "on";
-  } else if (toggle == "tag-batch" || toggle == "tag_batch") {
-    if (!parse_tag_batch(value, &o.toggles.tag_batch))
-      throw std::invalid_argument(where + ": expected off, plain, retain or loop");
-  } else if (toggle == "split-check" || toggle == "split_check") {
-    if (!parse_split_check(value, &o.toggles.split_check))
-      throw std::invalid_argument(where + ": expected fast or iter");
-  } else {
-    throw std::invalid_argument("--ab " + toggle + ": not a toggle (bio_cache, tag_batch, split_check)");
-  }
+// Applies `toggle=value` to the options (blockcore/toggles.h); throws with one line if either
+// is unknown. The bench spells toggles with '-' or '_'.
+void apply_toggle(Options& o, std::string toggle, const std::string& value) {
+  std::replace(toggle.begin(), toggle.end(), '-', '_');
+  if (std::string why = set_toggle(&o.toggles, toggle, value); !why.empty())
+    throw std::invalid_argument("--" + toggle + "=" + value + ": " + why);
 }
 
 void print_json(const Options& o, const std::string& toggle, const std::string& value, unsigned rep,
@@ -269,12 +235,10 @@ void print_json(const Options& o, const std::string& toggle, const std::string& 
 void describe(const Options& o) {
   std::printf("biofs-bench: devices=");
   for (size_t i = 0; i < o.devices.size(); i++) std::printf("%s%s", i ? "," : "", o.devices[i].c_str());
-  std::printf(" bs=%u depth=%u submit=%u threads=%u queues=%u qd=%u irqmode=%s bio_cache=%s "
-              "tag_batch=%s split_check=%s %s\n",
-              o.bs, o.depth, o.submit, o.threads, o.queues, o.qd,
-              o.irqmode == NullBlkConfig::IrqMode::none ? "none" : "timer", o.bio_cache ? "on" : "off",
-              tag_batch_name(o.toggles.tag_batch), split_check_name(o.toggles.split_check),
-              o.write ? (o.random ? "randwrite" : "write") : (o.random ? "randread" : "read"));
+  std::printf(" bs=%u depth=%u submit=%u threads=%u queues=%u qd=%u irqmode=%s", o.bs, o.depth, o.submit,
+              o.threads, o.queues, o.qd, o.irqmode == NullBlkConfig::IrqMode::none ? "none" : "timer");
+  for (const ToggleInfo& t : toggle_table()) std::printf(" %s=%s", t.name, t.get(o.toggles));
+  std::printf(" %s\n", o.write ? (o.random ? "randwrite" : "write") : (o.random ? "randread" : "read"));
 }
 
 }  // namespace
@@ -321,9 +285,11 @@ int io_main(int argc, char** argv) {
     throw std::invalid_argument("--rw=" + rw + ": expected randread, read, randwrite or write");
   o.random = rw.rfind("rand", 0) == 0;
   o.write = rw.find("write") != std::string::npos;
-  apply_toggle(o, "bio-cache", args.str("bio-cache", "on"));
-  apply_toggle(o, "tag-batch", args.str("tag-batch", "loop"));
-  apply_toggle(o, "split-check", args.str("split-check", "iter"));
+  for (const ToggleInfo& t : toggle_table()) {
+    std::string dashed = t.name;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    apply_toggle(o, t.name, args.str(dashed, t.get(Toggles{})));
+  }
   o.ab = args.str("ab", "");
   o.repeats = unsigned(args.integer("repeats", 3, 1, 1000));
   o.json = args.flag("json");
@@ -352,13 +318,9 @@ int io_main(int argc, char** argv) {
     if (comma == std::string::npos) throw std::invalid_argument("--ab " + o.ab + ": expected TOGGLE=A,B");
     a = vals.substr(0, comma);
     b = vals.substr(comma + 1);
-  } else if (toggle == "bio_cache" || toggle == "bio-cache") {
-    a = "off", b = "on";
-  } else if (toggle == "tag_batch" || toggle == "tag-batch") {
-    a = "plain", b = "retain";
-  } else if (toggle == "split_check" || toggle == "split-check") {
-    a = "fast", b = "iter";
   }
+  std::replace(toggle.begin(), toggle.end(), '-', '_');
+  if (const ToggleInfo* t = find_toggle(toggle); t && a.empty()) a = t->ab_a, b = t->ab_b;
   Options oa = o, ob = o;
   apply_toggle(oa, toggle, a.empty() ? "?" : a);
   apply_toggle(ob, toggle, b);

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "fs/fuse_ops.h"
-#include "fs/tools/device_lock.h"
-#include "fs/mount_options.h"
-#include "nvme/open_device.h"
+#include "daemon/fuse_ops.h"
+#include "devices/device_lock.h"
+#include "daemon/mount_options.h"
+#include "devices/open_device.h"
 
 using namespace biofs;
 
@@ -33,16 +33,6 @@ int g_report_fd = -1;  // the parent's pipe while daemonizing
     fputs(line.c_str(), stderr);
   }
   _exit(code);
-}
-
-void usage() {
-  fputs("usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
-        "  -o bio_cache=on|off,tag_batch=off|plain|retain|loop,split_check=fast|iter,\n"
-        "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-        "     writeback_cache=on|off,ro,\n"
-        "     and FUSE/mount options\n"
-        "  -f foreground   -d debug (implies -f)   -s single-threaded\n",
-        stderr);
 }
 
 // Forks; the parent waits for the child's first line and exits with its verdict.
@@ -87,54 +77,24 @@ void report_ok() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> pos;
-  DaemonOptions opts;
-  bool foreground = false, debug = false, single = false;
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "-o") {
-      if (i + 1 >= argc) {
-        usage();
-        return 1;
-      }
-      if (std::string why = parse_mount_options(argv[++i], &opts); !why.empty()) {
-        fprintf(stderr, "biofs: %s\n", why.c_str());
-        return 1;
-      }
-    } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
-      if (std::string why = parse_mount_options(a.substr(2), &opts); !why.empty()) {
-        fprintf(stderr, "biofs: %s\n", why.c_str());
-        return 1;
-      }
-    } else if (a == "-f") {
-      foreground = true;
-    } else if (a == "-d") {
-      debug = foreground = true;
-    } else if (a == "-s") {
-      single = true;
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      fprintf(stderr, "biofs: unknown flag '%s'\n", a.c_str());
-      usage();
-      return 1;
-    } else {
-      pos.push_back(a);
-    }
-  }
-  if (pos.size() != 2) {
-    usage();
+  CommandLine cl;
+  if (std::string why = parse_command_line(argc, argv, &cl); !why.empty()) {
+    fprintf(stderr, "biofs: %s\n", why.c_str());
     return 1;
   }
-  const std::string& spec = pos[0];
-  const std::string& mnt = pos[1];
+  if (cl.help) {
+    fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  const DaemonOptions& opts = cl.opts;
+  const std::string& spec = cl.device;
+  const std::string& mnt = cl.mountpoint;
   if (access(mnt.c_str(), F_OK)) {
     fprintf(stderr, "biofs: mount point '%s': %s\n", mnt.c_str(), strerror(errno));
     return 32;
   }
   // Fork before any thread exists (the device starts completion threads).
-  if (!foreground) daemonize();
+  if (!cl.foreground) daemonize();
   // Held for the daemon's life; a daemon still writing back after an unmount gets 10 s.
   DeviceLock lock;
   if (std::string why = lock.acquire(spec, true, 10000, "biofs"); !why.empty()) fail(32, why);
@@ -150,7 +110,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fail(32, e.what());
   }
-  BlockIo io(dev->bdev(), 4096, opts.bio_cache);
+  BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
   std::string err;
   std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
   if (!fs) fail(32, spec + ": " + err);
@@ -172,7 +132,7 @@ int main(int argc, char** argv) {
     fuse_o += "," + o;
   }
   std::vector<const char*> fargv = {argv[0], "-o", fuse_o.c_str()};
-  if (debug) fargv.push_back("-d");
+  if (cl.debug) fargv.push_back("-d");
   fuse_args args = FUSE_ARGS_INIT(int(fargv.size()), const_cast<char**>(fargv.data()));
   fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
   fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
@@ -186,7 +146,7 @@ int main(int argc, char** argv) {
   }
   report_ok();
   int ret;
-  if (single) {
+  if (cl.single_thread) {
     ret = fuse_session_loop(se);
   } else {
     // Reads and writes reply from the completion path, so the workers rarely block; the cap

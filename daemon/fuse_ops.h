@@ -4,7 +4,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
-#include "filesystem.h"
+#include "fs/filesystem.h"
 
 namespace biofs {
 

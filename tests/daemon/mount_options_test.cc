@@ -2,14 +2,14 @@
 // with a line naming it.
 #include <doctest/doctest.h>
 
-#include "fs/mount_options.h"
+#include "daemon/mount_options.h"
 
 using namespace biofs;
 
 TEST_CASE("mount options: the block-core toggles and queue settings") {
   DaemonOptions o;
   CHECK(parse_mount_options("bio_cache=off,tag_batch=retain,split_check=fast,queues=2,qd=64,commit=0", &o) == "");
-  CHECK_FALSE(o.bio_cache);
+  CHECK_FALSE(o.toggles.bio_cache);
   CHECK(o.toggles.tag_batch == TagBatch::retain);
   CHECK(o.toggles.split_check == SplitCheck::fast);
   CHECK(o.queues == 2);

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "block_io.h"
+#include "fs/block_io.h"
 
 namespace biofs {
 

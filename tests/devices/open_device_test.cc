@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "nvme/open_device.h"
-#include "nvme_test_util.h"
+#include "devices/open_device.h"
+#include "tests/nvme/nvme_test_util.h"
 
 using namespace biofs;
 using namespace biofs::test;
@@ -74,6 +74,12 @@ TEST_CASE("device strings: the kinds and their options") {
   CHECK(ds.kind == DeviceSpec::Kind::null);
   CHECK(ds.null_blk.size_bytes == (64ull << 20));
   REQUIRE(parse_device_spec("null", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::null);
+  REQUIRE(parse_device_spec("null:4G", &ds, &err));
+  CHECK(ds.null_blk.size_bytes == 4ull << 30);
+  REQUIRE(parse_device_spec("stripe:3", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::stripe);
+  CHECK(ds.stripe_children == 3);
 }
 
 TEST_CASE("device strings: each error names the part that is wrong") {
@@ -93,6 +99,10 @@ TEST_CASE("device strings: each error names the part that is wrong") {
   CHECK(contains(parse_error("nvme:/dev/ng0n1,fixedbufs=yes"), "fixedbufs=yes: takes no value"));
   CHECK(contains(parse_error("emu:/x,,vwc"), "device 'emu:/x,,vwc': : unknown option"));
   CHECK(contains(parse_error("null:12X"), "null:12X"));
+  CHECK(contains(parse_error("stripe:0"), "expected stripe:N with N in 1..16"));
+  CHECK(contains(parse_error("stripe:17"), "stripe:17"));
+  CHECK(contains(parse_error("emu:/x,vwc,"), "unknown option"));
+  CHECK(contains(parse_error("emu:/x,lba"), "lba: needs a value"));
 }
 
 TEST_CASE("open_device: missing and unusable backing files") {
@@ -134,6 +144,17 @@ TEST_CASE("open_device: passthrough error paths that need no NVMe device") {
       break;
     }
   }
+}
+
+TEST_CASE("open_device: a stripe is a bio-based target over null devices") {
+  DeviceOptions o;
+  o.queues = 2;
+  auto dev = open_device("stripe:3", o);
+  REQUIRE(dev->stripe());
+  CHECK(dev->queue() == nullptr);
+  CHECK(dev->queues().size() == 3);
+  CHECK(dev->queues()[0]->nr_hw_queues() == 2);
+  CHECK(dev->bdev()->capacity == 3 * dev->null_blk()->bdev()->capacity);
 }
 
 TEST_CASE("open_device: null devices come from blockcore's null_blk") {

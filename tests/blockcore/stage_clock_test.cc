@@ -99,22 +99,22 @@ TEST_CASE("a FUSE token records the total wherever the reply is sent, the reply 
   stage_clock_set_sample(1);
   tls_stage = StageTrace{};  // the countdown at the sampling point
   BlkStatSnapshot a = blk_stat_snapshot();
-  StageToken t = stage_fuse_received();
+  StageToken t = stage_request_received();
   REQUIRE(t.start_ns != 0);
-  stage_fuse_reply(t);
+  stage_request_reply(t);
   BlkStatSnapshot b = blk_stat_snapshot();
-  CHECK(count(a, b, STAGE_FUSE_TOTAL) == 1);
-  CHECK(count(a, b, STAGE_FUSE_REPLY) == 1);
+  CHECK(count(a, b, STAGE_REQUEST_TOTAL) == 1);
+  CHECK(count(a, b, STAGE_REPLY) == 1);
 
-  StageToken t2 = stage_fuse_received();
+  StageToken t2 = stage_request_received();
   REQUIRE(t2.start_ns != 0);
-  std::thread([t2] { stage_fuse_reply(t2); }).join();
+  std::thread([t2] { stage_request_reply(t2); }).join();
   BlkStatSnapshot c = blk_stat_snapshot();
-  CHECK(count(b, c, STAGE_FUSE_TOTAL) == 1);
-  CHECK(count(b, c, STAGE_FUSE_REPLY) == 0);
+  CHECK(count(b, c, STAGE_REQUEST_TOTAL) == 1);
+  CHECK(count(b, c, STAGE_REPLY) == 0);
 
-  stage_fuse_reply(StageToken{});  // an unsampled request records nothing
-  CHECK(count(c, blk_stat_snapshot(), STAGE_FUSE_TOTAL) == 0);
+  stage_request_reply(StageToken{});  // an unsampled request records nothing
+  CHECK(count(c, blk_stat_snapshot(), STAGE_REQUEST_TOTAL) == 0);
 }
 
 TEST_CASE("a sampled request's submission is stamped in it and recorded once at completion, on any thread") {
@@ -171,15 +171,15 @@ TEST_CASE("a sampled FUSE request stamps every bio it submits, and its reply") {
   stage_clock_set_sample(1);
   tls_stage = StageTrace{};
   const BlkStatSnapshot a = blk_stat_snapshot();
-  const StageToken t = stage_fuse_received();
+  const StageToken t = stage_request_received();
   plugged_writes(d, bs, buf);
-  stage_fuse_reply(t);
+  stage_request_reply(t);
   const BlkStatSnapshot b = blk_stat_snapshot();
   CHECK(count(a, b, STAGE_BIO_ALLOC_HIT) + count(a, b, STAGE_BIO_ALLOC_MISS) == 4);
   CHECK(count(a, b, STAGE_TAG) == 4);
   CHECK(count(a, b, STAGE_PLUG_FLUSH) == 1);
-  CHECK(count(a, b, STAGE_FUSE_REPLY) == 1);
-  CHECK(count(a, b, STAGE_FUSE_TOTAL) == 1);
+  CHECK(count(a, b, STAGE_REPLY) == 1);
+  CHECK(count(a, b, STAGE_REQUEST_TOTAL) == 1);
   CHECK(!tls_stage.on);
 }
 
@@ -194,7 +194,7 @@ TEST_CASE("FUSE requests are sampled 1 in N even when each carries exactly one b
   tls_stage = StageTrace{};
   const BlkStatSnapshot a = blk_stat_snapshot();
   for (int i = 0; i < 64; i++) {
-    const StageToken t = stage_fuse_received();
+    const StageToken t = stage_request_received();
     BlkPlug plug;
     blk_start_plug(&plug);
     Bio* bio = bio_alloc_bioset(d.bdev(), 1, REQ_OP_WRITE, GFP_KERNEL, &bs);
@@ -202,11 +202,11 @@ TEST_CASE("FUSE requests are sampled 1 in N even when each carries exactly one b
     bio->bi_end_io = end_io;
     submit_bio(bio);
     blk_finish_plug(&plug);
-    stage_fuse_reply(t);
+    stage_request_reply(t);
   }
   const BlkStatSnapshot b = blk_stat_snapshot();
-  CHECK(count(a, b, STAGE_FUSE_TOTAL) == 16);
-  CHECK(count(a, b, STAGE_FUSE_REPLY) == 16);
+  CHECK(count(a, b, STAGE_REQUEST_TOTAL) == 16);
+  CHECK(count(a, b, STAGE_REPLY) == 16);
   // The other 48 requests' bios are sampled on their own count, 1 in 4 * BIO_SAMPLE_FACTOR:
   // the first of them (the countdown starts at 0), then none of the remaining 47.
   static_assert(4 * BIO_SAMPLE_FACTOR > 48);

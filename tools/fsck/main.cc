@@ -11,8 +11,8 @@
 #include <string>
 
 #include "fs/fsck.h"
-#include "fs/tools/device_lock.h"
-#include "nvme/open_device.h"
+#include "devices/device_lock.h"
+#include "devices/open_device.h"
 
 using namespace biofs;
 

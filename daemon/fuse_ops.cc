@@ -205,20 +205,20 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 // back for the next request, so a few threads keep many I/Os in flight.
 // Both are the ends of a sampled per-stage trace (blockcore/stage_clock.h).
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
-  const StageToken t = stage_fuse_received();
+  const StageToken t = stage_request_received();
   FS(req)->read_async(ino, uint64_t(off), size, [req, t](ssize_t n, const uint8_t* data) {
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
-    stage_fuse_reply(t);
+    stage_request_reply(t);
   });
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
-  const StageToken t = stage_fuse_received();
+  const StageToken t = stage_request_received();
   FS(req)->write_async(ino, uint64_t(off), size, buf, [req, t](ssize_t n) {
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
-    stage_fuse_reply(t);
+    stage_request_reply(t);
   }, fi->writepage || may_keep_setid(req));  // writeback: the kernel has seen to the bits
 }
 

@@ -1,0 +1,63 @@
+#include "toggles.h"
+
+namespace biofs {
+
+const char* tag_batch_name(TagBatch mode) {
+  switch (mode) {
+    case TagBatch::off: return "off";
+    case TagBatch::plain: return "plain";
+    case TagBatch::retain: return "retain";
+    default: return "loop";
+  }
+}
+
+const char* split_check_name(SplitCheck mode) { return mode == SplitCheck::fast ? "fast" : "iter"; }
+
+const std::vector<ToggleInfo>& toggle_table() {
+  static const std::vector<ToggleInfo> table = {
+      {"bio_cache", "on|off", "off", "on",
+       [](Toggles* t, std::string_view v) {
+         if (v != "on" && v != "off") return false;
+         t->bio_cache = v == "on";
+         return true;
+       },
+       [](const Toggles& t) { return t.bio_cache ? "on" : "off"; }},
+      {"tag_batch", "off|plain|retain|loop", "plain", "retain",
+       [](Toggles* t, std::string_view v) {
+         for (TagBatch m : {TagBatch::off, TagBatch::plain, TagBatch::retain, TagBatch::loop})
+           if (v == tag_batch_name(m)) return t->tag_batch = m, true;
+         return false;
+       },
+       [](const Toggles& t) { return tag_batch_name(t.tag_batch); }},
+      {"split_check", "fast|iter", "fast", "iter",
+       [](Toggles* t, std::string_view v) {
+         for (SplitCheck m : {SplitCheck::fast, SplitCheck::iter})
+           if (v == split_check_name(m)) return t->split_check = m, true;
+         return false;
+       },
+       [](const Toggles& t) { return split_check_name(t.split_check); }},
+  };
+  return table;
+}
+
+const ToggleInfo* find_toggle(std::string_view name) {
+  for (const ToggleInfo& t : toggle_table())
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string toggle_names() {
+  std::string s;
+  for (const ToggleInfo& t : toggle_table()) s += std::string(s.empty() ? "" : ", ") + t.name;
+  return s;
+}
+
+std::string set_toggle(Toggles* t, std::string_view name, std::string_view value) {
+  const ToggleInfo* info = find_toggle(name);
+  if (!info) return "'" + std::string(name) + "' is not a toggle (" + toggle_names() + ")";
+  if (!info->set(t, value))
+    return "bad value for " + std::string(name) + ": '" + std::string(value) + "' (expected " + info->values + ")";
+  return "";
+}
+
+}  // namespace biofs

@@ -1,0 +1,58 @@
+// The block-layer toggles a user flips to see an idea end to end. Each is one row of
+// toggle_table() (toggles.cc): its name (the mount option, the bench's --NAME and --ab NAME, the
+// stats key), its values and what they do, its default, and the pair an A/B run compares.
+// Adding a toggle is a field here, a row there, and its use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace biofs {
+
+// tag_batch=: how a plugged submitter asks for tags (blk_mq_get_new_requests).
+enum class TagBatch : uint8_t {
+  off,     // one tag per allocation call
+  plain,   // the plug's first allocation asks for nr_ios, then nr_ios = 1 (before "blk-mq: retry
+           // batch allocation of tags", 2025)
+  retain,  // after a short batch the plug keeps data.nr_tags, so the rest is asked for in a batch
+  loop,    // the batch allocator takes word after word until it has them all (upstream 6.19)
+};
+
+// split_check=: which bio_may_need_split() form a queue uses.
+enum class SplitCheck : uint8_t {
+  fast,  // bi_vcnt == 1 and the vec fits a page: the form before "block: fix bio_may_need_split()
+         // by using bvec iterator way" (2025), wrong for bios whose bi_vcnt does not describe
+         // their iterator (clones, caller bvec tables)
+  iter,  // the iterator's current vec covers the whole bio and fits: that commit's check
+};
+
+struct Toggles {
+  bool bio_cache = true;  // bio sets keep a per-CPU bio cache (BIOSET_PERCPU_CACHE)
+  TagBatch tag_batch = TagBatch::loop;
+  SplitCheck split_check = SplitCheck::iter;
+};
+
+struct ToggleInfo {
+  const char* name;
+  const char* values;  // "on|off": what set() takes
+  const char* ab_a;    // the A/B pair: the baseline, then the idea
+  const char* ab_b;
+  bool (*set)(Toggles* t, std::string_view value);
+  const char* (*get)(const Toggles& t);
+};
+
+const std::vector<ToggleInfo>& toggle_table();
+const ToggleInfo* find_toggle(std::string_view name);  // nullptr if no toggle has that name
+
+// Sets toggle `name` to `value`: "" or one line naming what is wrong.
+std::string set_toggle(Toggles* t, std::string_view name, std::string_view value);
+
+// "bio_cache, tag_batch, split_check": for usage lines and errors.
+std::string toggle_names();
+
+const char* tag_batch_name(TagBatch mode);
+const char* split_check_name(SplitCheck mode);
+
+}  // namespace biofs

@@ -1,0 +1,149 @@
+#include "mount_options.h"
+
+#define FUSE_USE_VERSION 312
+#include <fuse_opt.h>
+
+#include <set>
+
+#include "lib/parse_number.h"
+#include "lib/printable.h"
+
+namespace biofs {
+
+namespace {
+
+// One option of a -o list: "" or the line that stops the mount.
+std::string parse_one(const std::string& opt, DaemonOptions* o) {
+  // Generic mount(8) and libfuse options, passed through as they are.
+  static const std::set<std::string> pass = {
+      "allow_other", "allow_root", "default_permissions", "auto_unmount", "rw", "dev", "nodev",
+      "suid", "nosuid", "exec", "noexec", "atime", "noatime", "relatime", "async", "sync",
+      "dirsync", "nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"};
+  static const std::set<std::string> pass_value = {"fsname", "subtype", "max_read", "blksize"};
+  if (opt.empty()) return "";
+  if (printable(opt) != opt) return "mount option '" + printable(opt) + "' holds a control character";
+  const size_t eq = opt.find('=');
+  const std::string key = opt.substr(0, eq);
+  const bool has_value = eq != std::string::npos;
+  const std::string val = has_value ? opt.substr(eq + 1) : "";
+  auto bad = [&](const std::string& want) {
+    return "bad value for mount option " + key + ": '" + val + "' (expected " + want + ")";
+  };
+  auto number = [&](unsigned lo, unsigned hi, unsigned* out, const std::string& want) {
+    uint64_t v;
+    if (!parse_uint(val, &v, lo, hi)) return bad(want);
+    *out = unsigned(v);
+    return std::string();
+  };
+  auto on_off = [&](bool* out) {
+    if (val != "on" && val != "off") return bad("on|off");
+    *out = val == "on";
+    return std::string();
+  };
+  if (const ToggleInfo* t = find_toggle(key)) return t->set(&o->toggles, val) ? "" : bad(t->values);
+  if (key == "queues") return number(1, 256, &o->queues, "a number from 1 to 256");
+  if (key == "qd") return number(1, 4096, &o->qd, "a number from 1 to 4096");
+  if (key == "threads") return number(1, 1024, &o->threads, "a number from 1 to 1024");
+  if (key == "max_background") return number(1, 65535, &o->max_background, "a number from 1 to 65535");
+  if (key == "commit") return number(0, 3600, &o->fs.commit_interval_s, "seconds from 0 to 3600");
+  if (key == "meta_cache") {
+    unsigned mib;
+    if (std::string why = number(1, 1u << 20, &mib, "MiB from 1"); !why.empty()) return why;
+    o->fs.meta_cache_bytes = size_t(mib) << 20;
+    return "";
+  }
+  if (key == "keep_cache") return on_off(&o->keep_cache);
+  if (key == "writeback_cache") {
+    if (!has_value) return o->writeback_cache = true, "";
+    return on_off(&o->writeback_cache);
+  }
+  if (key == "ro" && !has_value) {
+    o->fs.read_only = true;
+    o->fuse_opts.push_back("ro");
+    return "";
+  }
+  if (!has_value && pass.count(key)) return o->fuse_opts.push_back(opt), "";
+  if (has_value && pass_value.count(key)) {
+    if (val.empty()) return bad("a value");
+    return o->fuse_opts.push_back(opt), "";
+  }
+  return "unknown mount option '" + opt + "'";
+}
+
+enum Key { KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_HELP };
+
+const fuse_opt kFlags[] = {
+    FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
+    FUSE_OPT_KEY("-s", KEY_SINGLE),     FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),   FUSE_OPT_END,
+};
+
+struct Parse {
+  CommandLine* cl;
+  std::string error;
+  std::vector<std::string> positional;
+};
+
+int on_arg(void* data, const char* arg, int key, fuse_args*) {
+  auto* p = static_cast<Parse*>(data);
+  switch (key) {
+    case KEY_FOREGROUND: p->cl->foreground = true; return 0;
+    case KEY_DEBUG: p->cl->debug = p->cl->foreground = true; return 0;
+    case KEY_SINGLE: p->cl->single_thread = true; return 0;
+    case KEY_HELP: p->cl->help = true; return 0;
+    case FUSE_OPT_KEY_NONOPT: p->positional.push_back(arg); return 0;
+    default: break;  // FUSE_OPT_KEY_OPT: one item of a -o list, or an unknown flag
+  }
+  if (arg[0] == '-') {
+    p->error = "unknown flag '" + printable(arg) + "' (try -h)";
+    return -1;
+  }
+  p->error = parse_one(arg, &p->cl->opts);
+  return p->error.empty() ? 0 : -1;
+}
+
+std::string run(std::vector<std::string> argv, Parse* p) {
+  std::vector<char*> ptrs;
+  for (std::string& a : argv) ptrs.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(int(ptrs.size()), ptrs.data());
+  const int rc = fuse_opt_parse(&args, p, kFlags, on_arg);
+  fuse_opt_free_args(&args);
+  if (rc == -1 && p->error.empty()) p->error = "malformed command line";  // libfuse printed why
+  return p->error;
+}
+
+}  // namespace
+
+std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
+  CommandLine cl;
+  cl.opts = *o;
+  Parse p{&cl, "", {}};
+  if (std::string why = run({"biofs", "-o" + list}, &p); !why.empty()) return why;
+  *o = cl.opts;
+  return "";
+}
+
+std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
+  Parse p{cl, "", {}};
+  if (std::string why = run(std::vector<std::string>(argv, argv + argc), &p); !why.empty()) return why;
+  if (cl->help) return "";
+  if (p.positional.size() != 2)
+    return p.positional.size() < 2 ? "expected DEVICE and MOUNTPOINT (try -h)"
+                                   : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
+  cl->device = p.positional[0];
+  cl->mountpoint = p.positional[1];
+  return "";
+}
+
+std::string usage_text() {
+  std::string toggles;
+  for (const ToggleInfo& t : toggle_table()) toggles += std::string(t.name) + "=" + t.values + ",";
+  return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+         "  -o " + toggles + "\n"
+         "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
+         "     writeback_cache=on|off,ro,\n"
+         "     and FUSE/mount options\n"
+         "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
+}
+
+}  // namespace biofs

@@ -1,0 +1,45 @@
+// The biofs command line and its `-o` options. libfuse's fuse_opt_parse() walks the arguments
+// and splits -o lists (a `\,` stays inside an option). The block-layer toggles
+// (blockcore/toggles.h), queue settings and filesystem settings are ours; a known set of
+// generic/FUSE options passes through to libfuse; anything else stops the mount with one line
+// naming the option.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "blockcore/toggles.h"
+#include "fs/filesystem.h"
+
+namespace biofs {
+
+struct DaemonOptions {
+  Toggles toggles;               // bio_cache=, tag_batch=, split_check= (toggle_table())
+  unsigned queues = 1;           // queues=N
+  unsigned qd = 128;             // qd=N
+  unsigned threads = 16;         // threads=N: FUSE worker threads at most
+  unsigned max_background = 256; // max_background=N: async FUSE requests the kernel keeps in flight
+  MountOptions fs;               // commit=SECONDS, meta_cache=MiB, ro
+  bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)
+  bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
+  std::vector<std::string> fuse_opts;  // passed to libfuse as -o
+};
+
+// Parses one comma-separated -o list into *o. "" or one line naming the bad option.
+std::string parse_mount_options(const std::string& list, DaemonOptions* o);
+
+// biofs DEVICE MOUNTPOINT [-o OPTIONS]... [-f] [-d] [-s] [-h]
+struct CommandLine {
+  std::string device, mountpoint;
+  bool foreground = false, debug = false, single_thread = false, help = false;
+  DaemonOptions opts;
+};
+
+// Parses the whole command line. "" or one line saying what is wrong (then exit 1, as mount(8)
+// for a usage error).
+std::string parse_command_line(int argc, char** argv, CommandLine* cl);
+
+// The option summary `biofs -h` prints.
+std::string usage_text();
+
+}  // namespace biofs

@@ -1,0 +1,174 @@
+#include "device_string.h"
+
+#include <cstdlib>
+
+#include "lib/parse_number.h"
+#include "lib/printable.h"
+#include "lib/suboptions.h"
+
+namespace biofs {
+
+namespace {
+
+using Takes = SubOption::Takes;
+
+SubOption flag(const char* name, bool* f) {
+  return {name, Takes::nothing, [f](std::string_view) { *f = true; return std::string(); }};
+}
+
+// The options both NVMe kinds take: fault injection and its seed.
+void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
+  FaultConfig* c = &out->fault;
+  auto fraction = [out](const char* name, double* f) {
+    return SubOption{name, Takes::value, [out, f](std::string_view v) {
+                       if (!parse_fraction(v, f)) return std::string("expected a fraction 0..1");
+                       out->faults = true;
+                       return std::string();
+                     }};
+  };
+  auto micros = [out](const char* name, uint32_t* n, uint64_t hi) {
+    return SubOption{name, Takes::value, [out, n, hi](std::string_view v) {
+                       uint64_t x;
+                       if (!parse_uint(v, &x, 1, hi)) return "expected 1.." + std::to_string(hi);
+                       *n = uint32_t(x);
+                       out->faults = true;
+                       return std::string();
+                     }};
+  };
+  t->push_back(fraction("fail_read", &c->fail_read));
+  t->push_back(fraction("fail_write", &c->fail_write));
+  t->push_back(fraction("fail_flush", &c->fail_flush));
+  t->push_back(fraction("delay", &c->delay));
+  t->push_back(fraction("timeout", &c->timeout));
+  t->push_back(micros("delay_us", &c->delay_us, 60'000'000));
+  t->push_back(micros("timeout_ms", &c->timeout_ms, 600'000));  // 10 minutes
+  t->push_back({"fault_after", Takes::value, [out](std::string_view v) {
+                  if (!parse_uint(v, &out->fault.after)) return std::string("expected a command count");
+                  out->faults = true;
+                  return std::string();
+                }});
+  t->push_back({"seed", Takes::value, [out](std::string_view v) {
+                  uint64_t n;
+                  if (!parse_uint(v, &n)) return std::string("expected seed=N");
+                  out->fault.seed = out->emu.powercut.seed = n;
+                  return std::string();
+                }});
+}
+
+std::vector<SubOption> emu_options(DeviceSpec* out) {
+  EmuConfig* e = &out->emu;
+  std::vector<SubOption> t = {
+      {"lba", Takes::value, [e](std::string_view v) {
+         uint64_t n;
+         if (!parse_uint(v, &n) || (n != 512 && n != 4096)) return std::string("expected lba=512 or lba=4096");
+         e->lba_size = unsigned(n);
+         return std::string();
+       }},
+      {"mdts", Takes::value, [e](std::string_view v) {
+         uint64_t n;
+         if (!parse_uint(v, &n, 0, 10)) return std::string("expected mdts=0..10 (4 KiB << N per command, 0: no limit)");
+         e->mdts = unsigned(n);
+         return std::string();
+       }},
+      {"size", Takes::value, [e](std::string_view v) {
+         if (!parse_size(v, &e->create_size)) return std::string("expected size=N with an optional K/M/G/T suffix");
+         return std::string();
+       }},
+      flag("vwc", &e->vwc),
+      flag("buffered", &e->buffered),
+      {"powercut", Takes::value, [e](std::string_view v) {
+         if (!parse_uint(v, &e->powercut.cut_after))
+           return std::string("expected powercut=N (cut at the Nth write or flush; 0: count only)");
+         e->powercut.enabled = true;
+         return std::string();
+       }},
+      flag("tear", &e->powercut.tear),
+      {"keep", Takes::value, [e](std::string_view v) {
+         if (!parse_fraction(v, &e->powercut.keep)) return std::string("expected keep=F, a fraction 0..1");
+         return std::string();
+       }},
+  };
+  add_fault_options(out, &t);
+  return t;
+}
+
+std::vector<SubOption> nvme_options(DeviceSpec* out) {
+  UringPassthruConfig* n = &out->nvme;
+  std::vector<SubOption> t = {flag("regfiles", &n->regfiles), flag("fixedbufs", &n->fixedbufs),
+                              flag("iopoll", &n->iopoll), flag("sqpoll", &n->sqpoll)};
+  add_fault_options(out, &t);
+  return t;
+}
+
+bool parse_null(const std::string& spec, DeviceSpec* out, std::string* err) {
+  out->kind = DeviceSpec::Kind::null;
+  if (spec == "null") return true;
+  const std::string size = spec.substr(5);
+  if (!parse_size(size, &out->null_blk.size_bytes)) {
+    *err = "device '" + spec + "': size '" + size + "' is not a number with an optional K/M/G/T suffix";
+    return false;
+  }
+  return true;
+}
+
+bool parse_stripe(const std::string& spec, DeviceSpec* out, std::string* err) {
+  out->kind = DeviceSpec::Kind::stripe;
+  uint64_t n;
+  if (!parse_uint(std::string_view(spec).substr(7), &n, 1, 16)) {
+    *err = "device '" + spec + "': expected stripe:N with N in 1..16";
+    return false;
+  }
+  out->stripe_children = unsigned(n);
+  return true;
+}
+
+}  // namespace
+
+bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* err) {
+  *out = DeviceSpec{};
+  if (spec.empty()) {
+    *err = "empty device string (expected emu:PATH, nvme:/dev/ngXnY, null:SIZE, stripe:N or a path)";
+    return false;
+  }
+  if (printable(spec) != spec) {
+    *err = "device '" + printable(spec) + "' holds a control character";
+    return false;
+  }
+  if (spec == "null" || spec.rfind("null:", 0) == 0) return parse_null(spec, out, err);
+  if (spec.rfind("stripe:", 0) == 0) return parse_stripe(spec, out, err);
+
+  const char* env = getenv("BIOFS_FAULT");
+  const bool with_env = env && *env;
+  const std::string where = "device '" + spec + "'" + (with_env ? " (with BIOFS_FAULT)" : "");
+  const std::string full = with_env ? spec + "," + env : spec;
+  const size_t comma = full.find(',');
+  std::string path = full.substr(0, comma);
+  const std::string options = comma == std::string::npos ? "" : full.substr(comma + 1);
+  if (path.rfind("emu:", 0) == 0) {
+    path = path.substr(4);
+  } else if (path.rfind("nvme:", 0) == 0) {
+    out->kind = DeviceSpec::Kind::nvme;
+    path = path.substr(5);
+  } else if (const size_t colon = path.find(':'); colon != std::string::npos && path.find('/') > colon) {
+    *err = where + ": unknown kind '" + path.substr(0, colon) + ":' (expected emu:, nvme:, null: or stripe:)";
+    return false;
+  }
+  if (path.empty()) {
+    *err = where + ": no path";
+    return false;
+  }
+  out->emu.path = out->nvme.path = path;
+  const bool emu = out->kind == DeviceSpec::Kind::emu;
+  if (std::string why = parse_suboptions(options, emu ? emu_options(out) : nvme_options(out), emu ? "emu:" : "nvme:");
+      !why.empty()) {
+    *err = where + ": " + why;
+    return false;
+  }
+  if ((out->emu.powercut.tear || out->emu.powercut.keep > 0) && !out->emu.powercut.enabled) {
+    *err = where + ": tear and keep= need powercut=N";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace biofs

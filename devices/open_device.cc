@@ -1,0 +1,90 @@
+#include "open_device.h"
+
+#include <stdexcept>
+
+#include "blockcore/null_blk.h"
+#include "blockcore/stripe.h"
+#include "nvme/emu_ns.h"
+#include "nvme/fault_inject.h"
+#include "nvme/nvme_driver.h"
+#include "nvme/uring_passthru.h"
+
+namespace biofs {
+
+Device::Device() = default;
+
+// Members go in reverse: the stripe before the null devices under it.
+Device::~Device() = default;
+
+std::vector<RequestQueue*> Device::queues() const {
+  std::vector<RequestQueue*> qs;
+  if (nvme_) qs.push_back(nvme_->bdev()->queue);
+  for (const auto& n : nulls_) qs.push_back(n->queue());
+  return qs;
+}
+
+int Device::poll(bool wait) { return nvme_ ? nvme_->poll_all(wait) : 0; }
+
+namespace {
+
+std::unique_ptr<NullBlk> make_null(NullBlkConfig cfg, const DeviceOptions& opts) {
+  cfg.nr_queues = opts.queues;
+  cfg.queue_depth = opts.qd;
+  cfg.irqmode = opts.null_irqmode;
+  cfg.completion_nsec = opts.null_completion_nsec;
+  cfg.toggles = opts.toggles;
+  return std::make_unique<NullBlk>(cfg);
+}
+
+}  // namespace
+
+std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts) {
+  DeviceSpec ds;
+  std::string err;
+  if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument(err);
+  auto dev = std::make_unique<Device>();
+  dev->spec_ = spec;
+  switch (ds.kind) {
+    case DeviceSpec::Kind::null:
+      dev->nulls_.push_back(make_null(ds.null_blk, opts));
+      dev->bdev_ = dev->nulls_[0]->bdev();
+      return dev;
+    case DeviceSpec::Kind::stripe: {
+      std::vector<BlockDevice*> children;
+      for (unsigned i = 0; i < ds.stripe_children; i++) {
+        dev->nulls_.push_back(make_null(ds.null_blk, opts));
+        children.push_back(dev->nulls_.back()->bdev());
+      }
+      dev->stripe_ = std::make_unique<StripeTarget>(children, opts.stripe_chunk_sectors, opts.toggles.bio_cache);
+      dev->bdev_ = dev->stripe_->bdev();
+      return dev;
+    }
+    case DeviceSpec::Kind::emu:
+    case DeviceSpec::Kind::nvme:
+      break;
+  }
+  std::unique_ptr<NvmeTransport> transport;
+  if (ds.kind == DeviceSpec::Kind::emu) {
+    auto emu = std::make_unique<EmuNamespace>(ds.emu);
+    dev->emu_ = emu.get();
+    transport = std::move(emu);
+  } else {
+    transport = std::make_unique<UringPassthru>(ds.nvme);
+  }
+  if (ds.faults) {
+    auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
+    dev->faults_ = &wrap->injector();
+    transport = std::move(wrap);
+  }
+  NvmeDriverConfig cfg;
+  cfg.nr_queues = opts.queues;
+  cfg.queue_depth = opts.qd;
+  cfg.completion_thread = opts.completion_thread;
+  cfg.completion_affinity = opts.completion_affinity;
+  cfg.toggles = opts.toggles;
+  dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
+  dev->bdev_ = dev->nvme_->bdev();
+  return dev;
+}
+
+}  // namespace biofs

@@ -1,0 +1,69 @@
+// Opens the device a string names (device_string.h) and keeps what it is made of: the NVMe
+// driver over an emulated or passthrough namespace (with the fault injector when asked), a
+// null_blk, or a striped target over null_blks. The only place that builds devices; the daemon,
+// mkfs, fsck, the bench and the tests all come here. Queue settings (hardware queues, depth,
+// toggles, completion thread) come from DeviceOptions, the same for every kind.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "blockcore/blk_mq.h"
+#include "blockcore/null_blk.h"
+#include "blockcore/stripe.h"
+#include "device_string.h"
+#include "nvme/nvme_driver.h"
+
+namespace biofs {
+
+struct DeviceOptions {
+  unsigned queues = 1;            // hardware queues
+  unsigned qd = 128;              // tags per hardware queue
+  bool completion_thread = true;  // false (`poll`): the submitter reaps (NvmeDriver::poll_all)
+  bool completion_affinity = true;  // the completion thread follows the submitting CPU
+  Toggles toggles;
+  // null: and stripe: devices: how requests complete (null_blk's irqmode and completion_nsec)
+  // and the stripe's chunk.
+  NullBlkConfig::IrqMode null_irqmode = NullBlkConfig::IrqMode::none;
+  uint64_t null_completion_nsec = 10'000;
+  uint32_t stripe_chunk_sectors = 256;
+};
+
+// An opened device: what it is made of, and the BlockDevice bios are aimed at.
+class Device {
+ public:
+  Device();
+  ~Device();
+  BlockDevice* bdev() const { return bdev_; }
+  // The blk-mq queue bios reach; nullptr for a striped target (a bio-based device: see queues()).
+  RequestQueue* queue() const { return bdev_->queue; }
+  // Every blk-mq queue under this device: its own, or each stripe child's.
+  std::vector<RequestQueue*> queues() const;
+  NvmeDriver* nvme() const { return nvme_.get(); }      // emu: and nvme: devices
+  NullBlk* null_blk() const { return nulls_.empty() ? nullptr : nulls_[0].get(); }  // null:, a stripe's first child
+  StripeTarget* stripe() const { return stripe_.get(); }
+  const std::string& spec() const { return spec_; }
+  // The fault injector when the string asked for one, the emulated namespace for emu:.
+  FaultInjector* faults() const { return faults_; }
+  EmuNamespace* emu() const { return emu_; }
+  // Reaps completions for a submitter that polls (DeviceOptions::completion_thread = false);
+  // null devices complete inline and return 0.
+  int poll(bool wait = false);
+
+ private:
+  friend std::unique_ptr<Device> open_device(const std::string&, const DeviceOptions&);
+  std::string spec_;
+  std::vector<std::unique_ptr<NullBlk>> nulls_;
+  std::unique_ptr<StripeTarget> stripe_;
+  std::unique_ptr<NvmeDriver> nvme_;
+  BlockDevice* bdev_ = nullptr;
+  FaultInjector* faults_ = nullptr;
+  EmuNamespace* emu_ = nullptr;
+};
+
+// Opens the device a string names. Throws std::invalid_argument for a bad string and
+// std::runtime_error when the device cannot be opened; either way one line.
+std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts);
+
+}  // namespace biofs
