@@ -1,5 +1,6 @@
 // CRC-32C (Castagnoli), the checksum of every biofs metadata structure (as ext4's and btrfs's
-// metadata_csum). Software, slicing-by-8; the same value the SSE4.2 crc32 instruction gives.
+// metadata_csum), computed by ISA-L (crc32c.cc says why); the same value the SSE4.2 crc32
+// instruction gives.
 #pragma once
 
 #include <cstddef>

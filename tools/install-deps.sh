@@ -10,6 +10,8 @@ packages=(
   liburing-dev                       # nvme/: io_uring transports
   libtbb-dev                         # blockcore/: scalable allocator
   doctest-dev                        # tests/
+  nlohmann-json3-dev                 # fs/stats.cc, tools/bench: JSON output
+  libisal-dev                        # fs/crc32c.cc: the metadata checksum (ISA-L)
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons
   python3 python3-matplotlib         # tools/biofs-compare, biofs-stat (plots)

@@ -2,7 +2,9 @@
 // completion callbacks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "blockcore/brd.h"
 #include "fs/block_io.h"
@@ -14,6 +16,34 @@ TEST_CASE("crc32c: the standard check value and chaining") {
   CHECK(crc32c(0, "123456789", 9) == 0xE3069283u);
   CHECK(crc32c(crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
   CHECK(crc32c(0, "", 0) == 0u);
+}
+
+TEST_CASE("crc32c: the fixed vectors of RFC 3720 (iSCSI), B.4") {
+  uint8_t b[32];
+  std::memset(b, 0, sizeof(b));
+  CHECK(crc32c(0, b, sizeof(b)) == 0x8A9136AAu);
+  std::memset(b, 0xFF, sizeof(b));
+  CHECK(crc32c(0, b, sizeof(b)) == 0x62A8AB43u);
+  for (int i = 0; i < 32; i++) b[i] = uint8_t(i);
+  CHECK(crc32c(0, b, sizeof(b)) == 0x46DD794Eu);
+  for (int i = 0; i < 32; i++) b[i] = uint8_t(31 - i);
+  CHECK(crc32c(0, b, sizeof(b)) == 0x113FDB5Cu);
+}
+
+TEST_CASE("crc32c: a checksum continued piece by piece equals one call over the whole") {
+  std::vector<uint8_t> data(4096 + 13);
+  for (size_t i = 0; i < data.size(); i++) data[i] = uint8_t(i * 131 + (i >> 7));
+  const uint32_t whole = crc32c(0, data.data(), data.size());
+  CHECK(whole == 0x0624B495u);  // as a bit-at-a-time CRC-32C computes it
+  CHECK(crc32c(0, data.data(), 4096) == 0x5F7EBF01u);  // one metadata block's worth
+  for (size_t cut : {size_t(0), size_t(1), size_t(7), size_t(8), size_t(9), size_t(63), size_t(4096), data.size()}) {
+    CAPTURE(cut);
+    CHECK(crc32c(crc32c(0, data.data(), cut), data.data() + cut, data.size() - cut) == whole);
+  }
+  uint32_t c = 0;  // three-byte pieces: never a whole 8-byte word at a time
+  for (size_t at = 0; at < data.size(); at += 3) c = crc32c(c, data.data() + at, std::min<size_t>(3, data.size() - at));
+  CHECK(c == whole);
+  CHECK(crc32c(whole, "", 0) == whole);  // nothing more changes nothing
 }
 
 TEST_CASE("block io: blocks written synchronously read back; unwritten blocks are zero") {

@@ -1,10 +1,13 @@
 #!/usr/bin/python3
-"""Tests of tools/biofs-compare, tools/biofs-stat and tools/biofs-workload.
+"""Tests of tools/biofs-compare, tools/biofs-stat, tools/biofs-workload and their shared module
+tools/biofs_tools.py.
 
     tools_test.py TestClass.test_name
 
-Pure tests (CompareMath, WorkloadMath) need nothing; the Mount tests need root, /dev/fuse, fio and
+Pure tests (every class but Mount) need nothing; the Mount tests need root, /dev/fuse, fio and
 the built binaries (BIOFS_BIN_DIR, default build/bin) and exit 77 (ctest: skipped) without them.
+tests/tools/CMakeLists.txt registers each test_ method as its own ctest entry,
+tools_test.NAME without the test_ (label fuse for Mount, unit for the rest).
 """
 import importlib.machinery
 import importlib.util
@@ -31,6 +34,8 @@ def load_tool(name):
 
 compare = load_tool("biofs-compare")
 workload = load_tool("biofs-workload")
+sys.path.insert(0, TOOLS)
+import biofs_tools  # noqa: E402
 
 # Rows of the seed's attachment (shared/reference/nullblk_fs_results.csv), as they are there.
 REFERENCE_ROWS = """\
@@ -84,6 +89,47 @@ class CompareMath(unittest.TestCase):
         self.assertIn("keep_cache=on", compare.io_mode(Cfg))
 
 
+class Shared(unittest.TestCase):
+    def test_shared_helpers_format_and_parse(self):
+        self.assertEqual([biofs_tools.fmt_ns(n) for n in (0, 999, 1000, 12345, 999_999, 1_000_000, 2_345_678)],
+                         ["0 ns", "999 ns", "1.0 us", "12.3 us", "1000.0 us", "1.00 ms", "2.35 ms"])
+        self.assertEqual([biofs_tools.parse_size(t) for t in ("512", "4k", "4K", "256M", "2G", "2GiB", "1.5g", "1t")],
+                         [512, 4096, 4096, 256 << 20, 2 << 30, 2 << 30, 3 << 29, 1 << 40])
+        self.assertEqual(biofs_tools.median([3, None, 1, 2]), 2)
+        self.assertEqual(biofs_tools.median([4.0, 1.0]), 2.5)
+        self.assertIsNone(biofs_tools.median([]))
+        self.assertEqual(biofs_tools.median([None], 0.0), 0.0)
+
+    def test_shared_read_stats_names_a_path_that_is_no_biofs_mount(self):
+        tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        try:
+            with self.assertRaises(OSError) as e:
+                biofs_tools.read_stats(tmp)
+            self.assertIn(tmp, str(e.exception))
+            self.assertIn(biofs_tools.STATS_XATTR, str(e.exception))
+            self.assertEqual(biofs_tools.read_stats(tmp, missing_ok=True), {})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_shared_scripts_find_the_module_from_any_directory_and_through_a_link(self):
+        tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        try:
+            for name in ("biofs-stat", "biofs-compare", "biofs-workload"):
+                link = os.path.join(tmp, name)
+                os.symlink(os.path.join(TOOLS, name), link)
+                for cmd in ([os.path.join(TOOLS, name), "--help"], [link, "--help"]):
+                    p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       timeout=60, env=dict(os.environ, PYTHONPATH=""))
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertIn(name, p.stdout)
+            # The tools share one module's helpers rather than copies of them.
+            self.assertIs(compare.read_stats, biofs_tools.read_stats)
+            self.assertIs(workload.parse_size, compare.parse_size)
+            self.assertIs(workload.umount, compare.umount)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class WorkloadMath(unittest.TestCase):
     def rows(self):
         """Three rounds of two steps on biofs, ext4 and hp; hp's round 2 check failed."""
@@ -97,7 +143,7 @@ class WorkloadMath(unittest.TestCase):
                     out.append(dict(fs=fs, round=rnd, step=step, seconds=secs[fs][i] * rnd, cpu=cpu, status=status))
         return out
 
-    def test_median_ratio_and_round_order(self):
+    def test_workload_median_ratio_and_round_order(self):
         self.assertEqual(workload.median([3.0, None, 1.0, 2.0]), 2.0)
         self.assertIsNone(workload.median([None]))
         self.assertEqual(workload.ratio(3.0, 2.0), 1.5)
@@ -113,7 +159,7 @@ class WorkloadMath(unittest.TestCase):
         line = "4242 (biofs (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 6 0 1 2 3"
         self.assertAlmostEqual(workload.cpu_seconds(line, 100), 3.0)
 
-    def test_csv_rows(self):
+    def test_workload_csv_rows(self):
         self.assertEqual(workload.CSV_HEADER, "fs,round,step,seconds,daemon_cpu_s,exit_status")
         r = dict(fs="biofs", round=2, step="git", seconds=1.23456, cpu=0.5, status=0)
         self.assertEqual(workload.csv_row(r), "biofs,2,git,1.235,0.500,0")
@@ -124,7 +170,7 @@ class WorkloadMath(unittest.TestCase):
         self.assertAlmostEqual(back["seconds"], 1.235)
         self.assertIsNone(workload.parse_csv_row(workload.csv_row(r2))["cpu"])
 
-    def test_summary_table_medians_ratios_and_statuses(self):
+    def test_workload_summary_table_medians_ratios_and_statuses(self):
         rows = self.rows()
         t = workload.summary_table(rows, ["biofs", "ext4", "hp"], ["extract", "check", "fsck"])
         head = [c.strip() for c in t[0].strip("|").split("|")]
@@ -150,7 +196,7 @@ class WorkloadMath(unittest.TestCase):
         self.assertEqual(t[0], "| step | biofs s | biofs CPU s | exit status (biofs) |")
         self.assertEqual(workload.fmt_statuses([dict(round=1, status=workload.NOT_RUN)]), "not run")
 
-    def test_manifest_sees_contents_modes_times_and_links(self):
+    def test_workload_manifest_sees_contents_modes_times_and_links(self):
         tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
         try:
             trees = []

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "blockcore/bio_set.h"
+#include "json.h"
 #include "stats.h"
 
 namespace biofs::bench {
@@ -167,7 +168,7 @@ void price_domain_lookup(const Config& cfg) {
   for (int i = 0; i < kCalls; i++) sink += unsigned(sched_getcpu());
   const double cpu_ns = double(now_ns() - t0) / kCalls;
   if (cfg.json) {
-    std::printf("{\"kind\":\"domain_lookup\",\"per_thread_ns\":%.2f,\"sched_getcpu_ns\":%.2f}\n", tls_ns, cpu_ns);
+    print_line({{"kind", "domain_lookup"}, {"per_thread_ns", fixed(tls_ns, 2)}, {"sched_getcpu_ns", fixed(cpu_ns, 2)}});
   } else {
     std::printf("\ncache domain lookup: per-thread slot %.2f ns, sched_getcpu() %.2f ns (sink %lu)\n",
                 tls_ns, cpu_ns, (unsigned long)(sink & 1));
@@ -229,13 +230,10 @@ int alloc_main(int argc, char** argv) {
         const uint64_t eligible = r.cache.alloc_hits + r.cache.alloc_misses;
         if (cache && eligible) hit_rate[c].push_back(double(r.cache.alloc_hits) / double(eligible));
         if (cfg.json)
-          std::printf("{\"kind\":\"run\",\"mode\":\"%s\",\"free\":\"%s\",\"threads\":%u,\"bio_cache\":\"%s\","
-                      "\"repeat\":%u,\"ns_per_op\":%.3f,\"ops\":%lu,\"cache_hits\":%lu,\"cache_misses\":%lu,"
-                      "\"remote_puts\":%lu,\"splices\":%lu}\n",
-                      cs.mode, cs.free, cs.threads, cache ? "on" : "off", rep, r.ns_per_op,
-                      (unsigned long)r.ops, (unsigned long)r.cache.alloc_hits,
-                      (unsigned long)r.cache.alloc_misses, (unsigned long)r.cache.put_remote,
-                      (unsigned long)r.cache.splices);
+          print_line({{"kind", "run"}, {"mode", cs.mode}, {"free", cs.free}, {"threads", cs.threads},
+                      {"bio_cache", cache ? "on" : "off"}, {"repeat", rep}, {"ns_per_op", fixed(r.ns_per_op, 3)},
+                      {"ops", r.ops}, {"cache_hits", r.cache.alloc_hits}, {"cache_misses", r.cache.alloc_misses},
+                      {"remote_puts", r.cache.put_remote}, {"splices", r.cache.splices}});
       }
     }
   }
@@ -248,9 +246,9 @@ int alloc_main(int argc, char** argv) {
     const double sp = std::max(spread(ns[c][0]), spread(ns[c][1]));
     const double hr = median(hit_rate[c]);
     if (cfg.json)
-      std::printf("{\"kind\":\"median\",\"mode\":\"%s\",\"free\":\"%s\",\"threads\":%u,\"off_ns_per_op\":%.3f,"
-                  "\"on_ns_per_op\":%.3f,\"ratio_off_on\":%.3f,\"spread\":%.3f,\"hit_rate\":%.4f}\n",
-                  cases[c].mode, cases[c].free, cases[c].threads, off, on, off / on, sp, hr);
+      print_line({{"kind", "median"}, {"mode", cases[c].mode}, {"free", cases[c].free},
+                  {"threads", cases[c].threads}, {"off_ns_per_op", fixed(off, 3)}, {"on_ns_per_op", fixed(on, 3)},
+                  {"ratio_off_on", fixed(off / on, 3)}, {"spread", fixed(sp, 3)}, {"hit_rate", fixed(hr, 4)}});
     else
       std::printf("%-10s %-7s %7u %14.2f %14.2f %8.2fx %8.1f%% %7.1f%%\n", cases[c].mode, cases[c].free,
                   cases[c].threads, off, on, off / on, sp * 100, hr * 100);

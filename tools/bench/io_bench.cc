@@ -18,6 +18,7 @@
 #include "blockcore/null_blk.h"
 #include "blockcore/toggles.h"
 #include "devices/open_device.h"
+#include "json.h"
 #include "stats.h"
 
 namespace biofs::bench {
@@ -219,17 +220,14 @@ void apply_toggle(Options& o, std::string toggle, const std::string& value) {
 
 void print_json(const Options& o, const std::string& toggle, const std::string& value, unsigned rep,
                 const RunResult& r) {
-  std::printf("{\"kind\":\"run\",\"toggle\":\"%s\",\"value\":\"%s\",\"repeat\":%u,\"iops\":%.0f,"
-              "\"max_iops\":%.0f,\"bs\":%u,\"depth\":%u,\"threads\":%u,\"ios_per_submit\":%.2f,"
-              "\"ios_per_reap\":%.2f,\"tag_calls\":%lu,\"tags\":%lu,\"tags_per_call\":%.3f,"
-              "\"tag_waits\":%lu,\"splits\":%lu,\"plug_flushes\":%lu,\"cache_hits\":%lu,"
-              "\"cache_misses\":%lu,\"remote_puts\":%lu}\n",
-              toggle.c_str(), value.c_str(), rep, r.iops, r.max_iops, o.bs, o.depth, o.threads,
-              r.ios_per_submit, r.ios_per_reap, (unsigned long)r.queue.tag_calls,
-              (unsigned long)r.queue.tags, r.queue.tags_per_call(), (unsigned long)r.queue.tag_waits,
-              (unsigned long)r.queue.splits, (unsigned long)r.queue.plug_flushes,
-              (unsigned long)r.cache.alloc_hits, (unsigned long)r.cache.alloc_misses,
-              (unsigned long)r.cache.put_remote);
+  print_line({{"kind", "run"}, {"toggle", toggle}, {"value", value}, {"repeat", rep}, {"iops", fixed(r.iops, 0)},
+              {"max_iops", fixed(r.max_iops, 0)}, {"bs", o.bs}, {"depth", o.depth}, {"threads", o.threads},
+              {"ios_per_submit", fixed(r.ios_per_submit, 2)}, {"ios_per_reap", fixed(r.ios_per_reap, 2)},
+              {"tag_calls", r.queue.tag_calls}, {"tags", r.queue.tags},
+              {"tags_per_call", fixed(r.queue.tags_per_call(), 3)}, {"tag_waits", r.queue.tag_waits},
+              {"splits", r.queue.splits}, {"plug_flushes", r.queue.plug_flushes},
+              {"cache_hits", r.cache.alloc_hits}, {"cache_misses", r.cache.alloc_misses},
+              {"remote_puts", r.cache.put_remote}});
 }
 
 void describe(const Options& o) {
@@ -350,11 +348,10 @@ int io_main(int argc, char** argv) {
   }
   const double ma = median(iops_a), mb = median(iops_b);
   if (o.json)
-    std::printf("{\"kind\":\"median\",\"toggle\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",\"iops_a\":%.0f,\"iops_b\":%.0f,"
-                "\"ratio_b_a\":%.4f,\"spread_a\":%.4f,\"spread_b\":%.4f,\"tags_per_call_a\":%.3f,"
-                "\"tags_per_call_b\":%.3f}\n",
-                toggle.c_str(), a.c_str(), b.c_str(), ma, mb, mb / ma, spread(iops_a), spread(iops_b),
-                median(tpc_a), median(tpc_b));
+    print_line({{"kind", "median"}, {"toggle", toggle}, {"a", a}, {"b", b}, {"iops_a", fixed(ma, 0)},
+                {"iops_b", fixed(mb, 0)}, {"ratio_b_a", fixed(mb / ma, 4)}, {"spread_a", fixed(spread(iops_a), 4)},
+                {"spread_b", fixed(spread(iops_b), 4)}, {"tags_per_call_a", fixed(median(tpc_a), 3)},
+                {"tags_per_call_b", fixed(median(tpc_b), 3)}});
   else
     std::printf("median IOPS: %s=%s %.2fM, %s=%s %.2fM, %s/%s = %.3f (spread %.1f%% / %.1f%%), tags/call %.2f / %.2f\n",
                 toggle.c_str(), a.c_str(), ma / 1e6, toggle.c_str(), b.c_str(), mb / 1e6, b.c_str(), a.c_str(),

@@ -1,0 +1,46 @@
+// The stats xattr's export (daemon/stats.h): one JSON object whose sections, order and number
+// types are what tools/biofs-stat and biofs-compare read.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "blockcore/brd.h"
+#include "daemon/stats.h"
+#include "fs/block_io.h"
+
+using namespace biofs;
+
+TEST_CASE("stats: the counters export is one JSON object, its sections in order, its numbers typed as the tools read them") {
+  BrdDevice d(4 << 20);
+  BlockIo io(d.bdev(), 4096);
+  const std::string before = stats_json(io);
+  CHECK(before.back() == '\n');
+  const auto idle = nlohmann::ordered_json::parse(before);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : idle.items()) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"version", "pid", "time_s", "rss_bytes", "bio_cache", "queue", "io", "stages"});
+  CHECK(idle["version"] == 1);
+  CHECK(idle["bio_cache"]["enabled"].is_boolean());
+  CHECK(idle["bio_cache"]["hit_rate"].is_number_integer());  // no allocations yet: 0, as "%.6g" writes it
+  CHECK(idle["queue"]["tag_batch"].is_string());
+
+  IoBuf buf(4096);
+  for (int i = 0; i < 64; i++) REQUIRE(io.write(uint64_t(i), 1, buf.data()) == 0);
+  const auto busy = nlohmann::ordered_json::parse(stats_json(io));
+  CHECK(busy["io"]["writes"].get<uint64_t>() >= idle["io"]["writes"].get<uint64_t>() + 64);
+  CHECK(busy["io"]["fs_bios"].is_number_unsigned());
+  const auto& rate = busy["bio_cache"]["hit_rate"];
+  CHECK(rate.is_number());
+  CHECK(rate.get<double>() > 0.5);
+  CHECK(busy["stages"]["sample"].is_number_unsigned());
+  for (const auto& [name, st] : busy["stages"].items()) {
+    if (!st.is_object()) continue;
+    CAPTURE(name);
+    CHECK(st["count"].is_number_unsigned());
+    CHECK(st["buckets"].is_array());
+    for (const auto& b : st["buckets"]) CHECK((b.is_array() && b.size() == 2));
+  }
+}
