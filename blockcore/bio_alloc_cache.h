@@ -10,7 +10,7 @@
 //   free_list_remote puts from any other thread (the kernel's IRQ list, free_list_irq): a
 //                    lock-free stack. The owner takes the whole stack with one exchange when its
 //                    own list is empty and the stack holds ALLOC_CACHE_THRESHOLD or more.
-// A bio always goes back to the domain that allocated it (bi_cache), so the seeds' worst case —
+// A bio always goes back to the domain that allocated it (bi_cache), so the cache patch's worst case —
 // allocate on one CPU, free on another — refills the allocating thread's cache.
 #pragma once
 

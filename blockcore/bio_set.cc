@@ -9,6 +9,7 @@
 #include <cassert>
 #include <stdexcept>
 
+#include "bio_cache_trim.h"
 #include "blk.h"
 #include "blk_mq.h"
 #include "stage_clock.h"
@@ -142,10 +143,12 @@ BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, Allocator
     if (cache_slot_ < 0)
       throw std::runtime_error("biofs: more than 64 bio sets with a per-CPU cache at once");
   }
+  if ((flags_ & BIOSET_TRIM_IDLE) && has_cache()) bio_cache_trim_register(this);
 }
 
 BioSet::~BioSet() {
   if (cache_slot_ < 0) return;
+  if (flags_ & BIOSET_TRIM_IDLE) bio_cache_trim_unregister(this);  // before the domains go
   std::lock_guard guard(g_cache_lock);
   g_slot_owner[cache_slot_] = SlotOwner{};
   for (auto& cache : caches_) {

@@ -1,7 +1,8 @@
 // Counterpart of struct bio_set and the allocation half of block/bio.c: bioset_init/exit,
 // bio_alloc_bioset, bio_alloc_clone, bvec_alloc/bvec_free and the per-CPU cache's rules.
 //
-// The rules (the seeds' review, kernel v6.19 behaviour):
+// The rules (the review of "block: enable per-cpu bio cache by default", 2025, and kernel
+// v6.19 behaviour):
 //  1. Every set created with BIOSET_PERCPU_CACHE uses its cache for every bio with
 //     nr_vecs <= BIO_INLINE_VECS; callers need not ask for it.
 //  2. REQ_ALLOC_CACHE is set exactly on such cache-eligible allocations, hit or miss (a bio made
@@ -33,6 +34,7 @@ namespace biofs {
 enum bioset_flags : unsigned {
   BIOSET_NEED_BVECS = 1u << 0,      // bios may carry more than BIO_INLINE_VECS vecs
   BIOSET_PERCPU_CACHE = 1u << 2,    // keep a per-CPU (per-thread) bio cache
+  BIOSET_TRIM_IDLE = 1u << 3,       // with the cache: blockcore's trimmer empties idle domains (bio_cache_trim.h)
 };
 
 struct BioSetStats {

@@ -9,7 +9,7 @@
 
 namespace biofs {
 
-// Seed 001's form: the vec the iterator points at covers the whole bio and fits in one fast
+// The form of "block: fix bio_may_need_split() by using bvec iterator way" (2025): the vec the iterator points at covers the whole bio and fits in one fast
 // segment. Correct whatever bi_vcnt says; reads bi_iter and bi_io_vec (both in line 1).
 inline bool bio_may_need_split_iter(const Bio* bio, const QueueLimits& lim) {
   if (lim.chunk_sectors) return true;
@@ -19,7 +19,7 @@ inline bool bio_may_need_split_iter(const Bio* bio, const QueueLimits& lim) {
   return bv.bv_len + bv.bv_offset > lim.max_fast_segment_size;
 }
 
-// The form before seed 001: trusts bi_vcnt. For a clone (bi_vcnt 0) it always walks; for a
+// The form before that commit: trusts bi_vcnt. For a clone (bi_vcnt 0) it always walks; for a
 // bio over a caller's bvec table whose bi_vcnt does not describe its iterator it can say "no
 // split" for a bio that needs one. Kept only to measure against.
 inline bool bio_may_need_split_fast(const Bio* bio, const QueueLimits& lim) {

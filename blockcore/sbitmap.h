@@ -22,7 +22,8 @@
 //     are simply not obtained: the returned mask (relative to *offset) says which bits the
 //     caller got, and may have holes. Only a word where the whole window fits before the word's
 //     end is used; if none does the call returns 0 (and blk-mq falls back to a single tag), as
-//     the kernel's does. This "fewer than asked" result is what seed 002 is about.
+//     the kernel's does. This "fewer than asked" result is what "blk-mq: retry batch allocation
+//     of tags" (2025) is about: tag_batch=retain.
 //  5. sbitmap_queue_clear_batch() frees straight into `word`, one atomic per word touched (up
 //     to eight words per call; a batch spread wider costs one more atomic per extra group).
 //  6. Waiting: a caller that found the map full queues itself on one of SBQ_WAIT_QUEUES wait

@@ -1,8 +1,8 @@
 // Counterpart of drivers/md/dm-stripe.c (and md raid0's mapping): a bio-based target that
 // stripes chunks over several child devices. Each incoming bio is cut at chunk boundaries into
 // clones (bio_alloc_clone: they share its bvec table) aimed at the children and chained to it,
-// so it completes once every piece has, with the first error. The seeds drive two devices from
-// one thread and from two; this lets biofs do the same.
+// so it completes once every piece has, with the first error. t/io_uring runs against two
+// devices from one thread and from two; this lets biofs do the same.
 #pragma once
 
 #include <atomic>

@@ -97,19 +97,14 @@ int main(int argc, char** argv) {
   if (!cl.foreground) daemonize();
   // Held for the daemon's life; a daemon still writing back after an unmount gets 10 s.
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, true, 10000, "biofs"); !why.empty()) fail(32, why);
-  lock.set_serving(true);
-
   DeviceOptions dopts;
   dopts.queues = opts.queues;
   dopts.qd = opts.qd;
   dopts.toggles = opts.toggles;
-  std::unique_ptr<Device> dev;
-  try {
-    dev = open_device(spec, dopts);
-  } catch (const std::exception& e) {
-    fail(32, e.what());
-  }
+  std::string why;
+  std::unique_ptr<Device> dev = open_device_locked(spec, dopts, &lock, true, "biofs", &why);
+  if (!dev) fail(32, why);
+  lock.set_serving(true);
   BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
   std::string err;
   std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,8 @@
 namespace biofs {
 
 namespace {
+
+constexpr int kServedGraceMs = 2000;
 
 // The "serving" lock: byte 0, as an OFD lock (independent of the flock on the same file).
 struct flock serving_range(short type) {
@@ -41,12 +44,16 @@ std::string DeviceLock::acquire(const std::string& spec, bool exclusive, int wai
   if (path_.empty()) return "";
   fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return "";  // the device layer reports a missing file in its own words
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(wait_ms);
+  // The kernel's unmount returns before the daemon has seen it: a file still served this long
+  // after the first try is mounted.
+  const auto served_grace = start + std::chrono::milliseconds(std::min(wait_ms, kServedGraceMs));
   bool said = false;
   for (;;) {
     if (flock(fd_, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return "";
     if (errno != EWOULDBLOCK) return path_ + ": cannot lock: " + strerror(errno);
-    if (is_served(fd_)) return path_ + " is in use (mounted)";
+    if (is_served(fd_) && std::chrono::steady_clock::now() >= served_grace) return path_ + " is in use (mounted)";
     if (std::chrono::steady_clock::now() >= deadline)
       return path_ + " is in use (a daemon shutting down, or another tool has it open)";
     if (!said) {

@@ -7,7 +7,8 @@
 // file, so a script's `fusermount3 -u MNT; fsck.biofs IMG` would race it. A daemon therefore
 // also holds a second lock (an OFD read lock on byte 0) while it serves a mount: a tool that
 // finds the file locked but not served waits, bounded, for the daemon that is shutting down,
-// saying so in one line; a file that is served is "in use" at once.
+// saying so in one line; a file that is still served after 2 s (the window in which an
+// unmount has returned but the daemon has not yet seen it) is "in use".
 #pragma once
 
 #include <string>

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "blockcore/null_blk.h"
+#include "device_lock.h"
 #include "blockcore/stripe.h"
 #include "nvme/emu_ns.h"
 #include "nvme/fault_inject.h"
@@ -85,6 +86,20 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
   dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
   dev->bdev_ = dev->nvme_->bdev();
   return dev;
+}
+
+std::unique_ptr<Device> open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock,
+                                           bool exclusive, const char* tool, std::string* err) {
+  if (std::string why = lock->acquire(spec, exclusive, 10000, tool); !why.empty()) {
+    *err = why;
+    return nullptr;
+  }
+  try {
+    return open_device(spec, opts);
+  } catch (const std::exception& e) {
+    *err = e.what();
+    return nullptr;
+  }
 }
 
 }  // namespace biofs

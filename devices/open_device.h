@@ -66,4 +66,12 @@ class Device {
 // std::runtime_error when the device cannot be opened; either way one line.
 std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts);
 
+class DeviceLock;
+
+// For a tool: takes the backing file's lock first (device_lock.h: shared or exclusive, waiting
+// up to 10 s for a daemon that is shutting down), then opens the device. nullptr with one line
+// in *err when either fails; the lock is held by *lock for as long as the caller keeps it.
+std::unique_ptr<Device> open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock,
+                                           bool exclusive, const char* tool, std::string* err);
+
 }  // namespace biofs

@@ -157,7 +157,7 @@ int IoBatch::wait() {
 BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, bool bio_cache)
     : bdev_(bdev),
       block_size_(block_size),
-      bs_(64, 0, BIOSET_NEED_BVECS | (bio_cache ? BIOSET_PERCPU_CACHE : 0u)) {}
+      bs_(64, 0, BIOSET_NEED_BVECS | (bio_cache ? BIOSET_PERCPU_CACHE | BIOSET_TRIM_IDLE : 0u)) {}
 
 int BlockIo::read(uint64_t blk, uint32_t count, void* buf) {
   IoBatch b(this);

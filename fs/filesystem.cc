@@ -82,7 +82,6 @@ void Filesystem::commit_thread() {
       std::unique_lock ex(lock_);
       commit_locked();
     }
-    io_.bio_set().trim_idle_caches();  // bios cached by threads that stopped issuing I/O
     g.lock();
   }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long form of the fuzz run (issue 7; ctest -L fuzz is the short one): builds build-fuzz
+# The long form of the fuzz run (ctest -L fuzz is the short one): builds build-fuzz
 # (clang, libFuzzer, ASan+UBSan), makes the seed corpus, and runs each harness for SECONDS over
 # its seeds and the corpus kept from earlier runs (build-fuzz/fuzz/corpus/NAME). Prints one line
 # per harness: executions, execs/s, corpus size, new inputs, and whether it found a crash (the

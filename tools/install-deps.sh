@@ -10,7 +10,8 @@ packages=(
   liburing-dev                       # nvme/: io_uring transports
   libtbb-dev                         # blockcore/: scalable allocator
   doctest-dev                        # tests/
-  nlohmann-json3-dev                 # fs/stats.cc, tools/bench: JSON output
+  nlohmann-json3-dev                 # daemon/stats.cc, tools/bench: JSON output
+  libcli11-dev                       # tools/bench: biofs-bench's options
   libisal-dev                        # fs/crc32c.cc: the metadata checksum (ISA-L)
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons

@@ -17,7 +17,7 @@ rm -rf "$out"
 
 echo "== bio_cache off vs on through a biofs mount on emu: (tools/biofs-compare --quick)"
 tools/biofs-compare --quick --bin build/bin --out "$out"
-echo "results: $out/results.csv (the seed's columns), $out/summary.md, $out/plot.png"
+echo "results: $out/results.csv (the reference CSV's columns), $out/summary.md, $out/plot.png"
 echo
 echo "== the block core alone (null device, t/io_uring style)"
 build/bin/biofs-bench --ab bio_cache --runtime 1 --repeats 3

@@ -48,7 +48,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ru
 configure_and_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DBIOFS_SANITIZE=thread
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -LE "long|qemu"
 
-# Fuzzing (issue 7): clang, libFuzzer, ASan+UBSan. Each harness runs BIOFS_FUZZ_SECONDS (20) over
+# Fuzzing (tests/fuzz/README.md): clang, libFuzzer, ASan+UBSan. Each harness runs BIOFS_FUZZ_SECONDS (20) over
 # a seed corpus made at test time, beside the regression inputs (tools/fuzz-long.sh: longer).
 echo "== build build-fuzz (clang, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBIOFS_FUZZ=ON \

@@ -1,4 +1,5 @@
-// Split checks and splitting (blk_merge.h): the corner cases seed 001's reviewers raised and
+// Split checks and splitting (blk_merge.h): the corner cases the reviewers of the
+// iterator-based bio_may_need_split() raised and
 // every limit the full walk must honour.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs inside the QEMU guest (tests/qemu/run-in-guest.sh --add …): every check of issue 4 against
+# Runs inside the QEMU guest (tests/qemu/run-in-guest.sh --add …): every passthrough check against
 # the real kernel's /dev/ng0n1, one PASS/FAIL line each; exits non-zero if any failed.
 #   1. the driver's tests over io_uring passthrough (identify, round trips larger than MDTS,
 #      unaligned buffers, flush, LBA out of range, polling, threads, registered files, fixed

@@ -37,7 +37,8 @@ workload = load_tool("biofs-workload")
 sys.path.insert(0, TOOLS)
 import biofs_tools  # noqa: E402
 
-# Rows of the seed's attachment (shared/reference/nullblk_fs_results.csv), as they are there.
+# Rows of the reference results (the CSV attached to "block: enable per-cpu bio cache by
+# default", nullblk_fs_results.csv), as they are there.
 REFERENCE_ROWS = """\
 engine,medium,fs_type,numjobs,qdepth,pattern,bs,repeat_id,IOPS,IOPS_new,diff
 io_uring,null_blk,ext4,1,1,randread,4k,1,441198.8267,444427.4858,0.732%

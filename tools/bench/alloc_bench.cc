@@ -5,7 +5,7 @@
 //   local  1 thread   allocate a batch of bios, put them all, repeat (the submit/complete
 //                     pattern of one t/io_uring thread, batch = its submit batch)
 //   local  N threads  the same on every CPU at once, one set shared by all
-//   remote 2 threads  one thread allocates, another puts (the seeds' worst case: allocate on
+//   remote 2 threads  one thread allocates, another puts (the cache patch's worst case: allocate on
 //                     CPU A, free on CPU B); batches cross through a lock-free ring
 // A fourth line prices the per-CPU choice itself: the cost of finding the calling thread's
 // cache domain, against sched_getcpu(), the alternative.
@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "blockcore/bio_set.h"
 #include "json.h"
@@ -185,24 +187,24 @@ struct Case {
 
 int alloc_main(int argc, char** argv) {
   Config cfg;
-  Args args(argc, argv, 1);
-  if (args.flag("help")) {
-    std::printf(
-        "usage: biofs-bench alloc [--batch N] [--seconds S] [--repeats R] [--threads N]\n"
-        "                         [--nr-vecs N] [--allocator tbb|system] [--json]\n");
-    return 0;
+  CLI::App app("biofs-bench alloc: the cost of bio_alloc_bioset + bio_put, bio cache off vs on, interleaved",
+               "biofs-bench alloc");
+  cfg.threads = unsigned(online_cpus());
+  app.add_option("--batch", cfg.batch, "bios allocated, then put, per round")->check(CLI::Range(1u, 4096u))->capture_default_str();
+  app.add_option("--seconds", cfg.seconds, "per measurement")->check(CLI::Range(0.01, 600.0))->capture_default_str();
+  app.add_option("--repeats", cfg.repeats, "interleaved repeats")->check(CLI::Range(1u, 1000u))->capture_default_str();
+  app.add_option("--threads", cfg.threads, "threads of the `local` case")->check(CLI::Range(1u, 1024u))->capture_default_str();
+  app.add_option("--nr-vecs", cfg.nr_vecs, "vecs per bio")->check(CLI::Range(uint16_t(0), uint16_t(BIO_INLINE_VECS)))->capture_default_str();
+  std::string alloc = allocator_kind_name(Allocator::default_kind());
+  app.add_option("--allocator", alloc, "the bio set's allocator")->check(CLI::IsMember({"tbb", "system"}))->capture_default_str();
+  app.add_flag("--json", cfg.json, "one JSON object per measurement");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    throw std::invalid_argument(e.what());
   }
-  cfg.batch = unsigned(args.integer("batch", 32, 1, 4096));
-  cfg.seconds = args.real("seconds", 0.3, 0.01, 600);
-  cfg.repeats = unsigned(args.integer("repeats", 5, 1, 1000));
-  cfg.threads = unsigned(args.integer("threads", online_cpus(), 1, 1024));
-  cfg.nr_vecs = uint16_t(args.integer("nr-vecs", 1, 0, BIO_INLINE_VECS));
-  const std::string alloc = args.str("allocator", allocator_kind_name(Allocator::default_kind()));
-  if (alloc != "tbb" && alloc != "system")
-    throw std::invalid_argument("option --allocator=" + alloc + ": expected tbb or system");
   cfg.allocator = alloc == "tbb" ? AllocatorKind::tbb : AllocatorKind::system;
-  cfg.json = args.flag("json");
-  args.finish();
 
   const Case cases[] = {{"alloc+put", "local", 1}, {"alloc+put", "local", cfg.threads}, {"alloc+put", "remote", 2}};
   const size_t ncases = cfg.threads == 1 ? 1 : 3;

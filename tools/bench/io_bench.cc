@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "blockcore/blk_mq.h"
 #include "blockcore/null_blk.h"
 #include "blockcore/toggles.h"
@@ -243,56 +245,57 @@ void describe(const Options& o) {
 
 int io_main(int argc, char** argv) {
   Options o;
-  Args args(argc, argv, 1);
-  if (args.flag("help")) {
-    std::printf(
-        "usage: biofs-bench [io] [--dev SPEC]... [options]\n"
-        "  --dev SPEC        null | null:SIZE | stripe:N (N null devices striped) |\n"
-        "                    emu:PATH[,lba=4096][,size=SIZE]... (a plain PATH too) |\n"
-        "                    nvme:/dev/ngXnY[,regfiles][,sqpoll]... (see nvme/README.md); repeat\n"
-        "                    for several devices, which each submitter uses in turn (default null)\n"
-        "  --depth N         bios in flight per thread (128)     --bs N   block size (4096)\n"
-        "  --submit N        bios per plug/submit batch (32)      --threads N  submitters (1)\n"
-        "  --runtime S       seconds per run (3)                  --rw randread|read|randwrite|write\n"
-        "  --queues N        hardware queues per device (1)       --qd N   tags per queue (256)\n"
-        "  --irqmode none|timer  --completion-nsec N (10000)      --chunk-kb N  stripe chunk (128)\n"
-        "  --bio-cache on|off  --tag-batch off|plain|retain|loop  --split-check fast|iter\n"
-        "  --ab TOGGLE[=A,B] run A and B interleaved --repeats times (default pairs:\n"
-        "                    bio_cache off,on; tag_batch plain,retain; split_check fast,iter)\n"
-        "  --repeats N (3)   --json   --quiet (no per-second lines)\n");
-    return 0;
-  }
+  CLI::App app("biofs-bench [io]: the block core alone, t/io_uring style: each submitter keeps --depth bios\n"
+               "in flight, --submit of them per plug; prints IOPS each second and Maximum IOPS.", "biofs-bench io");
   std::vector<std::string> devs;
-  for (std::string d; !(d = args.str("dev", "")).empty();) devs.push_back(d);
-  if (!devs.empty()) o.devices = devs;
-  o.depth = unsigned(args.integer("depth", 128, 1, 65536));
-  o.bs = unsigned(args.integer("bs", 4096, 512, 1 << 20));
-  if (o.bs % 512) throw std::invalid_argument("--bs=" + std::to_string(o.bs) + ": not a multiple of 512");
-  o.submit = unsigned(args.integer("submit", 32, 1, 4096));
-  o.threads = unsigned(args.integer("threads", 1, 1, 256));
-  o.runtime = args.real("runtime", 3, 0.05, 3600);
-  o.queues = unsigned(args.integer("queues", 1, 1, 256));
-  o.qd = unsigned(args.integer("qd", 256, 1, 65536));
-  const std::string irq = args.str("irqmode", "none");
-  if (irq == "timer") o.irqmode = NullBlkConfig::IrqMode::timer;
-  else if (irq != "none") throw std::invalid_argument("--irqmode=" + irq + ": expected none or timer");
-  o.completion_nsec = uint64_t(args.integer("completion-nsec", 10'000, 0, 10'000'000'000));
-  o.chunk_sectors = uint32_t(args.integer("chunk-kb", 128, 1, 1 << 20) * 2);
-  const std::string rw = args.str("rw", "randread");
-  if (rw != "randread" && rw != "read" && rw != "randwrite" && rw != "write")
-    throw std::invalid_argument("--rw=" + rw + ": expected randread, read, randwrite or write");
-  o.random = rw.rfind("rand", 0) == 0;
-  o.write = rw.find("write") != std::string::npos;
-  for (const ToggleInfo& t : toggle_table()) {
+  app.add_option("--dev", devs,
+                 "null | null:SIZE | stripe:N | emu:PATH[,...] (a plain PATH too) | nvme:/dev/ngXnY[,...]\n"
+                 "(devices/README.md); repeat for several devices, used by each submitter in turn")
+      ->default_str("null");
+  app.add_option("--depth", o.depth, "bios in flight per thread")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  app.add_option("--bs", o.bs, "block size, a multiple of 512")->check(CLI::Range(512u, 1u << 20))->capture_default_str();
+  app.add_option("--submit", o.submit, "bios per plug/submit batch")->check(CLI::Range(1u, 4096u))->capture_default_str();
+  app.add_option("--threads", o.threads, "submitters")->check(CLI::Range(1u, 256u))->capture_default_str();
+  app.add_option("--runtime", o.runtime, "seconds per run")->check(CLI::Range(0.05, 3600.0))->capture_default_str();
+  std::string rw = "randread";
+  app.add_option("--rw", rw, "pattern")->check(CLI::IsMember({"randread", "read", "randwrite", "write"}))->capture_default_str();
+  app.add_option("--queues", o.queues, "hardware queues per device")->check(CLI::Range(1u, 256u))->capture_default_str();
+  app.add_option("--qd", o.qd, "tags per hardware queue")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  std::string irq = "none";
+  app.add_option("--irqmode", irq, "null devices: complete inline or from a timer thread")
+      ->check(CLI::IsMember({"none", "timer"}))->capture_default_str();
+  app.add_option("--completion-nsec", o.completion_nsec, "null devices, irqmode timer: completion delay")
+      ->check(CLI::Range(uint64_t(0), uint64_t(10'000'000'000)))->capture_default_str();
+  unsigned chunk_kb = o.chunk_sectors / 2;
+  app.add_option("--chunk-kb", chunk_kb, "stripe chunk")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+  std::vector<std::string> toggle_values(toggle_table().size());
+  std::string pairs;
+  for (size_t i = 0; i < toggle_table().size(); i++) {
+    const ToggleInfo& t = toggle_table()[i];
     std::string dashed = t.name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
-    apply_toggle(o, t.name, args.str(dashed, t.get(Toggles{})));
+    toggle_values[i] = t.get(Toggles{});
+    app.add_option("--" + dashed + ",--" + t.name, toggle_values[i], std::string("toggle: ") + t.values)->capture_default_str();
+    pairs += std::string(pairs.empty() ? "" : "; ") + t.name + " " + t.ab_a + "," + t.ab_b;
   }
-  o.ab = args.str("ab", "");
-  o.repeats = unsigned(args.integer("repeats", 3, 1, 1000));
-  o.json = args.flag("json");
-  o.quiet = args.flag("quiet") || o.json;
-  args.finish();
+  app.add_option("--ab", o.ab, "TOGGLE[=A,B]: run A and B interleaved --repeats times (default pairs: " + pairs + ")");
+  app.add_option("--repeats", o.repeats, "A/B repeats")->check(CLI::Range(1u, 1000u))->capture_default_str();
+  app.add_flag("--json", o.json, "one JSON object per run");
+  app.add_flag("--quiet", o.quiet, "no per-second lines");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    throw std::invalid_argument(e.what());
+  }
+  if (!devs.empty()) o.devices = devs;
+  if (o.bs % 512) throw std::invalid_argument("--bs=" + std::to_string(o.bs) + ": not a multiple of 512");
+  o.irqmode = irq == "timer" ? NullBlkConfig::IrqMode::timer : NullBlkConfig::IrqMode::none;
+  o.chunk_sectors = chunk_kb * 2;
+  o.random = rw.rfind("rand", 0) == 0;
+  o.write = rw.find("write") != std::string::npos;
+  for (size_t i = 0; i < toggle_table().size(); i++) apply_toggle(o, toggle_table()[i].name, toggle_values[i]);
+  o.quiet = o.quiet || o.json;
 
   if (o.ab.empty()) {
     if (!o.json) describe(o);

@@ -65,15 +65,10 @@ int main(int argc, char** argv) {
   const std::string spec = argv[optind];
   // Checks share the device; a repair must be alone on it. Neither runs on a mounted one.
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, mode != FsckMode::check, 10000, "fsck.biofs"); !why.empty()) {
-    fprintf(stderr, "fsck.biofs: %s\n", why.c_str());
-    return 8;
-  }
-  std::unique_ptr<Device> dev;
-  try {
-    dev = open_device(spec, DeviceOptions{});
-  } catch (const std::exception& e) {
-    fprintf(stderr, "fsck.biofs: %s\n", e.what());
+  std::string err;
+  std::unique_ptr<Device> dev = open_device_locked(spec, DeviceOptions{}, &lock, mode != FsckMode::check, "fsck.biofs", &err);
+  if (!dev) {
+    fprintf(stderr, "fsck.biofs: %s\n", err.c_str());
     return 8;
   }
   struct sigaction sa {};

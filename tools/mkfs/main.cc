@@ -9,6 +9,7 @@
 #include "fs/mkfs.h"
 #include "devices/device_lock.h"
 #include "devices/open_device.h"
+#include "lib/parse_number.h"
 
 using namespace biofs;
 
@@ -16,11 +17,7 @@ static void usage() {
   fputs("usage: mkfs.biofs [-b BLOCKSIZE] [-N INODES] [-L LABEL] [-J JOURNAL_BLOCKS] [-f] [-q] DEVICE\n", stderr);
 }
 
-static bool number(const char* s, uint64_t* out) {
-  if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18) return false;
-  *out = strtoull(s, nullptr, 10);
-  return true;
-}
+static bool number(const char* s, uint64_t* out) { return parse_uint(s, out); }
 
 int main(int argc, char** argv) {
   MkfsOptions o;
@@ -68,15 +65,10 @@ int main(int argc, char** argv) {
   }
   const std::string spec = argv[optind];
   DeviceLock lock;
-  if (std::string why = lock.acquire(spec, true, 10000, "mkfs.biofs"); !why.empty()) {
-    fprintf(stderr, "mkfs.biofs: %s\n", why.c_str());
-    return 1;
-  }
-  std::unique_ptr<Device> dev;
-  try {
-    dev = open_device(spec, DeviceOptions{});
-  } catch (const std::exception& e) {
-    fprintf(stderr, "mkfs.biofs: %s\n", e.what());
+  std::string err;
+  std::unique_ptr<Device> dev = open_device_locked(spec, DeviceOptions{}, &lock, true, "mkfs.biofs", &err);
+  if (!dev) {
+    fprintf(stderr, "mkfs.biofs: %s\n", err.c_str());
     return 1;
   }
   BlockIo io(dev->bdev(), 4096);
