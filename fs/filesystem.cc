@@ -11,7 +11,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "mkfs.h"
 #include "xattr_block.h"
 
 namespace biofs {

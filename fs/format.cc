@@ -1,8 +1,10 @@
 #include "format.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "block_io.h"
 #include "crc32c.h"
 
 namespace biofs::disk {
@@ -68,6 +70,38 @@ std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
             sb.root_ino == ROOT_INO && sb.inode_count >= 1 && sb.journal_blocks >= 4;
   if (!ok) return "superblock layout is inconsistent";
   return "";
+}
+
+std::string read_superblock(BlockIo& io, SuperBlock* sb, bool use_backup) {
+  if (io.device_bytes() < 4096) return "device too small: " + std::to_string(io.device_bytes()) + " bytes";
+  IoBuf buf(4096);
+  IoBatch b(&io);
+  b.rw_bytes(false, 0, 4096, buf.data());
+  if (int err = b.wait()) return std::string("cannot read the superblock: ") + strerror(-err);
+  std::memcpy(sb, buf.data(), sizeof(*sb));
+  std::string why = check_superblock(*sb, io.device_bytes());
+  if (why.empty() || !use_backup || sb->magic != SB_MAGIC || why.find("truncated") != std::string::npos)
+    return why;
+  // The primary is damaged: try the backup at the end of the device for each legal block size.
+  return find_backup_superblock(io, sb) ? "" : why;
+}
+
+bool find_backup_superblock(BlockIo& io, SuperBlock* sb) {
+  for (uint32_t bs = MIN_BLOCK_SIZE; bs <= MAX_BLOCK_SIZE; bs <<= 1) {
+    if (io.device_bytes() < 2 * uint64_t(bs)) break;  // no room for a primary and a backup
+    const uint64_t blk = io.device_bytes() / bs - 1;
+    IoBuf bb(bs);
+    IoBatch r(&io);
+    r.rw_bytes(false, blk * bs, bs, bb.data());
+    if (r.wait()) continue;
+    SuperBlock backup;
+    std::memcpy(&backup, bb.data(), sizeof(backup));
+    if (check_superblock(backup, io.device_bytes()).empty() && backup.block_size == bs) {
+      *sb = backup;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace biofs::disk

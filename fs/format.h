@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <string>
 
+namespace biofs {
+class BlockIo;
+}
+
 namespace biofs::disk {
 
 // ---- identity and versions ----------------------------------------------------------------
@@ -263,5 +267,15 @@ uint32_t dir_hash(uint32_t seed, const char* name, size_t len);
 // Checks a superblock read from disk: "" if it is usable, else one line saying why not.
 // device_bytes: the device size (0: do not check it).
 std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes);
+
+// ---- reading the superblock (format.cc: the one place here that does I/O) ---------------------
+// Reads and checks the primary superblock, falling back to the backup when the primary is
+// damaged but still says biofs and `use_backup` (a device whose magic is gone may hold another
+// filesystem). io's block size is left as it was. "" or one line saying why not.
+std::string read_superblock(BlockIo& io, SuperBlock* sb, bool use_backup = true);
+// A valid backup superblock in the last block of the device, for each legal block size in turn;
+// false when there is none. Also where the primary's magic is gone: what a repair asked for
+// (fsck -y) may look for.
+bool find_backup_superblock(BlockIo& io, SuperBlock* sb);
 
 }  // namespace biofs::disk

@@ -7,7 +7,6 @@
 
 #include "format.h"
 #include "journal.h"
-#include "mkfs.h"
 #include "xattr_block.h"
 #include "blockcore/printable.h"
 

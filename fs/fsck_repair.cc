@@ -22,7 +22,6 @@
 #include "format.h"
 #include "fsck.h"
 #include "journal.h"
-#include "mkfs.h"
 #include "xattr_block.h"
 
 namespace biofs {
@@ -135,28 +134,13 @@ struct Repairer {
   }
 
   // ---- the superblock and the journal ------------------------------------------------------
-  // A backup superblock in the last block of the device, for any block size. Mount takes it
-  // only while the primary still says biofs (anything else may be another filesystem); a
-  // repair the user asked for (-y, -p reporting) also looks when the primary's magic is gone.
-  bool find_backup(SuperBlock* out) {
-    for (uint32_t b = MIN_BLOCK_SIZE; b <= MAX_BLOCK_SIZE; b <<= 1) {
-      if (io.device_bytes() < 2 * uint64_t(b)) break;
-      io.set_block_size(b);
-      IoBuf buf(b);
-      const int err = io.read(io.device_bytes() / b - 1, 1, buf.data());
-      io.set_block_size(4096);
-      if (err) continue;
-      std::memcpy(out, buf.data(), sizeof(*out));
-      if (check_superblock(*out, io.device_bytes()).empty() && out->block_size == b) return true;
-    }
-    return false;
-  }
-
   bool superblock() {
     io.set_block_size(4096);
     const std::string why = read_superblock(io, &sb, false);
     if (!why.empty()) {
-      if (!read_superblock(io, &sb, true).empty() && !find_backup(&sb)) {
+      // Mount takes the backup only while the primary still says biofs (anything else may be
+      // another filesystem); a repair the user asked for looks when the magic is gone too.
+      if (!find_backup_superblock(io, &sb)) {
         fatal("primary superblock: " + why + "; no backup superblock found either");
         return false;
       }
