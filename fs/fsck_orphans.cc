@@ -1,0 +1,60 @@
+// The orphan list (inodes unlinked while open), e2fsck/super.c's release_orphan_inodes: the list
+// checked for a name that is no orphan and for a loop (cut there), and after pass 2 each orphan
+// freed as mount would free it, or, while a directory still names it, taken off the list.
+#include "fsck_internal.h"
+#include "xattr_block.h"
+
+namespace biofs::fsck {
+
+using namespace disk;
+
+void Repair::check_orphan_list() {
+  std::vector<uint8_t> seen(sb.inode_count + 1, 0);
+  for (uint64_t p = sb.orphan_head; p;) {
+    std::string bad;
+    if (p > sb.inode_count || p == ROOT_INO || state[p] != LIVE || !(in(p).flags & INODE_ORPHAN))
+      bad = "orphan list names inode " + num(p) + ", which is not an orphan";
+    else if (seen[p])
+      bad = "orphan list loops at inode " + num(p);
+    if (!bad.empty()) {
+      fix(true, bad, "list cut there");
+      break;
+    }
+    seen[p] = 1;
+    p = in(p).next_orphan;
+  }
+  if (sb.orphan_head) sb_fix = true;  // emptied below: every orphan is dealt with now
+}
+
+// Orphans are freed as mount would free them (unlinked, nothing names them); an inode marked
+// orphan that is still named just loses the mark.
+void Repair::release_orphans() {
+  std::vector<uint32_t> refs = count_refs();
+  for (uint64_t ino = 2; ino <= sb.inode_count; ino++) {
+    Inode& d = in(ino);
+    if (state[ino] != LIVE || !(d.flags & INODE_ORPHAN)) continue;
+    if (d.nlink == 0 && refs[ino] == 0) {
+      fix(true, "inode " + num(ino) + " is an orphan (unlinked while open)", "freed");
+      for (const Extent& e : ext[ino]) unclaim(e.pblk, e.len);
+      for (uint64_t t : tree[ino]) unclaim(t, 1);
+      if (const uint64_t xb = xattr::block_of(d)) {  // claimed in pass 1 (else dropped)
+        unclaim(xb, 1);
+        xattr_out.erase(xb);
+      }
+      clear_inode(ino);
+      state[ino] = FREED;
+      map_dirty[ino] = 0;
+    } else {
+      fix(true, "inode " + num(ino) + " is marked orphan but still in use", "taken off the orphan list");
+      d.flags &= ~INODE_ORPHAN;
+      d.next_orphan = 0;
+      dirty_ino[ino] = 1;
+    }
+  }
+  for (Link& l : links)
+    if (state[l.dir] != LIVE || state[l.ino] != LIVE) l.live = false;  // inside a freed directory
+  for (auto& [pblk, b] : dirblk)
+    if (state[b.dir] != LIVE) b.dirty = false;
+}
+
+}  // namespace biofs::fsck
