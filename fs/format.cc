@@ -32,7 +32,30 @@ bool block_crc_ok(const void* block, uint32_t block_size) {
   return c == want;
 }
 
+bool block_header_ok(const void* block, uint32_t block_size, uint32_t magic, uint64_t blocknr) {
+  const auto* h = static_cast<const BlockHeader*>(block);
+  return h->magic == magic && h->blocknr == blocknr && block_crc_ok(block, block_size);
+}
+
 uint32_t dir_hash(uint32_t seed, const char* name, size_t len) { return crc32c(seed, name, len); }
+
+bool dir_record_fits(const void* block, uint32_t block_size, uint32_t off) {
+  if (uint64_t(off) + sizeof(DirEntry) > block_size) return false;
+  uint16_t rec_len;
+  std::memcpy(&rec_len, static_cast<const uint8_t*>(block) + off + offsetof(DirEntry, rec_len), sizeof(rec_len));
+  return rec_len >= sizeof(DirEntry) && rec_len % 8 == 0 && uint64_t(off) + rec_len <= block_size;
+}
+
+bool extent_node_ok(const ExtentNode& n, uint64_t owner, uint32_t block_size, bool root) {
+  return n.owner == owner && n.nr <= extents_per_node(block_size) && (root ? n.level <= 1 : n.level == 0);
+}
+
+uint64_t extent_tree_blocks(uint64_t extents, uint32_t block_size) {
+  if (extents <= INLINE_EXTENTS) return 0;
+  const uint64_t per = extents_per_node(block_size);
+  const uint64_t leaves = (extents + per - 1) / per;
+  return leaves == 1 ? 1 : 1 + leaves;
+}
 
 std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
   if (sb.magic != SB_MAGIC) return "not a biofs filesystem (bad magic)";
@@ -70,6 +93,20 @@ std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
             sb.root_ino == ROOT_INO && sb.inode_count >= 1 && sb.journal_blocks >= 4;
   if (!ok) return "superblock layout is inconsistent";
   return "";
+}
+
+bool backup_superblock_ok(const SuperBlock& backup, const SuperBlock& primary, uint64_t device_bytes) {
+  return check_superblock(backup, device_bytes).empty() && std::memcmp(backup.uuid, primary.uuid, 16) == 0;
+}
+
+std::vector<std::string> check_journal_super(const void* block, const SuperBlock& sb) {
+  const auto* j = static_cast<const JournalSuper*>(block);
+  if (!block_header_ok(block, sb.block_size, BLK_JOURNAL_SB, sb.journal_start))
+    return {"journal superblock (block " + std::to_string(sb.journal_start) + ") fails its checksum or header check"};
+  std::vector<std::string> problems;
+  if (std::memcmp(j->uuid, sb.uuid, 16) != 0) problems.push_back("journal belongs to another filesystem");
+  if (j->head < 1 || j->head >= sb.journal_blocks) problems.push_back("journal head out of range");
+  return problems;
 }
 
 std::string read_superblock(BlockIo& io, SuperBlock* sb, bool use_backup) {

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -57,8 +58,7 @@ struct Checker {
     IoBuf tmp(bs);
     if (!read(blk, 1, tmp.data())) return false;
     std::memcpy(buf.data(), tmp.data(), bs);
-    const auto* h = reinterpret_cast<const BlockHeader*>(buf.data());
-    if (h->magic != magic || h->blocknr != blk || !block_crc_ok(buf.data(), bs)) {
+    if (!block_header_ok(buf.data(), bs, magic, blk)) {
       error(what + " (block " + std::to_string(blk) + ") fails its checksum or header check");
       return false;
     }
@@ -84,8 +84,7 @@ struct Checker {
       if (read(sb.backup_sb_block, 1, b.data())) {
         SuperBlock bk;
         std::memcpy(&bk, b.data(), sizeof(bk));
-        if (!check_superblock(bk, io.device_bytes()).empty() || std::memcmp(bk.uuid, sb.uuid, 16) != 0)
-          error("backup superblock is damaged");
+        if (!backup_superblock_ok(bk, sb, io.device_bytes())) error("backup superblock is damaged");
       }
     }
     if (sb.state != STATE_CLEAN) {
@@ -104,14 +103,11 @@ struct Checker {
   }
 
   void check_journal() {
-    std::vector<uint8_t> buf;
-    if (!headered(sb.journal_start, BLK_JOURNAL_SB, buf, "journal superblock")) return;
-    const auto* j = reinterpret_cast<const JournalSuper*>(buf.data());
-    if (std::memcmp(j->uuid, sb.uuid, 16) != 0) error("journal belongs to another filesystem");
-    if (j->head < 1 || j->head >= sb.journal_blocks) {
-      error("journal head out of range");
-      return;
-    }
+    IoBuf buf(bs);
+    if (!read(sb.journal_start, 1, buf.data())) return;
+    const std::vector<std::string> problems = check_journal_super(buf.data(), sb);
+    for (const std::string& p : problems) error(p);
+    if (!problems.empty()) return;  // recover() stops at the same problems: nothing to replay
     Journal journal(io, sb);
     int complete = 0;
     journal.recover(&complete, false);  // a dry run: reads only
@@ -173,8 +169,7 @@ struct Checker {
     if (d.extent_root >= sb.block_count || !headered(d.extent_root, BLK_EXTENT, buf, who + " extent tree root")) return false;
     own(d.extent_root, 1, who + " (extent tree)");
     const auto* root = reinterpret_cast<const ExtentNode*>(buf.data());
-    const uint32_t per = extents_per_node(bs);
-    if (root->owner != ino || root->nr > per || root->level > 1) {
+    if (!extent_node_ok(*root, ino, bs, true)) {
       error(who + " extent tree root is inconsistent");
       return false;
     }
@@ -194,7 +189,7 @@ struct Checker {
       if (x.child >= sb.block_count || !headered(x.child, BLK_EXTENT, lb, who + " extent leaf")) return false;
       own(x.child, 1, who + " (extent tree)");
       const auto* n = reinterpret_cast<const ExtentNode*>(lb.data());
-      if (n->owner != ino || n->level != 0 || n->nr > per) {
+      if (!extent_node_ok(*n, ino, bs, false)) {
         error(who + " extent leaf " + std::to_string(x.child) + " is inconsistent");
         return false;
       }
@@ -241,14 +236,13 @@ struct Checker {
       r.inodes++;
       if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) error(who + " is not a symlink but has inline data");
       // The inline area holds whole entries only, as xattr.cc reads it.
-      if (d.xattr_len > xattr::inline_capacity(d) || xattr::inline_whole(d) != d.xattr_len)
-        error(who + " inline xattr area is damaged");
+      if (!xattr::inline_sound(d)) error(who + " inline xattr area is damaged");
       const uint64_t xattr_blocks = check_xattr_block(ino, d);
-      if (S_ISLNK(d.mode) && d.size > ((d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095))
+      if (S_ISLNK(d.mode) && d.size > symlink_max_size(d))
         error("symlink " + std::to_string(ino) + " has size " + std::to_string(d.size) + ", longer than its target can be");
       std::vector<Extent> ext;
       if (!extents_of(ino, d, &ext)) continue;
-      uint64_t blocks = ext.empty() ? 0 : 0;
+      uint64_t blocks = 0;
       uint64_t prev_end = 0;
       for (const Extent& e : ext) {
         if (e.len == 0 || e.lblk < prev_end) error(who + " has overlapping or empty extents");
@@ -257,15 +251,9 @@ struct Checker {
         own(e.pblk, e.len, who);
         blocks += e.len;
       }
-      const uint64_t tree = (d.flags & INODE_EXTENT_TREE) ? 0 : 0;
-      (void)tree;
-      // blocks counts data and tree blocks.
-      uint64_t tree_blocks = 0;
-      if (d.flags & INODE_EXTENT_TREE) {
-        const uint32_t per = extents_per_node(bs);
-        const uint64_t leaves = (ext.size() + per - 1) / per;
-        tree_blocks = leaves <= 1 ? 1 : 1 + leaves;
-      }
+      // blocks counts data and tree blocks (a tree in the shape the filesystem writes).
+      const uint64_t tree_blocks =
+          (d.flags & INODE_EXTENT_TREE) ? std::max<uint64_t>(1, extent_tree_blocks(ext.size(), bs)) : 0;
       if (d.blocks != blocks + tree_blocks + xattr_blocks)
         error(who + " says " + std::to_string(d.blocks) + " blocks but owns " +
               std::to_string(blocks + tree_blocks + xattr_blocks));
@@ -301,7 +289,7 @@ struct Checker {
       if (reinterpret_cast<const DirBlock*>(buf.data())->owner != ino) error(who + " block " + std::to_string(lblk) + " belongs to another inode");
       for (uint32_t off = sizeof(DirBlock); off < bs;) {
         const auto* e = reinterpret_cast<const DirEntry*>(buf.data() + off);
-        if (off + sizeof(DirEntry) > bs || e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs) {
+        if (!dir_record_fits(buf.data(), bs, off)) {
           error(who + " block " + std::to_string(lblk) + " has a broken entry chain");
           break;
         }
@@ -312,7 +300,7 @@ struct Checker {
           } else {
             const Inode& t = inodes[e->ino - 1];
             refs[e->ino]++;
-            if (e->type != ((t.mode & S_IFMT) >> 12)) error(who + " entry '" + name + "' has the wrong type");
+            if (e->type != dirent_type(t.mode)) error(who + " entry '" + name + "' has the wrong type");
             if (S_ISDIR(t.mode)) {
               subdirs[ino]++;
               parent_of[e->ino] = ino;

@@ -55,7 +55,7 @@ void Repair::drop_link(Link& l, const std::string& problem) {
 // Adds an entry to directory `dir` (a free record's space, or a new block at its end).
 bool Repair::dir_add(uint64_t dir, const std::string& name, uint64_t ino) {
   const uint32_t need = dirent_size(uint32_t(name.size()));
-  const uint8_t type = uint8_t((in(ino).mode & S_IFMT) >> 12);
+  const uint8_t type = dirent_type(in(ino).mode);
   auto place = [&](uint64_t pblk) -> bool {
     DirBlk& b = dirblk[pblk];
     for (uint32_t off = sizeof(DirBlock); off + sizeof(DirEntry) <= bs;) {

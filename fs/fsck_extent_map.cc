@@ -12,12 +12,6 @@ namespace biofs::fsck {
 
 using namespace disk;
 
-uint64_t Repair::tree_blocks_for(uint64_t n, uint32_t per) {
-  if (n <= INLINE_EXTENTS) return 0;
-  const uint64_t leaves = (n + per - 1) / per;
-  return leaves == 1 ? 1 : 1 + leaves;
-}
-
 // Writes inode `ino`'s map as the filesystem does (inline up to four extents, else a tree),
 // reusing its tree blocks and allocating more if it must. false: no space.
 bool Repair::set_map(uint64_t ino) {
@@ -25,7 +19,7 @@ bool Repair::set_map(uint64_t ino) {
   auto& v = ext[ino];
   auto& t = tree[ino];
   const uint32_t per = extents_per_node(bs);
-  const uint64_t need = tree_blocks_for(v.size(), per);
+  const uint64_t need = extent_tree_blocks(v.size(), bs);
   while (t.size() > need) {
     unclaim(t.back(), 1);
     t.pop_back();

@@ -100,12 +100,11 @@ struct Repair {
   bool load_inodes();                                                       // fsck_pass1_inodes.cc
   void pass1();
   void dir_shape(uint64_t ino);
-  std::string tree_block(uint64_t ino, uint64_t blk, int level, IoBuf* out);  // fsck_pass1_extents.cc
+  std::string tree_block(uint64_t ino, uint64_t blk, bool root, IoBuf* out);  // fsck_pass1_extents.cc
   std::string read_map(uint64_t ino);
   void xattr_block(uint64_t ino);                                           // fsck_pass1_xattr.cc
 
   // ---- extent maps written in the filesystem's shape (fsck_extent_map.cc) ----------------------
-  static uint64_t tree_blocks_for(uint64_t n, uint32_t per);
   bool set_map(uint64_t ino);
   void rewrite_maps();
 

@@ -15,16 +15,8 @@ using namespace disk;
 bool Repair::journal() {
   IoBuf b(bs);
   if (!read(sb.journal_start, 1, b.data())) return false;
-  const auto* j = reinterpret_cast<const JournalSuper*>(b.data());
-  std::string bad;
-  if (j->h.magic != BLK_JOURNAL_SB || j->h.blocknr != sb.journal_start || !block_crc_ok(b.data(), bs))
-    bad = "journal superblock (block " + num(sb.journal_start) + ") fails its checksum or header check";
-  else if (std::memcmp(j->uuid, sb.uuid, 16) != 0)
-    bad = "journal belongs to another filesystem";
-  else if (j->head < 1 || j->head >= sb.journal_blocks)
-    bad = "journal head out of range";
-  if (!bad.empty()) {
-    fix(false, bad, "reset to an empty journal (nothing in it is replayed)");
+  if (const std::vector<std::string> bad = check_journal_super(b.data(), sb); !bad.empty()) {
+    fix(false, bad.front(), "reset to an empty journal (nothing in it is replayed)");
     reset_journal = true;
     return true;
   }

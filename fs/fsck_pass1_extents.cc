@@ -8,15 +8,16 @@ namespace biofs::fsck {
 
 using namespace disk;
 
-// An extent tree block as fsck reads it: header, checksum, owner, level, count. "" or why not.
-std::string Repair::tree_block(uint64_t ino, uint64_t blk, int level, IoBuf* out) {
+// An extent tree block as fsck reads it (the root, or a leaf under it): header, checksum, owner,
+// level, count. "" or why not.
+std::string Repair::tree_block(uint64_t ino, uint64_t blk, bool root, IoBuf* out) {
   if (!in_data(blk, 1)) return "extent tree block " + num(blk) + " is outside the data area";
   *out = IoBuf(bs);
   if (!read(blk, 1, out->data())) return "extent tree block " + num(blk) + " cannot be read";
   const auto* n = reinterpret_cast<const ExtentNode*>(out->data());
-  if (n->h.magic != BLK_EXTENT || n->h.blocknr != blk || !block_crc_ok(out->data(), bs))
+  if (!block_header_ok(out->data(), bs, BLK_EXTENT, blk))
     return "extent tree block " + num(blk) + " fails its checksum or header check";
-  if (n->owner != ino || n->nr > extents_per_node(bs) || (level < 0 ? n->level > 1 : n->level != level))
+  if (!extent_node_ok(*n, ino, bs, root))
     return "extent tree block " + num(blk) + " is inconsistent";
   return "";
 }
@@ -31,7 +32,7 @@ std::string Repair::read_map(uint64_t ino) {
     return "";
   }
   IoBuf root;
-  if (std::string why = tree_block(ino, d.extent_root, -1, &root); !why.empty()) return why;
+  if (std::string why = tree_block(ino, d.extent_root, true, &root); !why.empty()) return why;
   if (r.fatal) return "";
   tree[ino].push_back(d.extent_root);
   const auto* rn = reinterpret_cast<const ExtentNode*>(root.data());
@@ -47,7 +48,7 @@ std::string Repair::read_map(uint64_t ino) {
   const auto* idx = reinterpret_cast<const ExtentIndex*>(root.data() + sizeof(ExtentNode));
   for (uint16_t i = 0; i < rn->nr; i++) {
     IoBuf lb;
-    if (std::string why = tree_block(ino, idx[i].child, 0, &lb); !why.empty()) return why;
+    if (std::string why = tree_block(ino, idx[i].child, false, &lb); !why.empty()) return why;
     if (r.fatal) return "";
     tree[ino].push_back(idx[i].child);
     leaf(lb);

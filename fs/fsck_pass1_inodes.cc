@@ -39,7 +39,6 @@ bool Repair::load_inodes() {
 // Pass 1: every inode's checksum and map; blocks claimed in inode order, so a block owned
 // twice stays with the first owner and the later one is truncated where it claims it.
 void Repair::pass1() {
-  const uint32_t per = extents_per_node(bs);
   {
     const Inode& root = in(ROOT_INO);
     std::string bad;
@@ -78,7 +77,7 @@ void Repair::pass1() {
       dirty_ino[ino] = 1;
     }
     if (S_ISLNK(d.mode)) {  // readlink refuses a target longer than these
-      const uint64_t most = (d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095;
+      const uint64_t most = symlink_max_size(d);
       if (d.size > most) {
         fix(false, "symlink " + num(ino) + " has size " + num(d.size) + ", longer than its target can be", "cut to " + num(most));
         d.size = most;
@@ -154,7 +153,7 @@ void Repair::pass1() {
     if (r.fatal) return;
     // The block count, and a tree in the shape the filesystem writes.
     if (!map_dirty[ino]) {
-      const uint64_t canon = had_tree ? std::max<uint64_t>(1, tree_blocks_for(v.size(), per)) : 0;
+      const uint64_t canon = had_tree ? std::max<uint64_t>(1, extent_tree_blocks(v.size(), bs)) : 0;
       const uint64_t xb = xattr::block_of(d) ? 1 : 0;
       if (had_tree && old_tree != canon) {
         fix(true, who + " extent tree is not in its usual shape (" + num(old_tree) + " blocks for " + num(v.size()) + " extents)",

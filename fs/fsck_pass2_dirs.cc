@@ -41,7 +41,7 @@ void Repair::scan_dir(uint64_t ino) {
 void Repair::scan_dir_block(uint64_t ino, uint64_t lblk, uint64_t pblk, DirBlk& b) {
   const std::string who = "directory " + num(ino) + " block " + num(lblk);
   auto* h = reinterpret_cast<DirBlock*>(b.data.data());
-  if (h->h.magic != BLK_DIR || h->h.blocknr != pblk || !block_crc_ok(b.data.data(), bs)) {
+  if (!block_header_ok(b.data.data(), bs, BLK_DIR, pblk)) {
     fix(false, who + " (block " + num(pblk) + ") fails its checksum or header check",
         "emptied (the inodes it named go to lost+found)");
     init_dir_block(b, pblk, ino);
@@ -54,7 +54,7 @@ void Repair::scan_dir_block(uint64_t ino, uint64_t lblk, uint64_t pblk, DirBlk& 
   }
   for (uint32_t off = sizeof(DirBlock); off < bs;) {
     DirEntry* e = entry(b.data, off);
-    if (off + sizeof(DirEntry) > bs || e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs) {
+    if (!dir_record_fits(b.data.data(), bs, off)) {
       fix(false, who + " has a broken entry chain at byte " + num(off), "the rest of the block freed");
       if (off == sizeof(DirBlock)) {
         e->ino = 0;
@@ -83,7 +83,7 @@ void Repair::scan_dir_block(uint64_t ino, uint64_t lblk, uint64_t pblk, DirBlk& 
         touched[ino] = 1;
         if (e->ino <= sb.inode_count) touched[e->ino] = 1;
       } else {
-        const uint8_t want = uint8_t((in(e->ino).mode & S_IFMT) >> 12);
+        const uint8_t want = dirent_type(in(e->ino).mode);
         if (e->type != want) {
           fix(true, "directory " + num(ino) + " entry '" + name + "' has the wrong type", "type corrected");
           e->type = want;

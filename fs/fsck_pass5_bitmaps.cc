@@ -29,8 +29,7 @@ void Repair::bitmap(uint64_t start, uint64_t nblocks, uint32_t magic, uint64_t t
     set_block_crc(want.data(), bs);
     if (!read(start + i, 1, have.data())) return;
     if (std::memcmp(want.data(), have.data(), bs) == 0) continue;
-    const auto* hh = reinterpret_cast<const BlockHeader*>(have.data());
-    if (hh->magic != magic || hh->blocknr != start + i || !block_crc_ok(have.data(), bs)) {
+    if (!block_header_ok(have.data(), bs, magic, start + i)) {
       fix(true, std::string(what) + " block " + num(start + i) + " fails its checksum or header check", "rebuilt");
     } else {
       const uint8_t* old = have.data() + sizeof(BlockHeader);

@@ -42,7 +42,7 @@ bool Repair::superblock() {
   if (!read(sb.backup_sb_block, 1, b.data())) return false;
   SuperBlock bk;
   std::memcpy(&bk, b.data(), sizeof(bk));
-  if (!check_superblock(bk, io.device_bytes()).empty() || std::memcmp(bk.uuid, sb.uuid, 16) != 0) {
+  if (!backup_superblock_ok(bk, sb, io.device_bytes())) {
     fix(true, "backup superblock is damaged", "rewritten from the primary");
     sb_fix = true;
   }
