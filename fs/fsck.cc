@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format.h"
+#include "fsck_read.h"
 #include "journal.h"
 #include "xattr_block.h"
 #include "blockcore/printable.h"
@@ -27,8 +28,10 @@ struct Checker {
   std::vector<uint32_t> refs;      // per inode: directory entries naming it
   std::vector<uint32_t> subdirs;   // per directory inode: subdirectories
   std::vector<uint64_t> parent_of; // per directory inode: the directory that names it
-  std::vector<Inode> inodes;       // the whole table (index ino - 1)
+  IoBuf table;                     // the whole inode table
   std::vector<uint8_t> orphan;     // per inode: on the orphan list
+
+  const Inode& inode(uint64_t ino) const { return fsck::table_inode(table, ino); }
 
   void error(const std::string& s) {
     r.errors++;
@@ -36,7 +39,7 @@ struct Checker {
   }
   bool read(uint64_t blk, uint32_t n, void* buf) {
     if (int err = io.read(blk, n, buf)) {
-      error("cannot read block " + std::to_string(blk) + ": " + strerror(-err));
+      error(fsck::read_failed(blk, err));
       return false;
     }
     return true;
@@ -118,39 +121,22 @@ struct Checker {
   }
 
   void load_inodes() {
-    inodes.resize(sb.inode_count);
-    const uint64_t ipb = bs / INODE_SIZE;
-    const uint64_t chunk = 256;
-    IoBuf buf(chunk * bs);
-    for (uint64_t b = 0; b < sb.inode_table_blocks; b += chunk) {
-      const uint64_t n = std::min(chunk, sb.inode_table_blocks - b);
-      if (!read(sb.inode_table_start + b, uint32_t(n), buf.data())) {
-        r.fatal = true;
-        return;
-      }
-      for (uint64_t i = 0; i < n * ipb && b * ipb + i < sb.inode_count; i++)
-        std::memcpy(&inodes[b * ipb + i], buf.data() + i * INODE_SIZE, INODE_SIZE);
-    }
+    if (!fsck::read_inode_table(sb, [&](uint64_t blk, uint32_t n, void* buf) { return read(blk, n, buf); }, &table))
+      r.fatal = true;
   }
 
   // The orphan list: inodes unlinked while open, freed at the next mount.
   void check_orphans() {
     if (r.fatal) return;
     orphan.assign(sb.inode_count + 1, 0);
-    for (uint64_t p = sb.orphan_head; p;) {
-      if (p > sb.inode_count || inodes[p - 1].mode == 0 || !(inodes[p - 1].flags & INODE_ORPHAN)) {
-        error("orphan list names inode " + std::to_string(p) + ", which is not an orphan");
-        return;
-      }
-      if (orphan[p]) {
-        error("orphan list loops at inode " + std::to_string(p));
-        return;
-      }
-      orphan[p] = 1;
-      r.warnings++;
-      report("inode " + std::to_string(p) + " is an orphan (unlinked while open): the next mount frees it");
-      p = inodes[p - 1].next_orphan;
-    }
+    const std::string bad = fsck::walk_orphan_list(
+        sb, table, [&](uint64_t p) { return inode(p).mode != 0; },
+        [&](uint64_t p) {
+          orphan[p] = 1;
+          r.warnings++;
+          report("inode " + std::to_string(p) + " is an orphan (unlinked while open): the next mount frees it");
+        });
+    if (!bad.empty()) error(bad);
   }
 
   // The extents of inode `ino` (inline or from its tree; tree blocks are claimed here).
@@ -226,7 +212,7 @@ struct Checker {
     subdirs.assign(sb.inode_count + 1, 0);
     parent_of.assign(sb.inode_count + 1, 0);
     for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
-      const Inode& d = inodes[ino - 1];
+      const Inode& d = inode(ino);
       if (d.mode == 0) continue;
       const std::string who = "inode " + std::to_string(ino);
       if (inode_crc(ino, d) != d.checksum) {
@@ -295,10 +281,10 @@ struct Checker {
         }
         if (e->ino) {
           const std::string name = printable({reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16)});
-          if (e->ino > sb.inode_count || inodes[e->ino - 1].mode == 0) {
+          if (e->ino > sb.inode_count || inode(e->ino).mode == 0) {
             error(who + " entry '" + name + "' names free inode " + std::to_string(e->ino));
           } else {
-            const Inode& t = inodes[e->ino - 1];
+            const Inode& t = inode(e->ino);
             refs[e->ino]++;
             if (e->type != dirent_type(t.mode)) error(who + " entry '" + name + "' has the wrong type");
             if (S_ISDIR(t.mode)) {
@@ -316,7 +302,7 @@ struct Checker {
   void check_tree() {
     if (r.fatal) return;
     for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
-      const Inode& d = inodes[ino - 1];
+      const Inode& d = inode(ino);
       if (d.mode == 0 || inode_crc(ino, d) != d.checksum) continue;
       const std::string who = "inode " + std::to_string(ino);
       if (orphan[ino] && d.nlink == 0 && refs[ino] == 0) continue;  // freed at the next mount
@@ -329,7 +315,7 @@ struct Checker {
         error(who + " link count " + std::to_string(d.nlink) + ", should be " + std::to_string(refs[ino]));
       }
     }
-    if (inodes.empty() || !S_ISDIR(inodes[0].mode)) error("the root inode is not a directory");
+    if (!S_ISDIR(inode(ROOT_INO).mode)) error("the root inode is not a directory");
   }
 
   void check_bitmaps() {
@@ -362,7 +348,7 @@ struct Checker {
         const uint64_t ino = i * bpb + k + 1;
         const bool set = bits[k / 8] & (1u << (k % 8));
         free_inodes += !set;
-        if (set != (inodes[ino - 1].mode != 0)) {
+        if (set != (inode(ino).mode != 0)) {
           if (wrong++ < 20)
             error(set ? "inode " + std::to_string(ino) + " is marked in use but free"
                       : "inode " + std::to_string(ino) + " is in use but marked free");

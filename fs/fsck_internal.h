@@ -17,6 +17,7 @@
 #include "block_io.h"
 #include "format.h"
 #include "fsck.h"
+#include "fsck_read.h"
 
 namespace biofs::fsck {
 
@@ -66,7 +67,7 @@ struct Repair {
   bool preen() const { return mode == FsckMode::preen; }
   bool may_write() const { return mode == FsckMode::yes || r.needs_yes == 0; }
   bool cancelled() const { return cancel && cancel->load(); }
-  disk::Inode& in(uint64_t ino) { return *reinterpret_cast<disk::Inode*>(table.data() + (ino - 1) * disk::INODE_SIZE); }
+  disk::Inode& in(uint64_t ino) { return table_inode(table, ino); }
   bool in_data(uint64_t b, uint64_t n) const {
     return b >= sb.data_start && n <= sb.block_count - 1 && b <= sb.block_count - 1 - n;
   }

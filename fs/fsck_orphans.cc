@@ -9,20 +9,8 @@ namespace biofs::fsck {
 using namespace disk;
 
 void Repair::check_orphan_list() {
-  std::vector<uint8_t> seen(sb.inode_count + 1, 0);
-  for (uint64_t p = sb.orphan_head; p;) {
-    std::string bad;
-    if (p > sb.inode_count || p == ROOT_INO || state[p] != LIVE || !(in(p).flags & INODE_ORPHAN))
-      bad = "orphan list names inode " + num(p) + ", which is not an orphan";
-    else if (seen[p])
-      bad = "orphan list loops at inode " + num(p);
-    if (!bad.empty()) {
-      fix(true, bad, "list cut there");
-      break;
-    }
-    seen[p] = 1;
-    p = in(p).next_orphan;
-  }
+  const std::string bad = walk_orphan_list(sb, table, [&](uint64_t p) { return p != ROOT_INO && state[p] == LIVE; });
+  if (!bad.empty()) fix(true, bad, "list cut there");
   if (sb.orphan_head) sb_fix = true;  // emptied below: every orphan is dealt with now
 }
 

@@ -16,12 +16,7 @@ namespace biofs::fsck {
 using namespace disk;
 
 bool Repair::load_inodes() {
-  table = IoBuf(sb.inode_table_blocks * bs);
-  const uint64_t chunk = 256;
-  for (uint64_t b = 0; b < sb.inode_table_blocks; b += chunk) {
-    const uint64_t n = std::min(chunk, sb.inode_table_blocks - b);
-    if (!read(sb.inode_table_start + b, uint32_t(n), table.data() + b * bs)) return false;
-  }
+  if (!read_inode_table(sb, [&](uint64_t blk, uint32_t n, void* buf) { return read(blk, n, buf); }, &table)) return false;
   const uint64_t n = sb.inode_count + 1;
   state.assign(n, FREE);
   dirty_ino.assign(n, 0);

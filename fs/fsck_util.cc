@@ -12,7 +12,7 @@ using namespace disk;
 
 bool Repair::read(uint64_t blk, uint32_t n, void* buf) {
   if (int err = io.read(blk, n, buf)) {
-    fatal("cannot read block " + num(blk) + ": " + strerror(-err));
+    fatal(read_failed(blk, err));
     return false;
   }
   return true;
