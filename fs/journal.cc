@@ -37,8 +37,7 @@ std::string Journal::recover(int* replayed, bool apply) {
   IoBuf buf(bs);
   if (int err = io_.read(sb_.journal_start, 1, buf.data())) return std::string("cannot read the journal: ") + strerror(-err);
   const auto* j = reinterpret_cast<const JournalSuper*>(buf.data());
-  if (j->h.magic != BLK_JOURNAL_SB || !block_crc_ok(buf.data(), bs) || j->h.blocknr != sb_.journal_start)
-    return "journal superblock is damaged";
+  if (!block_header_ok(buf.data(), bs, BLK_JOURNAL_SB, sb_.journal_start)) return "journal superblock is damaged";
   if (std::memcmp(j->uuid, sb_.uuid, 16) != 0) return "journal belongs to another filesystem";
   sequence_ = j->sequence;
   uint64_t pos = j->head;
