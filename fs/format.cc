@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "block_io.h"
 #include "crc32c.h"
@@ -97,6 +98,22 @@ std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
 
 bool backup_superblock_ok(const SuperBlock& backup, const SuperBlock& primary, uint64_t device_bytes) {
   return check_superblock(backup, device_bytes).empty() && std::memcmp(backup.uuid, primary.uuid, 16) == 0;
+}
+
+void make_journal_super(void* block, const SuperBlock& sb, uint64_t sequence) {
+  auto* j = static_cast<JournalSuper*>(block);
+  j->h.magic = BLK_JOURNAL_SB;
+  j->h.blocknr = sb.journal_start;
+  j->sequence = sequence;
+  j->head = 1;
+  j->block_size = sb.block_size;
+  std::memcpy(j->uuid, sb.uuid, 16);
+  set_block_crc(block, sb.block_size);
+}
+
+uint64_t fresh_journal_sequence() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32 | rd()) >> 2;
 }
 
 std::vector<std::string> check_journal_super(const void* block, const SuperBlock& sb) {

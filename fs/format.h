@@ -295,6 +295,12 @@ bool backup_superblock_ok(const SuperBlock& backup, const SuperBlock& primary, u
 // one line per problem, none when it is usable. A block failing its header check has no
 // other problem named; otherwise another filesystem's uuid and a head out of range each are.
 std::vector<std::string> check_journal_super(const void* block, const SuperBlock& sb);
+// Fills `block` (sb.block_size bytes, zeroed) as the superblock of an empty journal whose first
+// transaction will have `sequence`, its crc set.
+void make_journal_super(void* block, const SuperBlock& sb, uint64_t sequence);
+// A first sequence number for a fresh journal: random, so blocks left by an earlier journal
+// never match it.
+uint64_t fresh_journal_sequence();
 
 // ---- reading the superblock (format.cc: the one place here that does I/O) ---------------------
 // Reads and checks the primary superblock, falling back to the backup when the primary is

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
-#include <random>
 
 #include "fsck_internal.h"
 
@@ -48,15 +47,7 @@ int Repair::write_all() {
   for (auto& [pblk, b] : bitmap_out) out.push_back({pblk, b.data()});
   IoBuf jsb(bs);
   if (reset_journal) {
-    auto* j = reinterpret_cast<JournalSuper*>(jsb.data());
-    j->h.magic = BLK_JOURNAL_SB;
-    j->h.blocknr = sb.journal_start;
-    std::random_device rd;
-    j->sequence = (uint64_t(rd()) << 32 | rd()) >> 2;  // stale journal blocks never match it
-    j->head = 1;
-    j->block_size = bs;
-    std::memcpy(j->uuid, sb.uuid, 16);
-    set_block_crc(jsb.data(), bs);
+    make_journal_super(jsb.data(), sb, fresh_journal_sequence());
     out.push_back({sb.journal_start, jsb.data()});
   }
   for (size_t i = 0; i < out.size(); i += 256) {

@@ -20,14 +20,7 @@ uint64_t Journal::capacity() const {
 int Journal::write_super() {
   const uint32_t bs = sb_.block_size;
   IoBuf buf(bs);
-  auto* j = reinterpret_cast<JournalSuper*>(buf.data());
-  j->h.magic = BLK_JOURNAL_SB;
-  j->h.blocknr = sb_.journal_start;
-  j->sequence = sequence_;
-  j->head = 1;
-  j->block_size = bs;
-  std::memcpy(j->uuid, sb_.uuid, 16);
-  set_block_crc(buf.data(), bs);
+  make_journal_super(buf.data(), sb_, sequence_);
   return io_.write(sb_.journal_start, 1, buf.data(), REQ_PREFLUSH | REQ_FUA);
 }
 

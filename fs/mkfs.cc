@@ -162,15 +162,7 @@ std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, SuperBlock* ou
   // Journal superblock: empty, a random first sequence number so stale blocks never match.
   {
     bufs.emplace_back(bs);
-    auto* j = reinterpret_cast<JournalSuper*>(bufs.back().data());
-    j->h.magic = BLK_JOURNAL_SB;
-    j->h.blocknr = sb.journal_start;
-    std::random_device rd;
-    j->sequence = (uint64_t(rd()) << 32 | rd()) >> 2;
-    j->head = 1;
-    j->block_size = bs;
-    std::memcpy(j->uuid, sb.uuid, 16);
-    set_block_crc(j, bs);
+    make_journal_super(bufs.back().data(), sb, fresh_journal_sequence());
     batch.write(sb.journal_start, 1, bufs.back().data());
   }
   // Backup superblock first, primary last: a crash part-way leaves no valid primary.
