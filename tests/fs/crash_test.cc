@@ -13,6 +13,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "fsck_util.h"
 
 using namespace biofs;
 
@@ -142,11 +143,8 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
     }
     REQUIRE(fs->unmount() == 0);
     fs.reset();
-    std::vector<std::string> lines;
-    const FsckResult r = fsck_check(iio, [&](const std::string& l) { lines.push_back(l); });
-    std::string all;
-    for (const auto& l : lines) all += l + "; ";
-    REQUIRE_MESSAGE(r.errors == 0, "crash after write " << k << ": " << all);
+    const test::FsckRun f = test::collect_fsck(iio);
+    REQUIRE_MESSAGE(f.r.errors == 0, "crash after write " << k << ": " << f.text("; "));
     checked++;
   }
   MESSAGE(checked << " crash points checked");

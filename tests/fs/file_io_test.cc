@@ -21,6 +21,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "fsck_util.h"
 #include "nvme/open_device.h"
 
 using namespace biofs;
@@ -69,9 +70,8 @@ struct Rig {
   void unmount_and_check() {
     REQUIRE(fs->unmount() == 0);
     fs.reset();
-    std::string all;
-    const FsckResult r = fsck_check(*io, [&](const std::string& l) { all += l + "; "; });
-    CHECK_MESSAGE(r.errors == 0, all);
+    const test::FsckRun f = test::collect_fsck(*io);
+    CHECK_MESSAGE(f.r.errors == 0, f.text("; "));
   }
 };
 
