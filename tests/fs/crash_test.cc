@@ -12,6 +12,7 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
+#include "fs_mount.h"
 #include "fs/mkfs.h"
 #include "fsck_util.h"
 
@@ -56,11 +57,7 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
   });
   std::vector<Synced> synced;
   {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(io);
     struct stat st;
     REQUIRE(fs->mkdir(disk::ROOT_INO, "d", 0755, 0, 0, &st) == 0);
     const uint64_t d = st.st_ino;

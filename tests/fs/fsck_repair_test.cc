@@ -17,6 +17,7 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
+#include "fs_mount.h"
 #include "fs/mkfs.h"
 #include "fs/xattr_block.h"
 #include "fsck_util.h"
@@ -50,11 +51,7 @@ struct Rig {
   Rig() {
     MkfsOptions mo;
     REQUIRE(make_filesystem(io, mo) == "");
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(io);
     struct stat st;
     REQUIRE(fs->mkdir(ROOT_INO, "d", 0755, 0, 0, &st) == 0);
     ino["d"] = st.st_ino;
@@ -158,11 +155,7 @@ struct Rig {
 
   // Mounts and reads every path in `expect` back; each must match exactly.
   void verify(const std::map<std::string, std::string>& expect) {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE_MESSAGE(fs, err);
+    auto fs = test::mount_for_test(io);
     for (const auto& kv : expect) {
       const std::string& path = kv.first;
       const std::string& want = kv.second;
@@ -185,11 +178,7 @@ struct Rig {
     CHECK_MESSAGE(c.r.errors == 0, c.text());
   }
   bool exists(const std::string& name, uint64_t dir = ROOT_INO) {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(io);
     struct stat st;
     const bool yes = fs->lookup(dir, name, &st) == 0;
     REQUIRE(fs->unmount() == 0);
@@ -351,11 +340,7 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
 TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole entry, an overlong symlink cut") {
   Rig g;
   {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(g.io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(g.io);
     REQUIRE(fs->setxattr(g.ino["d/c"], "user.k", "v1", 0) == 0);
     REQUIRE(fs->unmount() == 0);
   }
@@ -368,11 +353,7 @@ TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole 
   // And the long symlink (a target in its own block) says it is longer than a target can be.
   struct stat st;
   {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(g.io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(g.io);
     REQUIRE(fs->lookup(ROOT_INO, "s", &st) == 0);
     REQUIRE(fs->unmount() == 0);
   }
@@ -383,11 +364,7 @@ TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole 
   preen_refuses(g, "inline xattr area is damaged");
   CHECK(g.check().has("symlink " + std::to_string(st.st_ino) + " has size 5000"));
   repair_yes(g);
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(g.io, o, &err);
-  REQUIRE(fs);
+  auto fs = test::mount_for_test(g.io);
   std::string v;
   CHECK(fs->getxattr(g.ino["d/c"], "user.k", &v) >= 0);
   CHECK(v == "v1");
@@ -455,11 +432,7 @@ TEST_CASE("fsck repair: a primary superblock without its magic is found again fr
 
 TEST_CASE("fsck repair: preen replays a committed journal transaction and frees orphans") {
   Rig g;
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(g.io, o, &err);
-  REQUIRE(fs);
+  auto fs = test::mount_for_test(g.io);
   struct stat st;
   REQUIRE(fs->mknod(ROOT_INO, "gone", S_IFREG | 0644, 0, 0, 0, &st) == 0);
   const uint64_t gone = st.st_ino;

@@ -8,6 +8,7 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
+#include "fs_mount.h"
 #include "fs/mkfs.h"
 #include "fsck_util.h"
 
@@ -23,11 +24,7 @@ void populate(BrdDevice& dev, BlockIo& io) {
   MkfsOptions mo;
   mo.force = true;
   REQUIRE(make_filesystem(io, mo) == "");
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(io, o, &err);
-  REQUIRE(fs);
+  auto fs = test::mount_for_test(io);
   struct stat st;
   REQUIRE(fs->mkdir(ROOT_INO, "d", 0755, 0, 0, &st) == 0);
   const uint64_t d = st.st_ino;
