@@ -1,8 +1,8 @@
 // The journal, before the passes: e2fsck/journal.c (e2fsck_check_ext3_journal, and
 // e2fsck_run_ext3_journal for the replay). A journal superblock failing its header or checksum,
 // from another filesystem or with its head out of range is reset to an empty journal (-y only);
-// a committed transaction is replayed before anything else is read, unless other repairs wait
-// for -y.
+// a committed transaction is replayed before the passes read anything, unless other repairs
+// wait for -y.
 #include <cstring>
 
 #include "fsck_internal.h"

@@ -1,7 +1,7 @@
 // Pass 1's reading of an inode's extent map, e2fsck/pass1.c's scan_extent_node: the inline
 // extents (four at most), or a tree of a root and at most one level of leaves, each block's
 // place, header, checksum, owner, level and entry count checked. A map it cannot use clears the
-// inode (pass1()).
+// inode, or for the root makes a new empty one (pass1()).
 #include "fsck_internal.h"
 
 namespace biofs::fsck {
