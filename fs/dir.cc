@@ -26,10 +26,9 @@ int Filesystem::dir_load(InodeObj* dir) {
     if (reinterpret_cast<const DirBlock*>(b->data.data())->owner != dir->ino) return -EUCLEAN;
     uint32_t fr = 0;
     for (uint32_t off = sizeof(DirBlock); off < bs_;) {
-      if (off + sizeof(DirEntry) > bs_) return -EUCLEAN;  // a chain that stops short of the end
+      if (!dir_record_fits(b->data.data(), bs_, off)) return -EUCLEAN;  // also a chain that stops short
       const DirEntry* e = entry_at(b, off);
-      if (e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs_ ||
-          (e->ino && (e->name_len == 0 || dirent_size(e->name_len) > e->rec_len || e->ino > sb_.inode_count)))
+      if (e->ino && (e->name_len == 0 || dirent_size(e->name_len) > e->rec_len || e->ino > sb_.inode_count))
         return -EUCLEAN;
       if (e->ino) {
         map->emplace(std::string(reinterpret_cast<const char*>(e + 1), e->name_len),

@@ -11,14 +11,11 @@
 #include <cstring>
 #include <ctime>
 
-#include "mkfs.h"
 #include "xattr_block.h"
 
 namespace biofs {
 
 using namespace disk;
-
-static uint8_t dtype_of(mode_t mode) { return uint8_t((mode & S_IFMT) >> 12); }
 
 Filesystem::Filesystem(BlockIo& io, const SuperBlock& sb, const MountOptions& opts)
     : io_(io), sb_(sb), opts_(opts), journal_(io_, sb_), cache_(io_, sb_, journal_, opts.meta_cache_bytes),
@@ -324,7 +321,7 @@ int Filesystem::make_node(uint64_t parent, const std::string& name, mode_t mode,
     }
   }
   if (!err) err = save_extents(in);
-  if (!err) err = dir_add(dir, name, in->ino, dtype_of(mode));
+  if (!err) err = dir_add(dir, name, in->ino, dirent_type(mode));
   if (err) {
     in->d.nlink = 0;
     maybe_free_inode(in);
@@ -361,9 +358,8 @@ int Filesystem::readlink(uint64_t ino, std::string* target) {
   InodeObj* in;
   if (int err = iget(ino, &in)) return err;
   if (!S_ISLNK(in->d.mode)) return -EINVAL;
-  if (in->d.size >= 4096) return -EUCLEAN;
+  if (in->d.size > symlink_max_size(in->d)) return -EUCLEAN;
   if (in->d.flags & INODE_INLINE_DATA) {
-    if (in->d.size > sizeof(in->d.inline_data)) return -EUCLEAN;
     target->assign(in->d.inline_data, in->d.size);
     return 0;
   }
@@ -386,7 +382,7 @@ int Filesystem::link(uint64_t ino, uint64_t newparent, const std::string& newnam
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   InodeObj::DirLoc loc;
   if (dir_find(dir, newname, &loc) == 0) return -EEXIST;
-  if (int err = dir_add(dir, newname, ino, dtype_of(in->d.mode))) return err;
+  if (int err = dir_add(dir, newname, ino, dirent_type(in->d.mode))) return err;
   in->d.nlink++;
   touch(in->d, false, false, true);
   touch(dir->d, false, true, true);
@@ -484,8 +480,8 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
       }
     }
     // Both names stay where they are and swap inodes: nothing to allocate, nothing half-done.
-    if ((err = dir_replace(sdir, name, dst->ino, dtype_of(dst->d.mode)))) return err;
-    if ((err = dir_replace(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
+    if ((err = dir_replace(sdir, name, dst->ino, dirent_type(dst->d.mode)))) return err;
+    if ((err = dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
     if (sdir_is != ddir_is && parent != newparent) {
       if (sdir_is) sdir->d.nlink--, ddir->d.nlink++;
       else sdir->d.nlink++, ddir->d.nlink--;
@@ -502,8 +498,8 @@ int Filesystem::rename(uint64_t parent, const std::string& name, uint64_t newpar
       if (sdir_is && !ddir_is) return -ENOTDIR;
       if (!sdir_is && ddir_is) return -EISDIR;
       if (ddir_is && !dir_empty(dst)) return -ENOTEMPTY;
-      if ((err = dir_replace(ddir, newname, src->ino, dtype_of(src->d.mode)))) return err;
-    } else if ((err = dir_add(ddir, newname, src->ino, dtype_of(src->d.mode)))) {
+      if ((err = dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
+    } else if ((err = dir_add(ddir, newname, src->ino, dirent_type(src->d.mode)))) {
       return err;
     }
     if ((err = dir_remove(sdir, name))) return err;

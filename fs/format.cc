@@ -1,8 +1,11 @@
 #include "format.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
+#include "block_io.h"
 #include "crc32c.h"
 
 namespace biofs::disk {
@@ -30,7 +33,30 @@ bool block_crc_ok(const void* block, uint32_t block_size) {
   return c == want;
 }
 
+bool block_header_ok(const void* block, uint32_t block_size, uint32_t magic, uint64_t blocknr) {
+  const auto* h = static_cast<const BlockHeader*>(block);
+  return h->magic == magic && h->blocknr == blocknr && block_crc_ok(block, block_size);
+}
+
 uint32_t dir_hash(uint32_t seed, const char* name, size_t len) { return crc32c(seed, name, len); }
+
+bool dir_record_fits(const void* block, uint32_t block_size, uint32_t off) {
+  if (uint64_t(off) + sizeof(DirEntry) > block_size) return false;
+  uint16_t rec_len;
+  std::memcpy(&rec_len, static_cast<const uint8_t*>(block) + off + offsetof(DirEntry, rec_len), sizeof(rec_len));
+  return rec_len >= sizeof(DirEntry) && rec_len % 8 == 0 && uint64_t(off) + rec_len <= block_size;
+}
+
+bool extent_node_ok(const ExtentNode& n, uint64_t owner, uint32_t block_size, bool root) {
+  return n.owner == owner && n.nr <= extents_per_node(block_size) && (root ? n.level <= 1 : n.level == 0);
+}
+
+uint64_t extent_tree_blocks(uint64_t extents, uint32_t block_size) {
+  if (extents <= INLINE_EXTENTS) return 0;
+  const uint64_t per = extents_per_node(block_size);
+  const uint64_t leaves = (extents + per - 1) / per;
+  return leaves == 1 ? 1 : 1 + leaves;
+}
 
 std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
   if (sb.magic != SB_MAGIC) return "not a biofs filesystem (bad magic)";
@@ -68,6 +94,68 @@ std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {
             sb.root_ino == ROOT_INO && sb.inode_count >= 1 && sb.journal_blocks >= 4;
   if (!ok) return "superblock layout is inconsistent";
   return "";
+}
+
+bool backup_superblock_ok(const SuperBlock& backup, const SuperBlock& primary, uint64_t device_bytes) {
+  return check_superblock(backup, device_bytes).empty() && std::memcmp(backup.uuid, primary.uuid, 16) == 0;
+}
+
+void make_journal_super(void* block, const SuperBlock& sb, uint64_t sequence) {
+  auto* j = static_cast<JournalSuper*>(block);
+  j->h.magic = BLK_JOURNAL_SB;
+  j->h.blocknr = sb.journal_start;
+  j->sequence = sequence;
+  j->head = 1;
+  j->block_size = sb.block_size;
+  std::memcpy(j->uuid, sb.uuid, 16);
+  set_block_crc(block, sb.block_size);
+}
+
+uint64_t fresh_journal_sequence() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32 | rd()) >> 2;
+}
+
+std::vector<std::string> check_journal_super(const void* block, const SuperBlock& sb) {
+  const auto* j = static_cast<const JournalSuper*>(block);
+  if (!block_header_ok(block, sb.block_size, BLK_JOURNAL_SB, sb.journal_start))
+    return {"journal superblock (block " + std::to_string(sb.journal_start) + ") fails its checksum or header check"};
+  std::vector<std::string> problems;
+  if (std::memcmp(j->uuid, sb.uuid, 16) != 0) problems.push_back("journal belongs to another filesystem");
+  if (j->head < 1 || j->head >= sb.journal_blocks) problems.push_back("journal head out of range");
+  return problems;
+}
+
+std::string read_superblock(BlockIo& io, SuperBlock* sb, bool use_backup) {
+  if (io.device_bytes() < 4096) return "device too small: " + std::to_string(io.device_bytes()) + " bytes";
+  IoBuf buf(4096);
+  IoBatch b(&io);
+  b.rw_bytes(false, 0, 4096, buf.data());
+  if (int err = b.wait()) return std::string("cannot read the superblock: ") + strerror(-err);
+  std::memcpy(sb, buf.data(), sizeof(*sb));
+  std::string why = check_superblock(*sb, io.device_bytes());
+  if (why.empty() || !use_backup || sb->magic != SB_MAGIC || why.find("truncated") != std::string::npos)
+    return why;
+  // The primary is damaged: try the backup at the end of the device for each legal block size.
+  return find_backup_superblock(io, sb) ? "" : why;
+}
+
+bool find_backup_superblock(BlockIo& io, SuperBlock* sb) {
+  for (uint32_t bs = MIN_BLOCK_SIZE; bs <= MAX_BLOCK_SIZE; bs <<= 1) {
+    if (io.device_bytes() < 2 * uint64_t(bs)) break;  // no room for a primary and a backup
+    const uint64_t blk = io.device_bytes() / bs - 1;
+    IoBuf bb(bs);
+    IoBatch r(&io);
+    r.rw_bytes(false, blk * bs, bs, bb.data());
+    if (r.wait()) continue;
+    SuperBlock backup;
+    std::memcpy(&backup, bb.data(), sizeof(backup));
+    if (check_superblock(backup, io.device_bytes()).empty() && backup.block_size == bs) {
+      *sb = backup;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace biofs::disk

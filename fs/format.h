@@ -6,6 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+namespace biofs {
+class BlockIo;
+}
 
 namespace biofs::disk {
 
@@ -258,10 +263,53 @@ uint32_t superblock_crc(const SuperBlock& sb);
 uint32_t inode_crc(uint64_t ino, const Inode& in);
 void set_block_crc(void* block, uint32_t block_size);   // fills BlockHeader::crc
 bool block_crc_ok(const void* block, uint32_t block_size);
+// A metadata block read from `blocknr` is what it should be: its magic, its block number, its crc.
+bool block_header_ok(const void* block, uint32_t block_size, uint32_t magic, uint64_t blocknr);
 uint32_t dir_hash(uint32_t seed, const char* name, size_t len);
+
+// The readdir type (DT_*) of an inode of this mode: the S_IFMT bits shifted down, as the
+// kernel's fs_umode_to_dtype.
+inline constexpr uint8_t dirent_type(uint32_t mode) { return uint8_t((mode >> 12) & 0xF); }
+// The record at byte `off` of a directory block (block_size bytes at `block`) fits the chain:
+// its header inside the block, rec_len at least a header, a multiple of 8, not past the end.
+bool dir_record_fits(const void* block, uint32_t block_size, uint32_t off);
+
+// An extent tree node (a block that passed block_header_ok) is consistent: `owner`'s, no more
+// entries than a node holds, a leaf (level 0), or for the root a leaf or an index over leaves.
+bool extent_node_ok(const ExtentNode& n, uint64_t owner, uint32_t block_size, bool root);
+// The tree blocks a map of `extents` extents takes, written as the filesystem writes it: none
+// up to INLINE_EXTENTS (they live in the inode), else one leaf, or a root over leaves.
+uint64_t extent_tree_blocks(uint64_t extents, uint32_t block_size);
+
+// The longest size a symlink inode may have: its inline data, or what readlink accepts (4095).
+inline uint64_t symlink_max_size(const Inode& d) {
+  return (d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095;
+}
 
 // Checks a superblock read from disk: "" if it is usable, else one line saying why not.
 // device_bytes: the device size (0: do not check it).
 std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes);
+// `backup` (read from primary.backup_sb_block) is a usable superblock of the same filesystem.
+bool backup_superblock_ok(const SuperBlock& backup, const SuperBlock& primary, uint64_t device_bytes);
+// Checks the journal superblock (sb.block_size bytes at `block`, read from sb.journal_start):
+// one line per problem, none when it is usable. A block failing its header check has no
+// other problem named; otherwise another filesystem's uuid and a head out of range each are.
+std::vector<std::string> check_journal_super(const void* block, const SuperBlock& sb);
+// Fills `block` (sb.block_size bytes, zeroed) as the superblock of an empty journal whose first
+// transaction will have `sequence`, its crc set.
+void make_journal_super(void* block, const SuperBlock& sb, uint64_t sequence);
+// A first sequence number for a fresh journal: random, so blocks left by an earlier journal
+// never match it.
+uint64_t fresh_journal_sequence();
+
+// ---- reading the superblock (format.cc: the one place here that does I/O) ---------------------
+// Reads and checks the primary superblock, falling back to the backup when the primary is
+// damaged but still says biofs and `use_backup` (a device whose magic is gone may hold another
+// filesystem). io's block size is left as it was. "" or one line saying why not.
+std::string read_superblock(BlockIo& io, SuperBlock* sb, bool use_backup = true);
+// A valid backup superblock in the last block of the device, for each legal block size in turn;
+// false when there is none. Also where the primary's magic is gone: what a repair asked for
+// (fsck -y) may look for.
+bool find_backup_superblock(BlockIo& io, SuperBlock* sb);
 
 }  // namespace biofs::disk

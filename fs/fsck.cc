@@ -2,12 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "format.h"
+#include "fsck_read.h"
 #include "journal.h"
-#include "mkfs.h"
 #include "xattr_block.h"
 #include "lib/printable.h"
 
@@ -27,8 +28,10 @@ struct Checker {
   std::vector<uint32_t> refs;      // per inode: directory entries naming it
   std::vector<uint32_t> subdirs;   // per directory inode: subdirectories
   std::vector<uint64_t> parent_of; // per directory inode: the directory that names it
-  std::vector<Inode> inodes;       // the whole table (index ino - 1)
+  IoBuf table;                     // the whole inode table
   std::vector<uint8_t> orphan;     // per inode: on the orphan list
+
+  const Inode& inode(uint64_t ino) const { return fsck::table_inode(table, ino); }
 
   void error(const std::string& s) {
     r.errors++;
@@ -36,7 +39,7 @@ struct Checker {
   }
   bool read(uint64_t blk, uint32_t n, void* buf) {
     if (int err = io.read(blk, n, buf)) {
-      error("cannot read block " + std::to_string(blk) + ": " + strerror(-err));
+      error(fsck::read_failed(blk, err));
       return false;
     }
     return true;
@@ -58,8 +61,7 @@ struct Checker {
     IoBuf tmp(bs);
     if (!read(blk, 1, tmp.data())) return false;
     std::memcpy(buf.data(), tmp.data(), bs);
-    const auto* h = reinterpret_cast<const BlockHeader*>(buf.data());
-    if (h->magic != magic || h->blocknr != blk || !block_crc_ok(buf.data(), bs)) {
+    if (!block_header_ok(buf.data(), bs, magic, blk)) {
       error(what + " (block " + std::to_string(blk) + ") fails its checksum or header check");
       return false;
     }
@@ -85,8 +87,7 @@ struct Checker {
       if (read(sb.backup_sb_block, 1, b.data())) {
         SuperBlock bk;
         std::memcpy(&bk, b.data(), sizeof(bk));
-        if (!check_superblock(bk, io.device_bytes()).empty() || std::memcmp(bk.uuid, sb.uuid, 16) != 0)
-          error("backup superblock is damaged");
+        if (!backup_superblock_ok(bk, sb, io.device_bytes())) error("backup superblock is damaged");
       }
     }
     if (sb.state != STATE_CLEAN) {
@@ -105,14 +106,11 @@ struct Checker {
   }
 
   void check_journal() {
-    std::vector<uint8_t> buf;
-    if (!headered(sb.journal_start, BLK_JOURNAL_SB, buf, "journal superblock")) return;
-    const auto* j = reinterpret_cast<const JournalSuper*>(buf.data());
-    if (std::memcmp(j->uuid, sb.uuid, 16) != 0) error("journal belongs to another filesystem");
-    if (j->head < 1 || j->head >= sb.journal_blocks) {
-      error("journal head out of range");
-      return;
-    }
+    IoBuf buf(bs);
+    if (!read(sb.journal_start, 1, buf.data())) return;
+    const std::vector<std::string> problems = check_journal_super(buf.data(), sb);
+    for (const std::string& p : problems) error(p);
+    if (!problems.empty()) return;  // recover() stops at the same problems: nothing to replay
     Journal journal(io, sb);
     int complete = 0;
     journal.recover(&complete, false);  // a dry run: reads only
@@ -123,39 +121,22 @@ struct Checker {
   }
 
   void load_inodes() {
-    inodes.resize(sb.inode_count);
-    const uint64_t ipb = bs / INODE_SIZE;
-    const uint64_t chunk = 256;
-    IoBuf buf(chunk * bs);
-    for (uint64_t b = 0; b < sb.inode_table_blocks; b += chunk) {
-      const uint64_t n = std::min(chunk, sb.inode_table_blocks - b);
-      if (!read(sb.inode_table_start + b, uint32_t(n), buf.data())) {
-        r.fatal = true;
-        return;
-      }
-      for (uint64_t i = 0; i < n * ipb && b * ipb + i < sb.inode_count; i++)
-        std::memcpy(&inodes[b * ipb + i], buf.data() + i * INODE_SIZE, INODE_SIZE);
-    }
+    if (!fsck::read_inode_table(sb, [&](uint64_t blk, uint32_t n, void* buf) { return read(blk, n, buf); }, &table))
+      r.fatal = true;
   }
 
   // The orphan list: inodes unlinked while open, freed at the next mount.
   void check_orphans() {
     if (r.fatal) return;
     orphan.assign(sb.inode_count + 1, 0);
-    for (uint64_t p = sb.orphan_head; p;) {
-      if (p > sb.inode_count || inodes[p - 1].mode == 0 || !(inodes[p - 1].flags & INODE_ORPHAN)) {
-        error("orphan list names inode " + std::to_string(p) + ", which is not an orphan");
-        return;
-      }
-      if (orphan[p]) {
-        error("orphan list loops at inode " + std::to_string(p));
-        return;
-      }
-      orphan[p] = 1;
-      r.warnings++;
-      report("inode " + std::to_string(p) + " is an orphan (unlinked while open): the next mount frees it");
-      p = inodes[p - 1].next_orphan;
-    }
+    const std::string bad = fsck::walk_orphan_list(
+        sb, table, [&](uint64_t p) { return inode(p).mode != 0; },
+        [&](uint64_t p) {
+          orphan[p] = 1;
+          r.warnings++;
+          report("inode " + std::to_string(p) + " is an orphan (unlinked while open): the next mount frees it");
+        });
+    if (!bad.empty()) error(bad);
   }
 
   // The extents of inode `ino` (inline or from its tree; tree blocks are claimed here).
@@ -174,8 +155,7 @@ struct Checker {
     if (d.extent_root >= sb.block_count || !headered(d.extent_root, BLK_EXTENT, buf, who + " extent tree root")) return false;
     own(d.extent_root, 1, who + " (extent tree)");
     const auto* root = reinterpret_cast<const ExtentNode*>(buf.data());
-    const uint32_t per = extents_per_node(bs);
-    if (root->owner != ino || root->nr > per || root->level > 1) {
+    if (!extent_node_ok(*root, ino, bs, true)) {
       error(who + " extent tree root is inconsistent");
       return false;
     }
@@ -195,7 +175,7 @@ struct Checker {
       if (x.child >= sb.block_count || !headered(x.child, BLK_EXTENT, lb, who + " extent leaf")) return false;
       own(x.child, 1, who + " (extent tree)");
       const auto* n = reinterpret_cast<const ExtentNode*>(lb.data());
-      if (n->owner != ino || n->level != 0 || n->nr > per) {
+      if (!extent_node_ok(*n, ino, bs, false)) {
         error(who + " extent leaf " + std::to_string(x.child) + " is inconsistent");
         return false;
       }
@@ -232,7 +212,7 @@ struct Checker {
     subdirs.assign(sb.inode_count + 1, 0);
     parent_of.assign(sb.inode_count + 1, 0);
     for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
-      const Inode& d = inodes[ino - 1];
+      const Inode& d = inode(ino);
       if (d.mode == 0) continue;
       const std::string who = "inode " + std::to_string(ino);
       if (inode_crc(ino, d) != d.checksum) {
@@ -242,14 +222,13 @@ struct Checker {
       r.inodes++;
       if ((d.flags & INODE_INLINE_DATA) && !S_ISLNK(d.mode)) error(who + " is not a symlink but has inline data");
       // The inline area holds whole entries only, as xattr.cc reads it.
-      if (d.xattr_len > xattr::inline_capacity(d) || xattr::inline_whole(d) != d.xattr_len)
-        error(who + " inline xattr area is damaged");
+      if (!xattr::inline_sound(d)) error(who + " inline xattr area is damaged");
       const uint64_t xattr_blocks = check_xattr_block(ino, d);
-      if (S_ISLNK(d.mode) && d.size > ((d.flags & INODE_INLINE_DATA) ? sizeof(d.inline_data) : 4095))
+      if (S_ISLNK(d.mode) && d.size > symlink_max_size(d))
         error("symlink " + std::to_string(ino) + " has size " + std::to_string(d.size) + ", longer than its target can be");
       std::vector<Extent> ext;
       if (!extents_of(ino, d, &ext)) continue;
-      uint64_t blocks = ext.empty() ? 0 : 0;
+      uint64_t blocks = 0;
       uint64_t prev_end = 0;
       for (const Extent& e : ext) {
         if (e.len == 0 || e.lblk < prev_end) error(who + " has overlapping or empty extents");
@@ -258,15 +237,9 @@ struct Checker {
         own(e.pblk, e.len, who);
         blocks += e.len;
       }
-      const uint64_t tree = (d.flags & INODE_EXTENT_TREE) ? 0 : 0;
-      (void)tree;
-      // blocks counts data and tree blocks.
-      uint64_t tree_blocks = 0;
-      if (d.flags & INODE_EXTENT_TREE) {
-        const uint32_t per = extents_per_node(bs);
-        const uint64_t leaves = (ext.size() + per - 1) / per;
-        tree_blocks = leaves <= 1 ? 1 : 1 + leaves;
-      }
+      // blocks counts data and tree blocks (a tree in the shape the filesystem writes).
+      const uint64_t tree_blocks =
+          (d.flags & INODE_EXTENT_TREE) ? std::max<uint64_t>(1, extent_tree_blocks(ext.size(), bs)) : 0;
       if (d.blocks != blocks + tree_blocks + xattr_blocks)
         error(who + " says " + std::to_string(d.blocks) + " blocks but owns " +
               std::to_string(blocks + tree_blocks + xattr_blocks));
@@ -302,18 +275,18 @@ struct Checker {
       if (reinterpret_cast<const DirBlock*>(buf.data())->owner != ino) error(who + " block " + std::to_string(lblk) + " belongs to another inode");
       for (uint32_t off = sizeof(DirBlock); off < bs;) {
         const auto* e = reinterpret_cast<const DirEntry*>(buf.data() + off);
-        if (off + sizeof(DirEntry) > bs || e->rec_len < sizeof(DirEntry) || e->rec_len % 8 || off + e->rec_len > bs) {
+        if (!dir_record_fits(buf.data(), bs, off)) {
           error(who + " block " + std::to_string(lblk) + " has a broken entry chain");
           break;
         }
         if (e->ino) {
           const std::string name = printable({reinterpret_cast<const char*>(e + 1), std::min<size_t>(e->name_len, e->rec_len - 16)});
-          if (e->ino > sb.inode_count || inodes[e->ino - 1].mode == 0) {
+          if (e->ino > sb.inode_count || inode(e->ino).mode == 0) {
             error(who + " entry '" + name + "' names free inode " + std::to_string(e->ino));
           } else {
-            const Inode& t = inodes[e->ino - 1];
+            const Inode& t = inode(e->ino);
             refs[e->ino]++;
-            if (e->type != ((t.mode & S_IFMT) >> 12)) error(who + " entry '" + name + "' has the wrong type");
+            if (e->type != dirent_type(t.mode)) error(who + " entry '" + name + "' has the wrong type");
             if (S_ISDIR(t.mode)) {
               subdirs[ino]++;
               parent_of[e->ino] = ino;
@@ -329,7 +302,7 @@ struct Checker {
   void check_tree() {
     if (r.fatal) return;
     for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
-      const Inode& d = inodes[ino - 1];
+      const Inode& d = inode(ino);
       if (d.mode == 0 || inode_crc(ino, d) != d.checksum) continue;
       const std::string who = "inode " + std::to_string(ino);
       if (orphan[ino] && d.nlink == 0 && refs[ino] == 0) continue;  // freed at the next mount
@@ -342,7 +315,7 @@ struct Checker {
         error(who + " link count " + std::to_string(d.nlink) + ", should be " + std::to_string(refs[ino]));
       }
     }
-    if (inodes.empty() || !S_ISDIR(inodes[0].mode)) error("the root inode is not a directory");
+    if (!S_ISDIR(inode(ROOT_INO).mode)) error("the root inode is not a directory");
   }
 
   void check_bitmaps() {
@@ -375,7 +348,7 @@ struct Checker {
         const uint64_t ino = i * bpb + k + 1;
         const bool set = bits[k / 8] & (1u << (k % 8));
         free_inodes += !set;
-        if (set != (inodes[ino - 1].mode != 0)) {
+        if (set != (inode(ino).mode != 0)) {
           if (wrong++ < 20)
             error(set ? "inode " + std::to_string(ino) + " is marked in use but free"
                       : "inode " + std::to_string(ino) + " is in use but marked free");

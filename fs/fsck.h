@@ -1,8 +1,9 @@
 // Checking and repairing a biofs filesystem (what fsck.biofs does). The check (-n): superblock
 // and its backup, the journal, every bitmap and metadata block's checksum, inodes, extents
 // against the block bitmap (no block owned twice, none owned but free, none marked but
-// unowned), directory entries against inodes, link counts and free counts. The repair (-p, -y,
-// fsck_repair.cc): the same structures, mended in memory and written back, then checked again.
+// unowned), directory entries against inodes, link counts and free counts. The repair (-p, -y:
+// fsck_repair.cc and its passes, fsck_*.cc): the same structures, mended in memory and written
+// back, then checked again.
 #pragma once
 
 #include <atomic>

@@ -80,11 +80,10 @@ int Filesystem::load_extents(InodeObj* in) {
     in->ext.assign(in->d.extents, in->d.extents + in->d.nr_extents);
     return check_extents(in->ext, sb_);
   }
-  const uint32_t per = extents_per_node(bs_);
   Buffer* b;
   if (int err = cache_.get(in->d.extent_root, BLK_EXTENT, &b)) return err;
   auto* root = reinterpret_cast<const ExtentNode*>(b->data.data());
-  if (root->owner != in->ino || root->nr > per || root->level > 1) return -EUCLEAN;
+  if (!extent_node_ok(*root, in->ino, bs_, true)) return -EUCLEAN;
   in->tree.push_back(in->d.extent_root);
   auto load_leaf = [&](const uint8_t* node) {
     const auto* n = reinterpret_cast<const ExtentNode*>(node);
@@ -103,7 +102,7 @@ int Filesystem::load_extents(InodeObj* in) {
     Buffer* leaf;
     if (int err = cache_.get(x.child, BLK_EXTENT, &leaf)) return err;
     auto* n = reinterpret_cast<const ExtentNode*>(leaf->data.data());
-    if (n->owner != in->ino || n->level != 0 || n->nr > per) return -EUCLEAN;
+    if (!extent_node_ok(*n, in->ino, bs_, false)) return -EUCLEAN;
     in->tree.push_back(x.child);
     load_leaf(leaf->data.data());
   }
@@ -115,15 +114,11 @@ int Filesystem::save_extents(InodeObj* in) {
   if (d.flags & INODE_INLINE_DATA) return isave(in);  // the extent area holds data
   const size_t n = in->ext.size();
   const uint32_t per = extents_per_node(bs_);
-  size_t need = 0;
-  if (n > INLINE_EXTENTS) {
-    const size_t leaves = (n + per - 1) / per;
-    if (leaves > per) return -EFBIG;
-    need = leaves == 1 ? 1 : 1 + leaves;
-    // Every tree block is rewritten (and logged) when the map changes: a tree the journal
-    // could not log in one transaction would wedge the next commit.
-    if (need > journal_.capacity() / 4) return -ENOSPC;
-  }
+  const size_t need = extent_tree_blocks(n, bs_);
+  if (need > 1 + per) return -EFBIG;  // a root indexes `per` leaves at most
+  // Every tree block is rewritten (and logged) when the map changes: a tree the journal could
+  // not log in one transaction would wedge the next commit.
+  if (need > journal_.capacity() / 4) return -ENOSPC;
   // Grow or shrink the set of tree blocks to what the map needs.
   while (in->tree.size() > need) {
     alloc_.free_blocks_later(in->tree.back(), 1);

@@ -20,14 +20,7 @@ uint64_t Journal::capacity() const {
 int Journal::write_super() {
   const uint32_t bs = sb_.block_size;
   IoBuf buf(bs);
-  auto* j = reinterpret_cast<JournalSuper*>(buf.data());
-  j->h.magic = BLK_JOURNAL_SB;
-  j->h.blocknr = sb_.journal_start;
-  j->sequence = sequence_;
-  j->head = 1;
-  j->block_size = bs;
-  std::memcpy(j->uuid, sb_.uuid, 16);
-  set_block_crc(buf.data(), bs);
+  make_journal_super(buf.data(), sb_, sequence_);
   return io_.write(sb_.journal_start, 1, buf.data(), REQ_PREFLUSH | REQ_FUA);
 }
 
@@ -37,8 +30,7 @@ std::string Journal::recover(int* replayed, bool apply) {
   IoBuf buf(bs);
   if (int err = io_.read(sb_.journal_start, 1, buf.data())) return std::string("cannot read the journal: ") + strerror(-err);
   const auto* j = reinterpret_cast<const JournalSuper*>(buf.data());
-  if (j->h.magic != BLK_JOURNAL_SB || !block_crc_ok(buf.data(), bs) || j->h.blocknr != sb_.journal_start)
-    return "journal superblock is damaged";
+  if (!block_header_ok(buf.data(), bs, BLK_JOURNAL_SB, sb_.journal_start)) return "journal superblock is damaged";
   if (std::memcmp(j->uuid, sb_.uuid, 16) != 0) return "journal belongs to another filesystem";
   sequence_ = j->sequence;
   uint64_t pos = j->head;

@@ -28,9 +28,7 @@ int MetaCache::get(uint64_t blk, uint32_t magic, Buffer** out) {
     return err;
   }
   if (magic) {
-    const auto* h = reinterpret_cast<const BlockHeader*>(b->data.data());
-    if (h->magic != magic || h->blocknr != blk || !block_crc_ok(b->data.data(), sb_.block_size))
-      return -EUCLEAN;
+    if (!block_header_ok(b->data.data(), sb_.block_size, magic, blk)) return -EUCLEAN;
   }
   *out = b.get();
   map_[blk] = std::move(b);

@@ -76,34 +76,6 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   return "";
 }
 
-std::string read_superblock(BlockIo& io, SuperBlock* sb, bool use_backup) {
-  if (io.device_bytes() < 4096) return "device too small: " + std::to_string(io.device_bytes()) + " bytes";
-  IoBuf buf(4096);
-  IoBatch b(&io);
-  b.rw_bytes(false, 0, 4096, buf.data());
-  if (int err = b.wait()) return std::string("cannot read the superblock: ") + strerror(-err);
-  std::memcpy(sb, buf.data(), sizeof(*sb));
-  std::string why = check_superblock(*sb, io.device_bytes());
-  if (why.empty() || !use_backup || sb->magic != SB_MAGIC || why.find("truncated") != std::string::npos)
-    return why;
-  // The primary is damaged: try the backup, at the block the (damaged) primary names or at the
-  // end of the device for each legal block size.
-  for (uint32_t bs = MIN_BLOCK_SIZE; bs <= MAX_BLOCK_SIZE; bs <<= 1) {
-    const uint64_t blk = io.device_bytes() / bs - 1;
-    IoBuf bb(bs);
-    IoBatch r(&io);
-    r.rw_bytes(false, blk * bs, bs, bb.data());
-    if (r.wait()) continue;
-    SuperBlock backup;
-    std::memcpy(&backup, bb.data(), sizeof(backup));
-    if (check_superblock(backup, io.device_bytes()).empty() && backup.block_size == bs) {
-      *sb = backup;
-      return "";
-    }
-  }
-  return why;
-}
-
 namespace {
 
 // Bitmap block `i` of a bitmap with `total` meaningful bits: bits [used_lo, used_hi) in use, and
@@ -190,15 +162,7 @@ std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, SuperBlock* ou
   // Journal superblock: empty, a random first sequence number so stale blocks never match.
   {
     bufs.emplace_back(bs);
-    auto* j = reinterpret_cast<JournalSuper*>(bufs.back().data());
-    j->h.magic = BLK_JOURNAL_SB;
-    j->h.blocknr = sb.journal_start;
-    std::random_device rd;
-    j->sequence = (uint64_t(rd()) << 32 | rd()) >> 2;
-    j->head = 1;
-    j->block_size = bs;
-    std::memcpy(j->uuid, sb.uuid, 16);
-    set_block_crc(j, bs);
+    make_journal_super(bufs.back().data(), sb, fresh_journal_sequence());
     batch.write(sb.journal_start, 1, bufs.back().data());
   }
   // Backup superblock first, primary last: a crash part-way leaves no valid primary.

@@ -29,8 +29,4 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, disk::
 // biofs unless opts.force. io's block size is set to the new filesystem's. "" or one line.
 std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, disk::SuperBlock* out = nullptr);
 
-// Reads and checks the primary superblock (falling back to the backup when the primary is
-// damaged and `use_backup`). "" or one line.
-std::string read_superblock(BlockIo& io, disk::SuperBlock* sb, bool use_backup = true);
-
 }  // namespace biofs

@@ -47,8 +47,11 @@ uint32_t inline_whole(const Inode& d) {
   return p;
 }
 
+// inline_whole() stops at the capacity: equal to xattr_len only when that is within it.
+bool inline_sound(const Inode& d) { return inline_whole(d) == d.xattr_len; }
+
 bool parse_inline(const Inode& d, std::vector<Attr>* out) {
-  if (d.xattr_len > inline_capacity(d) || inline_whole(d) != d.xattr_len) return false;
+  if (!inline_sound(d)) return false;
   for (uint32_t p = 0; p < d.xattr_len;) {
     const uint32_t nl = d.xattr[p], vl = d.xattr[p + 1];
     const char* base = reinterpret_cast<const char*>(d.xattr) + p + 2;

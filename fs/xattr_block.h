@@ -30,6 +30,8 @@ void set_block(disk::Inode& d, uint64_t blk);
 // Bytes from the start of the inline area that hold whole entries (u8 name_len > 0, u8
 // value_len, name, value) within its capacity; equal to xattr_len when the area is sound.
 uint32_t inline_whole(const disk::Inode& d);
+// The area holds whole entries only, within its capacity (inline_whole() == xattr_len).
+bool inline_sound(const disk::Inode& d);
 // Appends the inline entries to *out; false when the area is damaged.
 bool parse_inline(const disk::Inode& d, std::vector<Attr>* out);
 // Writes `attrs` (which fit: place() chose them) into the inline area, zeroing the rest of it.

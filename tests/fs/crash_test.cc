@@ -12,7 +12,9 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
+#include "fs_mount.h"
 #include "fs/mkfs.h"
+#include "fsck_util.h"
 
 using namespace biofs;
 
@@ -55,11 +57,7 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
   });
   std::vector<Synced> synced;
   {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(io);
     struct stat st;
     REQUIRE(fs->mkdir(disk::ROOT_INO, "d", 0755, 0, 0, &st) == 0);
     const uint64_t d = st.st_ino;
@@ -142,11 +140,8 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
     }
     REQUIRE(fs->unmount() == 0);
     fs.reset();
-    std::vector<std::string> lines;
-    const FsckResult r = fsck_check(iio, [&](const std::string& l) { lines.push_back(l); });
-    std::string all;
-    for (const auto& l : lines) all += l + "; ";
-    REQUIRE_MESSAGE(r.errors == 0, "crash after write " << k << ": " << all);
+    const test::FsckRun f = test::collect_fsck(iio);
+    REQUIRE_MESSAGE(f.r.errors == 0, "crash after write " << k << ": " << f.text("; "));
     checked++;
   }
   MESSAGE(checked << " crash points checked");

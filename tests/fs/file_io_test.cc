@@ -22,6 +22,7 @@
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
 #include "devices/open_device.h"
+#include "fsck_util.h"
 
 using namespace biofs;
 using biofs::disk::ROOT_INO;
@@ -69,9 +70,8 @@ struct Rig {
   void unmount_and_check() {
     REQUIRE(fs->unmount() == 0);
     fs.reset();
-    std::string all;
-    const FsckResult r = fsck_check(*io, [&](const std::string& l) { all += l + "; "; });
-    CHECK_MESSAGE(r.errors == 0, all);
+    const test::FsckRun f = test::collect_fsck(*io);
+    CHECK_MESSAGE(f.r.errors == 0, f.text("; "));
   }
 };
 

@@ -19,6 +19,7 @@
 #include "fs_mount.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "fsck_util.h"
 
 using namespace biofs;
 
@@ -68,9 +69,8 @@ std::string pattern(size_t n, unsigned seed) {
 void check_fsck_clean(Rig& r) {
   REQUIRE(r.fs->unmount() == 0);
   r.fs.reset();
-  std::string all;
-  const FsckResult res = fsck_check(r.io, [&](const std::string& l) { all += l + "; "; });
-  CHECK_MESSAGE(res.errors == 0, all);
+  const test::FsckRun f = test::collect_fsck(r.io);
+  CHECK_MESSAGE(f.r.errors == 0, f.text("; "));
   r.mount();
 }
 

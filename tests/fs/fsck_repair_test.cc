@@ -17,12 +17,16 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
+#include "fs_mount.h"
 #include "fs/mkfs.h"
 #include "fs/xattr_block.h"
+#include "fsck_util.h"
 #include "fuse_util.h"
 
 using namespace biofs;
 using namespace biofs::disk;
+using biofs::test::collect_fsck;
+using biofs::test::FsckRun;
 
 namespace {
 
@@ -33,21 +37,6 @@ std::string pattern(size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) s[i] = char((i * 2654435761u + seed * 40503u) >> 11);
   return s;
 }
-
-struct Run {
-  FsckResult r;
-  std::vector<std::string> lines;
-  bool has(const std::string& s) const {
-    for (const auto& l : lines)
-      if (l.find(s) != std::string::npos) return true;
-    return false;
-  }
-  std::string all() const {
-    std::string s;
-    for (const auto& l : lines) s += l + "\n";
-    return s;
-  }
-};
 
 // A populated filesystem: files (one fragmented into an extent tree, one with attributes in an
 // external xattr block), directories, a hard link, a long symlink; `files` holds every path's
@@ -62,11 +51,7 @@ struct Rig {
   Rig() {
     MkfsOptions mo;
     REQUIRE(make_filesystem(io, mo) == "");
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(io);
     struct stat st;
     REQUIRE(fs->mkdir(ROOT_INO, "d", 0755, 0, 0, &st) == 0);
     ino["d"] = st.st_ino;
@@ -106,16 +91,8 @@ struct Rig {
     REQUIRE(check().r.errors == 0);
   }
 
-  Run check() {
-    Run c;
-    c.r = fsck_check(io, [&](const std::string& l) { c.lines.push_back(l); });
-    return c;
-  }
-  Run repair(FsckMode m) {
-    Run c;
-    c.r = fsck_repair(io, m, [&](const std::string& l) { c.lines.push_back(l); });
-    return c;
-  }
+  FsckRun check() { return collect_fsck(io); }
+  FsckRun repair(FsckMode m) { return collect_fsck(io, m); }
 
   uint64_t inode_off(uint64_t n) const { return sb.inode_table_start * kBs + (n - 1) * INODE_SIZE; }
   Inode get_inode(uint64_t n) {
@@ -178,11 +155,7 @@ struct Rig {
 
   // Mounts and reads every path in `expect` back; each must match exactly.
   void verify(const std::map<std::string, std::string>& expect) {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE_MESSAGE(fs, err);
+    auto fs = test::mount_for_test(io);
     for (const auto& kv : expect) {
       const std::string& path = kv.first;
       const std::string& want = kv.second;
@@ -201,15 +174,11 @@ struct Rig {
       CHECK_MESSAGE(got == want, path);
     }
     REQUIRE(fs->unmount() == 0);
-    const Run c = check();
-    CHECK_MESSAGE(c.r.errors == 0, c.all());
+    const FsckRun c = check();
+    CHECK_MESSAGE(c.r.errors == 0, c.text());
   }
   bool exists(const std::string& name, uint64_t dir = ROOT_INO) {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(io);
     struct stat st;
     const bool yes = fs->lookup(dir, name, &st) == 0;
     REQUIRE(fs->unmount() == 0);
@@ -218,26 +187,26 @@ struct Rig {
 };
 
 // -y repairs it (exit 1), a check afterwards is clean, a second -y finds nothing (exit 0).
-Run repair_yes(Rig& g) {
-  Run y = g.repair(FsckMode::yes);
-  INFO(y.all());
+FsckRun repair_yes(Rig& g) {
+  FsckRun y = g.repair(FsckMode::yes);
+  INFO(y.text());
   CHECK_FALSE(y.r.fatal);
   CHECK(y.r.repaired > 0);
   CHECK(y.r.errors == 0);
   CHECK(fsck_exit_code(y.r, FsckMode::yes) == 1);
-  const Run c = g.check();
-  CHECK_MESSAGE(c.r.errors == 0, c.all());
-  const Run again = g.repair(FsckMode::yes);
-  CHECK_MESSAGE(fsck_exit_code(again.r, FsckMode::yes) == 0, again.all());
+  const FsckRun c = g.check();
+  CHECK_MESSAGE(c.r.errors == 0, c.text());
+  const FsckRun again = g.repair(FsckMode::yes);
+  CHECK_MESSAGE(fsck_exit_code(again.r, FsckMode::yes) == 0, again.text());
   return y;
 }
 
 // -p refuses (exit 4), names -y, and leaves the damage as it was.
 void preen_refuses(Rig& g, const std::string& names) {
-  const Run before = g.check();
+  const FsckRun before = g.check();
   REQUIRE(before.r.errors > 0);
-  const Run p = g.repair(FsckMode::preen);
-  INFO(p.all());
+  const FsckRun p = g.repair(FsckMode::preen);
+  INFO(p.text());
   CHECK(p.r.needs_yes > 0);
   CHECK(p.has("needs -y"));
   CHECK(p.has(names));
@@ -251,8 +220,8 @@ void preen_refuses(Rig& g, const std::string& names) {
 TEST_CASE("fsck repair: a clean filesystem needs nothing (exit 0, nothing written)") {
   Rig g;
   for (FsckMode m : {FsckMode::preen, FsckMode::yes}) {
-    const Run r = g.repair(m);
-    CHECK_MESSAGE(r.lines.empty(), r.all());
+    const FsckRun r = g.repair(m);
+    CHECK_MESSAGE(r.lines.empty(), r.text());
     CHECK_FALSE(r.r.changed);
     CHECK(fsck_exit_code(r.r, m) == 0);
   }
@@ -275,8 +244,8 @@ TEST_CASE("fsck repair: bitmap bits wrong both ways and free counts are preened"
   s.checksum = superblock_crc(s);
   g.dev.poke(0, &s, sizeof(s));
   REQUIRE(g.check().r.errors >= 5);
-  const Run p = g.repair(FsckMode::preen);
-  INFO(p.all());
+  const FsckRun p = g.repair(FsckMode::preen);
+  INFO(p.text());
   CHECK(p.has("block " + std::to_string(used) + " is in use but marked free"));
   CHECK(p.has("block " + std::to_string(unused) + " is marked in use but nothing owns it"));
   CHECK(p.has("inode " + std::to_string(g.ino["d/sub/e"]) + " is in use but marked free"));
@@ -293,8 +262,8 @@ TEST_CASE("fsck repair: a bitmap block with a bad checksum is rebuilt by preen")
   Rig g;
   const uint8_t junk = 0x42;
   g.dev.poke(g.sb.block_bitmap_start * kBs + 3000, &junk, 1);
-  const Run p = g.repair(FsckMode::preen);
-  INFO(p.all());
+  const FsckRun p = g.repair(FsckMode::preen);
+  INFO(p.text());
   CHECK(p.has("block bitmap block 1 fails its checksum"));
   CHECK(fsck_exit_code(p.r, FsckMode::preen) == 1);
   g.verify(g.files);
@@ -308,8 +277,8 @@ TEST_CASE("fsck repair: wrong link counts are preened") {
   Inode d = g.get_inode(g.ino["d"]);
   d.nlink = 9;
   g.put_inode(g.ino["d"], d);
-  const Run p = g.repair(FsckMode::preen);
-  INFO(p.all());
+  const FsckRun p = g.repair(FsckMode::preen);
+  INFO(p.text());
   CHECK(p.has("inode " + std::to_string(g.ino["a"]) + " link count 5, should be 2: corrected"));
   CHECK(p.has("inode " + std::to_string(g.ino["d"]) + " link count 9, should be 3: corrected"));
   CHECK(fsck_exit_code(p.r, FsckMode::preen) == 1);
@@ -324,7 +293,7 @@ TEST_CASE("fsck repair: an entry naming a freed inode needs -y, which removes it
   g.put_inode(b, zero, false);
   g.set_bit(g.sb.inode_bitmap_start, b - 1, false);
   preen_refuses(g, "entry 'b' names free inode " + std::to_string(b));
-  const Run y = repair_yes(g);
+  const FsckRun y = repair_yes(g);
   CHECK(y.has("entry 'b' names free inode " + std::to_string(b) + ": entry removed"));
   CHECK(y.has("is marked in use but nothing owns it"));  // b's blocks, freed
   CHECK_FALSE(g.exists("b"));
@@ -338,7 +307,7 @@ TEST_CASE("fsck repair: unreachable files and directories are reconnected in los
   g.kill_entry(g.ino["d"], "c");
   g.kill_entry(g.ino["d"], "sub");
   preen_refuses(g, "is in no directory");
-  const Run y = repair_yes(g);
+  const FsckRun y = repair_yes(g);
   const std::string c = std::to_string(g.ino["d/c"]), sub = std::to_string(g.ino["d/sub"]);
   CHECK(y.has("there is no lost+found directory"));
   CHECK(y.has("inode " + c + " is in no directory: reconnected as /lost+found/#" + c));
@@ -360,7 +329,7 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
   g.put_inode(e, ee);
   REQUIRE(g.check().has("claimed twice"));
   preen_refuses(g, "claimed twice");
-  const Run y = repair_yes(g);
+  const FsckRun y = repair_yes(g);
   CHECK(y.has("inode " + std::to_string(e) + " truncated at file block 0"));
   CHECK(g.get_inode(e).size == 0);
   auto keep = g.files;
@@ -371,11 +340,7 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
 TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole entry, an overlong symlink cut") {
   Rig g;
   {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(g.io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(g.io);
     REQUIRE(fs->setxattr(g.ino["d/c"], "user.k", "v1", 0) == 0);
     REQUIRE(fs->unmount() == 0);
   }
@@ -388,11 +353,7 @@ TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole 
   // And the long symlink (a target in its own block) says it is longer than a target can be.
   struct stat st;
   {
-    std::string err;
-    MountOptions o;
-    o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(g.io, o, &err);
-    REQUIRE(fs);
+    auto fs = test::mount_for_test(g.io);
     REQUIRE(fs->lookup(ROOT_INO, "s", &st) == 0);
     REQUIRE(fs->unmount() == 0);
   }
@@ -403,11 +364,7 @@ TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole 
   preen_refuses(g, "inline xattr area is damaged");
   CHECK(g.check().has("symlink " + std::to_string(st.st_ino) + " has size 5000"));
   repair_yes(g);
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(g.io, o, &err);
-  REQUIRE(fs);
+  auto fs = test::mount_for_test(g.io);
   std::string v;
   CHECK(fs->getxattr(g.ino["d/c"], "user.k", &v) >= 0);
   CHECK(v == "v1");
@@ -421,7 +378,7 @@ TEST_CASE("fsck repair: an inode with a bad checksum is cleared with its entries
   const uint8_t junk = 0x99;
   g.dev.poke(g.inode_off(b) + 8, &junk, 1);
   preen_refuses(g, "inode " + std::to_string(b) + " fails its checksum");
-  const Run y = repair_yes(g);
+  const FsckRun y = repair_yes(g);
   CHECK(y.has("inode " + std::to_string(b) + " fails its checksum: cleared"));
   CHECK(y.has("entry 'b' names inode " + std::to_string(b) + ", which was cleared"));
   CHECK_FALSE(g.exists("b"));
@@ -437,7 +394,7 @@ TEST_CASE("fsck repair: a directory block with a bad checksum is emptied and wha
   const uint8_t junk = 0x5a;
   g.dev.poke(pblk * kBs + 100, &junk, 1);
   preen_refuses(g, "fails its checksum");
-  const Run y = repair_yes(g);
+  const FsckRun y = repair_yes(g);
   const std::string e = std::to_string(g.ino["d/sub/e"]);
   CHECK(y.has("inode " + e + " is in no directory: reconnected as /lost+found/#" + e));
   auto keep = g.files;
@@ -451,7 +408,7 @@ TEST_CASE("fsck repair: a bad primary superblock is restored from the backup by 
   const char junk[] = "garbage";
   g.dev.poke(offsetof(SuperBlock, label), junk, sizeof(junk));  // the checksum fails
   preen_refuses(g, "primary superblock");
-  const Run y = repair_yes(g);
+  const FsckRun y = repair_yes(g);
   CHECK(y.has("primary superblock: superblock checksum mismatch: restored from the backup"));
   SuperBlock now;
   REQUIRE(read_superblock(g.io, &now, false) == "");
@@ -464,8 +421,8 @@ TEST_CASE("fsck repair: a primary superblock without its magic is found again fr
   const uint64_t zero = 0;
   g.dev.poke(0, &zero, sizeof(zero));
   CHECK(g.check().r.fatal);  // -n cannot even tell it is biofs
-  const Run p = g.repair(FsckMode::preen);
-  INFO(p.all());
+  const FsckRun p = g.repair(FsckMode::preen);
+  INFO(p.text());
   CHECK(p.has("primary superblock: not a biofs filesystem (bad magic) (needs -y: restored from the backup)"));
   CHECK_FALSE(p.r.changed);
   CHECK(fsck_exit_code(p.r, FsckMode::preen) == 4);
@@ -475,11 +432,7 @@ TEST_CASE("fsck repair: a primary superblock without its magic is found again fr
 
 TEST_CASE("fsck repair: preen replays a committed journal transaction and frees orphans") {
   Rig g;
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(g.io, o, &err);
-  REQUIRE(fs);
+  auto fs = test::mount_for_test(g.io);
   struct stat st;
   REQUIRE(fs->mknod(ROOT_INO, "gone", S_IFREG | 0644, 0, 0, 0, &st) == 0);
   const uint64_t gone = st.st_ino;
@@ -492,17 +445,17 @@ TEST_CASE("fsck repair: preen replays a committed journal transaction and frees 
   REQUIRE(fs->sync() == -EIO);  // committed in the journal, not yet home
   fs->crash();
   fs.reset();
-  const Run before = g.check();
+  const FsckRun before = g.check();
   CHECK(before.has("journal holds a committed transaction"));
-  const Run p = g.repair(FsckMode::preen);
-  INFO(p.all());
+  const FsckRun p = g.repair(FsckMode::preen);
+  INFO(p.text());
   CHECK(p.has("journal: replayed 1 committed transaction"));
   CHECK(p.has("inode " + std::to_string(gone) + " is an orphan (unlinked while open): freed"));
   CHECK(p.r.needs_yes == 0);
   CHECK(fsck_exit_code(p.r, FsckMode::preen) == 1);
-  const Run c = g.check();
-  CHECK_MESSAGE(c.r.errors == 0, c.all());
-  CHECK_MESSAGE(c.r.warnings == 0, c.all());
+  const FsckRun c = g.check();
+  CHECK_MESSAGE(c.r.errors == 0, c.text());
+  CHECK_MESSAGE(c.r.warnings == 0, c.text());
   auto keep = g.files;
   keep["new"] = body;
   g.verify(keep);
@@ -516,8 +469,7 @@ TEST_CASE("fsck repair: cancelled before the writes, it writes nothing and exits
   std::vector<uint8_t> before(g.sb.block_count * kBs), after(before.size());
   g.dev.peek(0, before.data(), before.size());
   std::atomic<bool> cancel{true};
-  std::vector<std::string> lines;
-  const FsckResult r = fsck_repair(g.io, FsckMode::yes, [&](const std::string& l) { lines.push_back(l); }, &cancel);
+  const FsckResult r = collect_fsck(g.io, FsckMode::yes, &cancel).r;
   CHECK(r.cancelled);
   CHECK_FALSE(r.changed);
   CHECK(fsck_exit_code(r, FsckMode::yes) == 32);
@@ -576,21 +528,21 @@ TEST_CASE("fsck repair: damage at random never crashes or loops, and -y leaves a
     // Preen first: it repairs everything, or writes nothing at all.
     std::vector<uint8_t> damaged(pristine.size()), after(pristine.size());
     g.dev.peek(0, damaged.data(), damaged.size());
-    const Run p = g.repair(FsckMode::preen);
+    const FsckRun p = g.repair(FsckMode::preen);
     if (p.r.needs_yes) {
       g.dev.peek(0, after.data(), after.size());
-      CHECK_MESSAGE(after == damaged, p.all());
+      CHECK_MESSAGE(after == damaged, p.text());
       CHECK(fsck_exit_code(p.r, FsckMode::preen) == 4);
     } else if (!p.r.fatal) {
-      CHECK_MESSAGE(p.r.errors == 0, p.all());
+      CHECK_MESSAGE(p.r.errors == 0, p.text());
     }
-    const Run y = g.repair(FsckMode::yes);
-    INFO("round " << round << "\n" << y.all());
-    if (getenv("BIOFS_FSCK_SHOW")) MESSAGE("round " << round << "\n" << y.all());
+    const FsckRun y = g.repair(FsckMode::yes);
+    INFO("round " << round << "\n" << y.text());
+    if (getenv("BIOFS_FSCK_SHOW")) MESSAGE("round " << round << "\n" << y.text());
     if (y.r.fatal) continue;  // e.g. a superblock with no usable backup: nothing to repair
     CHECK(y.r.errors == 0);
-    const Run c = g.check();
-    CHECK_MESSAGE(c.r.errors == 0, c.all());
+    const FsckRun c = g.check();
+    CHECK_MESSAGE(c.r.errors == 0, c.text());
     fixed += y.r.repaired > 0;
     std::string err;
     MountOptions o;
@@ -598,8 +550,8 @@ TEST_CASE("fsck repair: damage at random never crashes or loops, and -y leaves a
     auto fs = Filesystem::mount(g.io, o, &err);
     CHECK_MESSAGE(fs, err);
     if (fs) CHECK(fs->unmount() == 0);
-    const Run again = g.repair(FsckMode::yes);
-    CHECK_MESSAGE(fsck_exit_code(again.r, FsckMode::yes) == 0, again.all());
+    const FsckRun again = g.repair(FsckMode::yes);
+    CHECK_MESSAGE(fsck_exit_code(again.r, FsckMode::yes) == 0, again.text());
   }
   CHECK(fixed > rounds / 4);
 }

@@ -8,39 +8,23 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
+#include "fs_mount.h"
 #include "fs/mkfs.h"
+#include "fsck_util.h"
 
 using namespace biofs;
 using namespace biofs::disk;
+using biofs::test::collect_fsck;
+using biofs::test::FsckRun;
 
 namespace {
-
-struct Checked {
-  FsckResult r;
-  std::vector<std::string> lines;
-  bool has(const std::string& s) const {
-    for (const auto& l : lines)
-      if (l.find(s) != std::string::npos) return true;
-    return false;
-  }
-};
-
-Checked check(BlockIo& io) {
-  Checked c;
-  c.r = fsck_check(io, [&](const std::string& l) { c.lines.push_back(l); });
-  return c;
-}
 
 // A filesystem with files, a fragmented file (extent tree), directories, links, removals.
 void populate(BrdDevice& dev, BlockIo& io) {
   MkfsOptions mo;
   mo.force = true;
   REQUIRE(make_filesystem(io, mo) == "");
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(io, o, &err);
-  REQUIRE(fs);
+  auto fs = test::mount_for_test(io);
   struct stat st;
   REQUIRE(fs->mkdir(ROOT_INO, "d", 0755, 0, 0, &st) == 0);
   const uint64_t d = st.st_ino;
@@ -71,11 +55,11 @@ TEST_CASE("fsck: a fresh filesystem and a well-used one are clean") {
   BrdDevice dev(64 << 20);
   BlockIo io(dev.bdev(), 4096);
   REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
-  Checked c = check(io);
+  FsckRun c = collect_fsck(io);
   CHECK(c.r.errors == 0);
   CHECK(c.r.inodes == 1);
   populate(dev, io);
-  c = check(io);
+  c = collect_fsck(io);
   for (const auto& l : c.lines) MESSAGE(l);
   CHECK(c.r.errors == 0);
   CHECK(c.r.warnings == 0);
@@ -91,7 +75,7 @@ TEST_CASE("fsck: a damaged bitmap block, a wrong link count and a lost inode are
   SUBCASE("bitmap checksum") {
     const uint8_t junk = 0x42;
     dev.poke(sb.block_bitmap_start * 4096 + 3000, &junk, 1);
-    Checked c = check(io);
+    FsckRun c = collect_fsck(io);
     CHECK(c.r.errors > 0);
     CHECK(c.has("block bitmap"));
   }
@@ -103,7 +87,7 @@ TEST_CASE("fsck: a damaged bitmap block, a wrong link count and a lost inode are
     in.nlink = 5;
     in.checksum = inode_crc(4, in);
     dev.poke(sb.inode_table_start * 4096 + 3 * INODE_SIZE, &in, sizeof(in));
-    Checked c = check(io);
+    FsckRun c = collect_fsck(io);
     CHECK(c.has("inode 4 link count 5, should be 2"));
   }
   SUBCASE("a block owned twice") {
@@ -118,14 +102,14 @@ TEST_CASE("fsck: a damaged bitmap block, a wrong link count and a lost inode are
     d.extents[0] = other.extents[0];
     d.checksum = inode_crc(2, d);
     dev.poke(sb.inode_table_start * 4096 + 1 * INODE_SIZE, &d, sizeof(d));
-    Checked c = check(io);
+    FsckRun c = collect_fsck(io);
     CHECK(c.has("claimed twice"));
     CHECK(c.has("belongs to another inode"));
   }
   SUBCASE("an inode checksum") {
     const uint8_t junk = 0x99;
     dev.poke(sb.inode_table_start * 4096 + 3 * INODE_SIZE + 8, &junk, 1);
-    Checked c = check(io);
+    FsckRun c = collect_fsck(io);
     CHECK(c.has("inode 4 fails its checksum"));
   }
 }
@@ -133,7 +117,7 @@ TEST_CASE("fsck: a damaged bitmap block, a wrong link count and a lost inode are
 TEST_CASE("fsck: a device that is not biofs is an operational error, not a crash") {
   BrdDevice dev(4 << 20);
   BlockIo io(dev.bdev(), 4096);
-  Checked c = check(io);
+  FsckRun c = collect_fsck(io);
   CHECK(c.r.fatal);
   CHECK(c.has("not a biofs filesystem"));
 }
@@ -154,14 +138,14 @@ TEST_CASE("fsck: an orphan left by a crash is a warning, not an error, and mount
   REQUIRE(fs->sync() == 0);
   fs->crash();
   fs.reset();
-  Checked c = check(io);
+  FsckRun c = collect_fsck(io);
   for (const auto& l : c.lines) MESSAGE(l);
   CHECK(c.r.errors == 0);
   CHECK(c.has("is an orphan"));
   fs = Filesystem::mount(io, o, &err);
   REQUIRE(fs);
   REQUIRE(fs->unmount() == 0);
-  c = check(io);
+  c = collect_fsck(io);
   CHECK(c.r.errors == 0);
   CHECK(c.r.warnings == 0);
   CHECK(c.r.inodes == 1);

@@ -21,9 +21,12 @@
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
 #include "fs/xattr_block.h"
+#include "fsck_util.h"
 
 using namespace biofs;
 using namespace biofs::disk;
+using biofs::test::collect_fsck;
+using biofs::test::FsckRun;
 
 namespace {
 
@@ -109,35 +112,15 @@ struct Rig {
     auto v = block(sb.block_bitmap_start + b / bpb);
     return (v[sizeof(BlockHeader) + (b % bpb) / 8] >> (b % 8)) & 1;
   }
-  FsckResult fsck(std::vector<std::string>* lines = nullptr, FsckMode m = FsckMode::check) {
-    std::vector<std::string> l;
-    FsckResult r = fsck_repair(io, m, [&](const std::string& s) { l.push_back(s); });
-    if (lines) *lines = l;
-    return r;
-  }
+  FsckRun fsck(FsckMode m = FsckMode::check) { return collect_fsck(io, m); }
   // Unmounts and checks: no errors, no warnings.
   void clean() {
     if (fs) unmount();
-    std::vector<std::string> lines;
-    const FsckResult r = fsck(&lines);
-    std::string all;
-    for (const auto& l : lines) all += l + "\n";
-    CHECK_MESSAGE(r.errors == 0, all);
-    CHECK_MESSAGE(r.warnings == 0, all);
+    const FsckRun f = fsck();
+    CHECK_MESSAGE(f.r.errors == 0, f.text());
+    CHECK_MESSAGE(f.r.warnings == 0, f.text());
   }
 };
-
-bool has(const std::vector<std::string>& lines, const std::string& s) {
-  for (const auto& l : lines)
-    if (l.find(s) != std::string::npos) return true;
-  return false;
-}
-
-std::string text(const std::vector<std::string>& lines) {
-  std::string s;
-  for (const auto& l : lines) s += l + "\n";
-  return s;
-}
 
 std::string value(size_t n, unsigned seed) {
   std::string s(n, '\0');
@@ -472,37 +455,36 @@ TEST_CASE("xattr: a damaged block reads as EUCLEAN; fsck finds it, -p leaves it 
   CHECK(r.fs->setxattr(b, "user.x", "y", 0) == -EUCLEAN);
   r.unmount();
 
-  std::vector<std::string> lines;
-  FsckResult f = r.fsck(&lines);
-  INFO(text(lines));
-  CHECK(f.errors > 0);
-  CHECK(has(lines, "inode " + std::to_string(a) + " xattr block " + std::to_string(ablk) + " fails its checksum"));
-  CHECK(has(lines, "inode " + std::to_string(b) + " xattr block " + std::to_string(bblk) + " has an entry running past its end"));
-  CHECK(has(lines, "inode " + std::to_string(c) + " xattr block " + std::to_string(bblk) + " belongs to inode " + std::to_string(b)));
-  CHECK(has(lines, "block " + std::to_string(bblk) + " is claimed twice"));
-  CHECK(has(lines, "block " + std::to_string(cblk) + " is marked in use but nothing owns it"));
+  FsckRun f = r.fsck();
+  INFO(f.text());
+  CHECK(f.r.errors > 0);
+  CHECK(f.has("inode " + std::to_string(a) + " xattr block " + std::to_string(ablk) + " fails its checksum"));
+  CHECK(f.has("inode " + std::to_string(b) + " xattr block " + std::to_string(bblk) + " has an entry running past its end"));
+  CHECK(f.has("inode " + std::to_string(c) + " xattr block " + std::to_string(bblk) + " belongs to inode " + std::to_string(b)));
+  CHECK(f.has("block " + std::to_string(bblk) + " is claimed twice"));
+  CHECK(f.has("block " + std::to_string(cblk) + " is marked in use but nothing owns it"));
 
   std::vector<uint8_t> before(r.sb.block_count * kBs), after(before.size());
   r.dev.peek(0, before.data(), before.size());
-  f = r.fsck(&lines, FsckMode::preen);
-  CHECK(f.needs_yes > 0);
-  CHECK(has(lines, "needs -y"));
-  CHECK_FALSE(f.changed);
+  f = r.fsck(FsckMode::preen);
+  CHECK(f.r.needs_yes > 0);
+  CHECK(f.has("needs -y"));
+  CHECK_FALSE(f.r.changed);
   r.dev.peek(0, after.data(), after.size());
   CHECK(after == before);
 
-  f = r.fsck(&lines, FsckMode::yes);
-  INFO(text(lines));
-  CHECK_FALSE(f.fatal);
-  CHECK(f.errors == 0);
-  CHECK(has(lines, "xattr block " + std::to_string(ablk) + " fails its checksum or header check: dropped"));
-  CHECK(has(lines, "xattr block " + std::to_string(bblk) + " has an entry running past its end at byte " +
+  f = r.fsck(FsckMode::yes);
+  INFO(f.text());
+  CHECK_FALSE(f.r.fatal);
+  CHECK(f.r.errors == 0);
+  CHECK(f.has("xattr block " + std::to_string(ablk) + " fails its checksum or header check: dropped"));
+  CHECK(f.has("xattr block " + std::to_string(bblk) + " has an entry running past its end at byte " +
                        std::to_string(last) + ": cut after the last whole entry (9 kept)"));
-  CHECK(has(lines, "claimed twice (again by inode " + std::to_string(c) + "'s xattr block): dropped"));
-  CHECK(fsck_exit_code(f, FsckMode::yes) == 1);
+  CHECK(f.has("claimed twice (again by inode " + std::to_string(c) + "'s xattr block): dropped"));
+  CHECK(fsck_exit_code(f.r, FsckMode::yes) == 1);
   r.clean();
-  f = r.fsck(&lines, FsckMode::yes);
-  CHECK_MESSAGE(fsck_exit_code(f, FsckMode::yes) == 0, text(lines));
+  f = r.fsck(FsckMode::yes);
+  CHECK_MESSAGE(fsck_exit_code(f.r, FsckMode::yes) == 0, f.text());
 
   // a keeps its inline attribute, b its first nine, c none; the blocks freed are free.
   r.mount();
@@ -548,21 +530,20 @@ TEST_CASE("xattr: an address outside the data area, or a flag the superblock doe
   CHECK(r.fs->getxattr(a, "user.attr-1", &v) == -EUCLEAN);
   CHECK(r.fs->getxattr(b, "user.attr-1", &v) == -EUCLEAN);
   r.unmount();
-  std::vector<std::string> lines;
-  FsckResult f = r.fsck(&lines);
-  INFO(text(lines));
-  CHECK(has(lines, "inode " + std::to_string(a) + " xattr block " + std::to_string(table) + " is outside the data area"));
-  CHECK(has(lines, "inode " + std::to_string(b) + " xattr block " + std::to_string(xattr::block_of(r.disk_inode(b))) +
+  FsckRun f = r.fsck();
+  INFO(f.text());
+  CHECK(f.has("inode " + std::to_string(a) + " xattr block " + std::to_string(table) + " is outside the data area"));
+  CHECK(f.has("inode " + std::to_string(b) + " xattr block " + std::to_string(xattr::block_of(r.disk_inode(b))) +
                        ": the superblock lacks the xattr block feature"));
-  CHECK(has(lines, "block " + std::to_string(ablk) + " is marked in use but nothing owns it"));
-  f = r.fsck(&lines, FsckMode::preen);
-  CHECK(f.needs_yes > 0);
-  CHECK_FALSE(f.changed);
-  f = r.fsck(&lines, FsckMode::yes);
-  INFO(text(lines));
-  CHECK(f.errors == 0);
-  CHECK(has(lines, "is outside the data area: dropped"));
-  CHECK(has(lines, "lacks the xattr block feature: feature set"));
+  CHECK(f.has("block " + std::to_string(ablk) + " is marked in use but nothing owns it"));
+  f = r.fsck(FsckMode::preen);
+  CHECK(f.r.needs_yes > 0);
+  CHECK_FALSE(f.r.changed);
+  f = r.fsck(FsckMode::yes);
+  INFO(f.text());
+  CHECK(f.r.errors == 0);
+  CHECK(f.has("is outside the data area: dropped"));
+  CHECK(f.has("lacks the xattr block feature: feature set"));
   REQUIRE(read_superblock(r.io, &s) == "");
   CHECK((s.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK) != 0);
   CHECK_FALSE(r.bit(ablk));

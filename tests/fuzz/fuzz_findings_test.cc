@@ -10,10 +10,13 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fuzz_image.h"
+#include "tests/fs/fsck_util.h"
 
 using namespace biofs;
 using namespace biofs::disk;
 using namespace biofs::fuzz;
+using biofs::test::collect_fsck;
+using biofs::test::FsckRun;
 
 namespace {
 
@@ -34,21 +37,10 @@ Mounted mount(const std::vector<uint8_t>& img) {
   return m;
 }
 
-struct Fsck {
-  FsckResult r;
-  std::vector<std::string> lines;
-  bool has(const std::string& s) const {
-    for (const auto& l : lines)
-      if (l.find(s) != std::string::npos) return true;
-    return false;
-  }
-};
-
-Fsck fsck(const std::vector<uint8_t>& img) {
+FsckRun fsck(const std::vector<uint8_t>& img) {
   auto dev = load_device(img);
   BlockIo io(dev->bdev(), 4096);
-  Fsck f;
-  f.r = fsck_check(io, [&](const std::string& l) { f.lines.push_back(l); });
+  const FsckRun f = collect_fsck(io);
   for (const auto& l : f.lines) CHECK(l.find('\n') == std::string::npos);
   return f;
 }
@@ -127,7 +119,7 @@ TEST_CASE("finding: a chain that stops 8 bytes short of the block end is broken,
   REQUIRE(offs.back() + last->rec_len == sb().block_size);
   last->rec_len = uint16_t(last->rec_len - 8);
   set_block_crc(block(img, b), sb().block_size);
-  const Fsck f = fsck(img);
+  const FsckRun f = fsck(img);
   CHECK(f.has("has a broken entry chain"));
   Mounted m = mount(img);
   REQUIRE(m.fs);
@@ -142,7 +134,7 @@ TEST_CASE("finding: fsck prints a name with a newline as \\x0a, one line per pro
   reinterpret_cast<char*>(e + 1)[0] = '\n';
   e->type = 0;  // so fsck has something to say about this entry
   set_block_crc(block(img, b), sb().block_size);
-  const Fsck f = fsck(img);
+  const FsckRun f = fsck(img);
   CHECK(f.has("'\\x0a"));
 }
 
@@ -194,7 +186,7 @@ TEST_CASE("finding: fsck bounds a directory whose size is far past its blocks") 
   const uint64_t d = ino_of("d");
   inode(img, d)->size = uint64_t(1) << 60;
   seal(img, d);
-  const Fsck f = fsck(img);
+  const FsckRun f = fsck(img);
   CHECK(f.has("is more than its 2 blocks hold"));
   CHECK(f.r.errors < 50);
 }
@@ -227,7 +219,7 @@ TEST_CASE("finding: 2^64 - 1 inodes cannot wrap the layout sizes to zero (found 
   std::vector<uint8_t> img = clean_image().bytes;
   std::memcpy(img.data(), &s, sizeof s);
   std::memcpy(block(img, sb().backup_sb_block), &s, sizeof s);
-  const Fsck f = fsck(img);
+  const FsckRun f = fsck(img);
   CHECK(f.r.fatal);  // instead of sizing a table of 2^64 inodes
   Mounted m = mount(img);
   CHECK_FALSE(m.fs);
@@ -253,7 +245,7 @@ TEST_CASE("finding: fsck bounds a directory whose extents claim 2^32 blocks") {
   inode(img, d)->extents[0].len = 0xffffffffu;
   inode(img, d)->size = uint64_t(1) << 40;  // inside what the extents claim, far past the device
   seal(img, d);
-  const Fsck f = fsck(img);  // returns (it walked 2^30 directory blocks before)
+  const FsckRun f = fsck(img);  // returns (it walked 2^30 directory blocks before)
   CHECK(f.has("is more than its"));
 }
 
@@ -264,7 +256,7 @@ TEST_CASE("finding: an extent index node with no entries is read without memcpy 
   REQUIRE(node->level == 1);
   node->nr = 0;
   set_block_crc(node, sb().block_size);
-  const Fsck f = fsck(img);  // UBSan builds abort here without the fix
+  const FsckRun f = fsck(img);  // UBSan builds abort here without the fix
   CHECK(f.has("blocks but owns"));
   Mounted m = mount(img);
   REQUIRE(m.fs);

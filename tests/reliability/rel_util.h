@@ -20,6 +20,7 @@
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
 #include "devices/open_device.h"
+#include "tests/fs/fsck_util.h"
 #include "workload.h"
 
 namespace biofs_test {
@@ -211,10 +212,9 @@ inline void make_image(const std::string& path, uint64_t bytes, uint64_t journal
 inline std::string fsck_errors(const std::string& path) {
   auto dev = open_device("emu:" + path, DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
-  std::string all;
-  const FsckResult r = fsck_check(io, [&](const std::string& l) { all += l + "; "; });
-  if (r.fatal) return "fsck could not check: " + all;
-  return r.errors ? std::to_string(r.errors) + " errors: " + all : "";
+  const biofs::test::FsckRun f = biofs::test::collect_fsck(io);
+  if (f.r.fatal) return "fsck could not check: " + f.text("; ");
+  return f.r.errors ? std::to_string(f.r.errors) + " errors: " + f.text("; ") : "";
 }
 
 inline void copy_file(const std::string& from, const std::string& to) {
