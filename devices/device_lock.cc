@@ -53,10 +53,11 @@ std::string DeviceLock::acquire(const std::string& spec, bool exclusive, int wai
   for (;;) {
     if (flock(fd_, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return "";
     if (errno != EWOULDBLOCK) return path_ + ": cannot lock: " + strerror(errno);
-    if (is_served(fd_) && std::chrono::steady_clock::now() >= served_grace) return path_ + " is in use (mounted)";
+    const bool served = is_served(fd_);
+    if (served && std::chrono::steady_clock::now() >= served_grace) return path_ + " is in use (mounted)";
     if (std::chrono::steady_clock::now() >= deadline)
       return path_ + " is in use (a daemon shutting down, or another tool has it open)";
-    if (!said) {
+    if (!said && !served) {  // a served file is waited for silently: mounted, or just unmounted
       fprintf(stderr, "%s: waiting up to %d s for the process holding %s to let go of it\n", tool,
               (wait_ms + 999) / 1000, path_.c_str());
       said = true;

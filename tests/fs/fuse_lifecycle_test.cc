@@ -80,7 +80,8 @@ TEST_CASE("fuse lifecycle: a clean unmount commits everything, and fsck, mkfs an
   mount_bg(s.img, s.mnt);
   for (int round = 0; round < 8; round++)
     CHECK(read_file(s.mnt + "/r" + std::to_string(round) + "/f300") == "300\n");
-  // A mounted image is refused at once, not after a wait.
+  // A mounted image is refused (after the 2 s of grace an unmount that has just returned may
+  // need: devices/device_lock.h), without a wait line.
   CHECK(run(kBin + "/fsck.biofs -n " + s.img, &out) == 8);
   CHECK(out.find("is in use (mounted)") != std::string::npos);
   CHECK(out.find("waiting") == std::string::npos);
