@@ -3,6 +3,8 @@
 // after a crash between commit and checkpoint.
 #include <doctest/doctest.h>
 
+#include "../pattern.h"
+
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
@@ -22,6 +24,7 @@
 #include "fsck_util.h"
 
 using namespace biofs;
+using biofs::test::pattern;
 
 namespace {
 
@@ -58,12 +61,6 @@ struct Rig {
     return names;
   }
 };
-
-std::string pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) s[i] = char((i * 131 + seed * 7 + (i >> 12)) & 0xFF);
-  return s;
-}
 
 // Unmounts, checks the device with fsck (no error allowed), mounts again.
 void check_fsck_clean(Rig& r) {

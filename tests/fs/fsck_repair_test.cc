@@ -3,6 +3,8 @@
 // Preen refuses what needs -y (exit 4, nothing written). The fsck.biofs binary's exit codes.
 #include <doctest/doctest.h>
 
+#include "../pattern.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,16 +29,11 @@ using namespace biofs;
 using namespace biofs::disk;
 using biofs::test::collect_fsck;
 using biofs::test::FsckRun;
+using biofs::test::pattern;
 
 namespace {
 
 constexpr uint64_t kBs = 4096;
-
-std::string pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) s[i] = char((i * 2654435761u + seed * 40503u) >> 11);
-  return s;
-}
 
 // A populated filesystem: files (one fragmented into an extent tree, one with attributes in an
 // external xattr block), directories, a hard link, a long symlink; `files` holds every path's

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../pattern.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/stat.h>
@@ -46,11 +48,14 @@ inline bool is_mounted(const std::string& mnt) {
   return false;
 }
 
-// Starts the daemon in the foreground as a child, waits for the mount to appear.
-inline pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& opts) {
+// Starts the daemon in the foreground as a child, waits for the mount to appear. fault_env:
+// the daemon's BIOFS_FAULT (devices/device_string.h), if any.
+inline pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& opts,
+                      const char* fault_env = nullptr) {
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    if (fault_env) setenv("BIOFS_FAULT", fault_env, 1);
     const std::string bin = kBin + "/biofs";
     if (opts.empty()) execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", (char*)nullptr);
     else execl(bin.c_str(), "biofs", img.c_str(), mnt.c_str(), "-f", "-o", opts.c_str(), (char*)nullptr);
@@ -71,12 +76,6 @@ inline void unmount(const std::string& mnt, pid_t pid) {
   REQUIRE(waitpid(pid, &st, 0) == pid);  // the daemon has written everything back
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
-}
-
-inline std::string pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i++) s[i] = char((i * 2654435761u + seed) >> 13);
-  return s;
 }
 
 inline void write_file(const std::string& path, const std::string& data, bool sync = false) {

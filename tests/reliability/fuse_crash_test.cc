@@ -23,31 +23,13 @@
 using namespace biofs_test;
 using biofs::test::is_mounted;
 using biofs::test::kBin;
+using biofs::test::mount_fg;
 using biofs::test::run;
 
 namespace {
 
 bool can_mount() {
   return access("/dev/fuse", R_OK | W_OK) == 0 && geteuid() == 0 && run("command -v fusermount3") == 0;
-}
-
-pid_t start_daemon(const std::string& dev, const std::string& mnt, const std::string& opts,
-                   const char* fault_env = nullptr) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (fault_env) setenv("BIOFS_FAULT", fault_env, 1);
-    const std::string bin = kBin + "/biofs";
-    execl(bin.c_str(), "biofs", dev.c_str(), mnt.c_str(), "-f", "-o", opts.c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 400 && !is_mounted(mnt); i++) {
-    int st;
-    if (waitpid(pid, &st, WNOHANG) == pid) FAIL("the daemon exited before mounting");
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  REQUIRE(is_mounted(mnt));
-  return pid;
 }
 
 // The workload's calls as system calls under the mountpoint.
@@ -133,7 +115,7 @@ TEST_CASE("crash: SIGKILL of the FUSE daemon at a random moment keeps fsync'd fi
     const auto kill_delay = std::chrono::microseconds(rng.below(3000));  // then this much later
     // Background commits every second as well as on fsync; half the rounds with the bio cache off.
     const std::string opts = std::string("commit=1,bio_cache=") + (seed % 2 ? "on" : "off");
-    pid_t pid = start_daemon("emu:" + img, mnt, opts);
+    pid_t pid = mount_fg("emu:" + img, mnt, opts);
     Workload w(seed);
     PosixBackend be(mnt);
     std::atomic<uint64_t> done{0};
@@ -160,7 +142,7 @@ TEST_CASE("crash: SIGKILL of the FUSE daemon at a random moment keeps fsync'd fi
     if (is_mounted(mnt)) run("umount -l " + mnt);
     REQUIRE_FALSE(is_mounted(mnt));
 
-    pid = start_daemon("emu:" + img, mnt, "bio_cache=on");
+    pid = mount_fg("emu:" + img, mnt, "bio_cache=on");
     PosixBackend after(mnt);
     const std::string broken = w.check(after);
     CHECK_MESSAGE(broken == "", "killed after " << kill_at << " operations: " << broken);
@@ -192,7 +174,7 @@ TEST_CASE("fault: a FUSE mount over a faulty device answers every call and remou
   REQUIRE(::mkdir(mnt.c_str(), 0755) == 0);
   make_image(img, 32ull << 20);
   // Delays in the device string (commas and all, through the mount), the rest from the environment.
-  pid_t pid = start_daemon("emu:" + img + ",vwc,delay=0.2,delay_us=300", mnt, "commit=1",
+  pid_t pid = mount_fg("emu:" + img + ",vwc,delay=0.2,delay_us=300", mnt, "commit=1",
                            "fault_after=300,fail_read=0.002,fail_write=0.002,fail_flush=0.004,"
                            "timeout=0.003,timeout_ms=20,seed=5");
   Workload w(11);
@@ -205,7 +187,7 @@ TEST_CASE("fault: a FUSE mount over a faulty device answers every call and remou
   REQUIRE(waitpid(pid, &st, 0) == pid);
   CHECK(WIFEXITED(st));  // it exits (perhaps saying a commit failed), it does not crash
   w.remounted();
-  pid = start_daemon("emu:" + img, mnt, "");
+  pid = mount_fg("emu:" + img, mnt, "");
   PosixBackend after(mnt);
   const std::string broken = w.check(after);
   CHECK_MESSAGE(broken == "", broken);
