@@ -57,7 +57,10 @@ class IoBatch {
     callback_ = std::move(fn);
     async_ = true;
   }
-  // Submits everything queued, under one plug.
+  // Submits everything queued, under one plug, and returns without waiting for the device: a
+  // write with REQ_PREFLUSH is held by blk-flush until its pre-flush completes
+  // (blockcore/blk_flush.h). With a callback, the batch may already have completed (and been
+  // destroyed by it) when this returns; an empty batch calls the callback at once.
   void submit();
   int wait();
 
