@@ -136,7 +136,7 @@ std::map<std::string, std::string> many(size_t n, size_t len) {
 }
 
 void set_all(Rig& r, uint64_t ino, const std::map<std::string, std::string>& m) {
-  for (const auto& [n, v] : m) REQUIRE_MESSAGE(r.fs->setxattr(ino, n, v, 0) == 0, n);
+  for (const auto& kv : m) REQUIRE_MESSAGE(r.fs->setxattr(ino, kv.first, kv.second, 0) == 0, kv.first);
 }
 
 }  // namespace
