@@ -115,6 +115,15 @@ std::string run(std::vector<std::string> argv, Parse* p) {
 }  // namespace
 
 std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
+  if (list.empty()) return "";  // "-o" alone would be libfuse's "missing argument"
+  if (const size_t nul = list.find('\0'); nul != std::string::npos) {
+    // libfuse reads C strings: name the option holding the NUL here, as parse_one names others.
+    const size_t start = list.rfind(',', nul);
+    const size_t end = list.find(',', nul);
+    const std::string opt = list.substr(start == std::string::npos ? 0 : start + 1,
+                                        end == std::string::npos ? std::string::npos : end - (start == std::string::npos ? 0 : start + 1));
+    return "mount option '" + printable(opt) + "' holds a control character";
+  }
   CommandLine cl;
   cl.opts = *o;
   Parse p{&cl, "", {}};

@@ -144,15 +144,30 @@ int fuzz_mount_options(const uint8_t* data, size_t size) {
   const std::string msg = parse_mount_options(list, &o);
   if (msg.empty()) return 0;
   one_printable_line(msg, "a mount option error");
-  // It names the option at fault: some option of the list (its name at least) is in it.
-  for (size_t start = 0; start <= list.size();) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string opt = list.substr(start, comma - start);
-    const std::string key = opt.substr(0, opt.find('='));
-    if (!opt.empty() && msg.find(printable(key)) != std::string::npos) return 0;
-    start = comma + 1;
+  // It names the option at fault: some option of the list (its name at least) is in it, the
+  // list split as libfuse's fuse_opt splits it: "\\," is a comma inside an option, "\\NNN" an
+  // octal byte, "\\x" is x, and an option ends at a NUL.
+  std::vector<std::string> opts(1);
+  for (size_t i = 0; i < list.size(); i++) {
+    const char c = list[i];
+    if (c == '\\' && i + 1 < list.size()) {
+      const char* e = list.c_str() + i + 1;
+      if (e[0] >= '0' && e[0] <= '3' && e[1] >= '0' && e[1] <= '7' && e[2] >= '0' && e[2] <= '7') {
+        opts.back() += char((e[0] - '0') * 64 + (e[1] - '0') * 8 + (e[2] - '0'));
+        i += 3;
+      } else {
+        opts.back() += list[++i];
+      }
+    } else if (c == ',') {
+      opts.emplace_back();
+    } else {
+      opts.back() += c;
+    }
   }
+  for (std::string& opt : opts) opt = opt.substr(0, opt.find('\0'));
+  for (const std::string& opt : opts)
+    if (!opt.empty() && msg.find(printable(opt.substr(0, opt.find('=')))) != std::string::npos) return 0;
+  if (list.find('\0') != std::string::npos && msg.find("control character") != std::string::npos) return 0;
   property_failed("a mount option error names no option of '" + list + "': " + msg);
 }
 
@@ -161,7 +176,10 @@ int fuzz_device_spec(const uint8_t* data, size_t size) {
   DeviceSpec ds;
   std::string err;
   if (parse_device_spec(spec, &ds, &err)) {
-    if (ds.kind == DeviceSpec::Kind::null ? ds.null_blk.size_bytes == 0 : ds.emu.path.empty())
+    const bool empty = ds.kind == DeviceSpec::Kind::null     ? ds.null_blk.size_bytes == 0
+                       : ds.kind == DeviceSpec::Kind::stripe ? ds.stripe_children == 0 || ds.stripe_children > 16
+                                                             : ds.emu.path.empty();
+    if (empty)
       property_failed("device string '" + spec + "' parsed to an empty device");
     return 0;
   }
