@@ -255,6 +255,35 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, **kw)
 
 
+class Bench(unittest.TestCase):
+    """biofs-bench's CPU per I/O: the process and submitter CPU clocks over the I/Os done."""
+
+    def bench(self, *args):
+        exe = os.path.join(BIN, "biofs-bench")
+        self.assertTrue(os.access(exe, os.X_OK), f"{exe} not built")
+        p = run([exe, "--runtime", "0.2", "--json", *args])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+
+    def test_bench_reports_cpu_per_io(self):
+        (r,) = self.bench("--dev", "null")
+        self.assertGreater(r["cpu_ns_per_io"], 0)
+        self.assertGreater(r["submit_cpu_ns_per_io"], 0)
+        # The submitters' CPU is part of the process's (clock granularity aside).
+        self.assertLessEqual(r["submit_cpu_ns_per_io"], r["cpu_ns_per_io"] * 1.01 + 1)
+        # A second of CPU per I/O would be a unit error, not a measurement.
+        self.assertLess(r["cpu_ns_per_io"], 1e6)
+
+    def test_bench_ab_medians_carry_cpu_per_io(self):
+        rows = self.bench("--dev", "null", "--ab", "bio_cache", "--repeats", "1")
+        runs = [r for r in rows if r["kind"] == "run"]
+        (med,) = [r for r in rows if r["kind"] == "median"]
+        self.assertEqual(sorted(r["value"] for r in runs), ["off", "on"])
+        cpu = {r["value"]: r["cpu_ns_per_io"] for r in runs}
+        self.assertAlmostEqual(med["cpu_ns_per_io_a"], cpu["off"], delta=0.11)
+        self.assertAlmostEqual(med["cpu_ns_per_io_b"], cpu["on"], delta=0.11)
+
+
 class Mount(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")

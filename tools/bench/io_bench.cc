@@ -2,8 +2,11 @@
 // flight: it allocates a batch of bios, submits them under one plug (so tags come in batches),
 // and counts completions, which arrive inline (null irqmode=none) or from the device's
 // completion thread. Prints t/io_uring's lines (IOPS=…, BW=…, IOS/call=s/c, Maximum IOPS=…);
-// `--ab TOGGLE` runs a toggle's two values interleaved and prints medians and the ratio.
+// `--ab TOGGLE` runs a toggle's two values interleaved and prints medians and the ratio. Each
+// run also reports CPU time per completed I/O (process and submitter thread CPU clocks).
 #include "io_bench.h"
+
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -73,6 +76,7 @@ struct alignas(64) Submitter {
   uint64_t local_done = 0;               // completions on this thread (plain counter)
   uint64_t submitted = 0, submit_calls = 0, reaps = 0, reaped = 0;
   std::atomic<uint64_t> published{0};    // done count the sampler reads
+  uint64_t cpu_ns = 0;                   // the thread's CPU time, set when it ends
   uint64_t rng = 0x9E3779B97F4A7C15ull;
 };
 thread_local Submitter* tls_submitter = nullptr;
@@ -92,7 +96,16 @@ struct RunResult {
   double ios_per_submit = 0, ios_per_reap = 0;
   QueueCounters queue;
   BioCacheCounters cache;
+  // CPU time per completed I/O, from CLOCK_PROCESS_CPUTIME_ID (every thread of the process:
+  // submitters, completion threads, the sampler) and the submitters' CLOCK_THREAD_CPUTIME_ID.
+  double cpu_ns_per_io = 0, submit_cpu_ns_per_io = 0;
 };
+
+uint64_t cpu_clock_ns(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
 
 RunResult run_once(const Options& o, bool print_lines) {
   Devices devs(o);
@@ -102,8 +115,10 @@ RunResult run_once(const Options& o, bool print_lines) {
   for (unsigned t = 0; t < o.threads; t++) subs.push_back(std::make_unique<Submitter>());
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  const uint64_t cpu0 = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (unsigned t = 0; t < o.threads; t++) {
     threads.emplace_back([&, t] {
+      const uint64_t thread_cpu0 = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
       pin_to_cpu(int(t));
       Submitter* s = subs[t].get();
       tls_submitter = s;
@@ -155,6 +170,7 @@ RunResult run_once(const Options& o, bool print_lines) {
       while (s->local_done + s->remote_done.load(std::memory_order_acquire) < s->submitted) std::this_thread::yield();
       s->published.store(s->submitted, std::memory_order_relaxed);
       std::free(buf);
+      s->cpu_ns = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0;
       bs.prune_this_thread_cache();
     });
   }
@@ -195,6 +211,9 @@ RunResult run_once(const Options& o, bool print_lines) {
   stop = true;
   for (auto& th : threads) th.join();
   const uint64_t t1 = now_ns();
+  const uint64_t cpu = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  uint64_t submit_cpu = 0;
+  for (auto& s : subs) submit_cpu += s->cpu_ns;
   uint64_t done = 0, calls = 0, sub = 0, reaps = 0, reaped = 0;
   for (auto& s : subs) {
     done += s->submitted;
@@ -204,6 +223,8 @@ RunResult run_once(const Options& o, bool print_lines) {
     reaped += s->reaped;
   }
   r.iops = double(done) * 1e9 / double(t1 - t0);
+  r.cpu_ns_per_io = done ? double(cpu) / double(done) : 0;
+  r.submit_cpu_ns_per_io = done ? double(submit_cpu) / double(done) : 0;
   if (r.max_iops == 0) r.max_iops = r.iops;
   r.ios_per_submit = calls ? double(sub) / double(calls) : 0;
   r.ios_per_reap = reaps ? double(reaped) / double(reaps) : 0;
@@ -229,7 +250,8 @@ void print_json(const Options& o, const std::string& toggle, const std::string& 
               {"tags_per_call", fixed(r.queue.tags_per_call(), 3)}, {"tag_waits", r.queue.tag_waits},
               {"splits", r.queue.splits}, {"plug_flushes", r.queue.plug_flushes},
               {"cache_hits", r.cache.alloc_hits}, {"cache_misses", r.cache.alloc_misses},
-              {"remote_puts", r.cache.put_remote}});
+              {"remote_puts", r.cache.put_remote}, {"cpu_ns_per_io", fixed(r.cpu_ns_per_io, 1)},
+              {"submit_cpu_ns_per_io", fixed(r.submit_cpu_ns_per_io, 1)}});
 }
 
 void describe(const Options& o) {
@@ -306,6 +328,8 @@ int io_main(int argc, char** argv) {
       std::printf("Maximum IOPS=%.2fM (whole run %.2fM), tags/call=%.2f, cache hits=%lu misses=%lu, splits=%lu\n",
                   r.max_iops / 1e6, r.iops / 1e6, r.queue.tags_per_call(), (unsigned long)r.cache.alloc_hits,
                   (unsigned long)r.cache.alloc_misses, (unsigned long)r.queue.splits);
+      std::printf("CPU per I/O: %.0f ns (process), %.0f ns (submitters)\n", r.cpu_ns_per_io,
+                  r.submit_cpu_ns_per_io);
     }
     return 0;
   }
@@ -330,7 +354,7 @@ int io_main(int argc, char** argv) {
     std::printf("A/B: %s=%s vs %s=%s, %u repeats of %.1fs each, interleaved\n", toggle.c_str(), a.c_str(),
                 toggle.c_str(), b.c_str(), o.repeats, o.runtime);
   }
-  std::vector<double> iops_a, iops_b, tpc_a, tpc_b;
+  std::vector<double> iops_a, iops_b, tpc_a, tpc_b, cpu_a, cpu_b;
   for (unsigned rep = 0; rep < o.repeats; rep++) {
     for (int k = 0; k < 2; k++) {
       const bool first_a = rep % 2 == 0;
@@ -338,12 +362,13 @@ int io_main(int argc, char** argv) {
       const RunResult r = run_once(is_a ? oa : ob, false);
       (is_a ? iops_a : iops_b).push_back(r.iops);
       (is_a ? tpc_a : tpc_b).push_back(r.queue.tags_per_call());
+      (is_a ? cpu_a : cpu_b).push_back(r.cpu_ns_per_io);
       if (o.json)
         print_json(o, toggle, is_a ? a : b, rep, r);
       else
-        std::printf("  repeat %u %s=%-6s IOPS=%.2fM tags/call=%.2f splits=%lu cache hit rate=%.1f%%\n", rep,
-                    toggle.c_str(), (is_a ? a : b).c_str(), r.iops / 1e6, r.queue.tags_per_call(),
-                    (unsigned long)r.queue.splits,
+        std::printf("  repeat %u %s=%-6s IOPS=%.2fM CPU/IO=%.0fns tags/call=%.2f splits=%lu cache hit rate=%.1f%%\n",
+                    rep, toggle.c_str(), (is_a ? a : b).c_str(), r.iops / 1e6, r.cpu_ns_per_io,
+                    r.queue.tags_per_call(), (unsigned long)r.queue.splits,
                     r.cache.alloc_hits + r.cache.alloc_misses
                         ? 100.0 * double(r.cache.alloc_hits) / double(r.cache.alloc_hits + r.cache.alloc_misses)
                         : 0.0);
@@ -354,7 +379,8 @@ int io_main(int argc, char** argv) {
     print_line({{"kind", "median"}, {"toggle", toggle}, {"a", a}, {"b", b}, {"iops_a", fixed(ma, 0)},
                 {"iops_b", fixed(mb, 0)}, {"ratio_b_a", fixed(mb / ma, 4)}, {"spread_a", fixed(spread(iops_a), 4)},
                 {"spread_b", fixed(spread(iops_b), 4)}, {"tags_per_call_a", fixed(median(tpc_a), 3)},
-                {"tags_per_call_b", fixed(median(tpc_b), 3)}});
+                {"tags_per_call_b", fixed(median(tpc_b), 3)}, {"cpu_ns_per_io_a", fixed(median(cpu_a), 1)},
+                {"cpu_ns_per_io_b", fixed(median(cpu_b), 1)}});
   else
     std::printf("median IOPS: %s=%s %.2fM, %s=%s %.2fM, %s/%s = %.3f (spread %.1f%% / %.1f%%), tags/call %.2f / %.2f\n",
                 toggle.c_str(), a.c_str(), ma / 1e6, toggle.c_str(), b.c_str(), mb / 1e6, b.c_str(), a.c_str(),
