@@ -26,7 +26,7 @@ void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
                        return std::string();
                      }};
   };
-  auto micros = [out](const char* name, uint32_t* n, uint64_t hi) {
+  auto bounded = [out](const char* name, uint32_t* n, uint64_t hi) {
     return SubOption{name, Takes::value, [out, n, hi](std::string_view v) {
                        uint64_t x;
                        if (!parse_uint(v, &x, 1, hi)) return "expected 1.." + std::to_string(hi);
@@ -40,8 +40,8 @@ void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
   t->push_back(fraction("fail_flush", &c->fail_flush));
   t->push_back(fraction("delay", &c->delay));
   t->push_back(fraction("timeout", &c->timeout));
-  t->push_back(micros("delay_us", &c->delay_us, 60'000'000));
-  t->push_back(micros("timeout_ms", &c->timeout_ms, 600'000));  // 10 minutes
+  t->push_back(bounded("delay_us", &c->delay_us, 60'000'000));
+  t->push_back(bounded("timeout_ms", &c->timeout_ms, 600'000));  // 10 minutes
   t->push_back({"fault_after", Takes::value, [out](std::string_view v) {
                   if (!parse_uint(v, &out->fault.after)) return std::string("expected a command count");
                   out->faults = true;
