@@ -21,9 +21,8 @@ void flush_end_io(Bio* flush) {
 
 }  // namespace
 
-bool blk_insert_flush(Bio* bio) {
-  if (!(bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)) && bio_op(bio) != REQ_OP_FLUSH) [[likely]]
-    return false;
+// The flagged bios (and flushes) of blk_insert_flush().
+bool blk_insert_flush_slow(Bio* bio) {
   RequestQueue* q = bio->bi_bdev->queue;
   if (!q->limits().write_cache) {
     bio->bi_opf &= ~(REQ_PREFLUSH | REQ_FUA);

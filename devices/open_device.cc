@@ -12,11 +12,6 @@
 
 namespace biofs {
 
-Device::Device() = default;
-
-// Members go in reverse: the stripe before the null devices under it.
-Device::~Device() = default;
-
 std::vector<RequestQueue*> Device::queues() const {
   std::vector<RequestQueue*> qs;
   if (nvme_) qs.push_back(nvme_->bdev()->queue);

@@ -33,8 +33,6 @@ struct DeviceOptions {
 // An opened device: what it is made of, and the BlockDevice bios are aimed at.
 class Device {
  public:
-  Device();
-  ~Device();
   BlockDevice* bdev() const { return bdev_; }
   // The blk-mq queue bios reach; nullptr for a striped target (a bio-based device: see queues()).
   RequestQueue* queue() const { return bdev_->queue; }
@@ -54,6 +52,7 @@ class Device {
  private:
   friend std::unique_ptr<Device> open_device(const std::string&, const DeviceOptions&);
   std::string spec_;
+  // Destroyed in reverse: the stripe before the null devices under it.
   std::vector<std::unique_ptr<NullBlk>> nulls_;
   std::unique_ptr<StripeTarget> stripe_;
   std::unique_ptr<NvmeDriver> nvme_;

@@ -20,10 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "blockcore/bio_set.h"
 #include "json.h"
+#include "cli.h"
 #include "stats.h"
 
 namespace biofs::bench {
@@ -198,12 +197,7 @@ int alloc_main(int argc, char** argv) {
   std::string alloc = allocator_kind_name(Allocator::default_kind());
   app.add_option("--allocator", alloc, "the bio set's allocator")->check(CLI::IsMember({"tbb", "system"}))->capture_default_str();
   app.add_flag("--json", cfg.json, "one JSON object per measurement");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    throw std::invalid_argument(e.what());
-  }
+  if (const int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   cfg.allocator = alloc == "tbb" ? AllocatorKind::tbb : AllocatorKind::system;
 
   const Case cases[] = {{"alloc+put", "local", 1}, {"alloc+put", "local", cfg.threads}, {"alloc+put", "remote", 2}};

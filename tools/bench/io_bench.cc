@@ -17,13 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "blockcore/blk_mq.h"
 #include "blockcore/null_blk.h"
 #include "blockcore/toggles.h"
 #include "devices/open_device.h"
 #include "json.h"
+#include "cli.h"
 #include "stats.h"
 
 namespace biofs::bench {
@@ -304,12 +303,7 @@ int io_main(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "A/B repeats")->check(CLI::Range(1u, 1000u))->capture_default_str();
   app.add_flag("--json", o.json, "one JSON object per run");
   app.add_flag("--quiet", o.quiet, "no per-second lines");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    throw std::invalid_argument(e.what());
-  }
+  if (const int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   if (!devs.empty()) o.devices = devs;
   if (o.bs % 512) throw std::invalid_argument("--bs=" + std::to_string(o.bs) + ": not a multiple of 512");
   o.irqmode = irq == "timer" ? NullBlkConfig::IrqMode::timer : NullBlkConfig::IrqMode::none;
