@@ -1,5 +1,6 @@
 #include "bio_cache_trim.h"
 
+#include <pthread.h>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +25,7 @@ struct Trimmer {
   uint64_t generation = 0;  // bumped to stop the thread started under the previous value
 
   void run(uint64_t mine) {
+    pthread_setname_np(pthread_self(), "biofs-trim");
     std::unique_lock g(lock);
     while (generation == mine) {
       wake.wait_for(g, std::chrono::milliseconds(bio_cache_trim_interval_ms()));

@@ -1,5 +1,6 @@
 #include "null_blk.h"
 
+#include <pthread.h>
 #include <chrono>
 #include <stdexcept>
 
@@ -90,6 +91,7 @@ void NullBlk::defer(RqList* list) {
 }
 
 void NullBlk::completion_thread() {
+  pthread_setname_np(pthread_self(), "biofs-nullcq");
   std::unique_lock guard(lock_);
   for (;;) {
     if (pending_.empty()) {

@@ -2,6 +2,7 @@
 // attributes, and commits (on fsync, when the journal fills, and every commit_interval_s).
 #include "filesystem.h"
 
+#include <pthread.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -70,6 +71,7 @@ Filesystem::~Filesystem() {
 }
 
 void Filesystem::commit_thread() {
+  pthread_setname_np(pthread_self(), "biofs-commit");  // the thread role tools/biofs-compare reports
   std::unique_lock g(stop_lock_);
   while (!stopping_) {
     stop_cv_.wait_for(g, std::chrono::seconds(opts_.commit_interval_s));

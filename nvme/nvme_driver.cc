@@ -294,6 +294,7 @@ void NvmeDriver::follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns) 
 }
 
 void NvmeDriver::completion_thread(NvmeHctx* nq) {
+  pthread_setname_np(pthread_self(), "biofs-cq");  // the thread role tools/biofs-compare reports
   int cpu = -1;
   uint64_t checked_ns = 0;
   for (;;) {
