@@ -4,6 +4,7 @@
 #include "stats.h"
 
 #include <linux/fs.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -46,22 +47,25 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // the kernel keeps max_background in flight (12 by default): too few for a depth of 64.
   conn->max_background = ctx->max_background;
   conn->congestion_threshold = ctx->max_background * 3 / 4;
-  if (ctx->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+  if (ctx->writeback_cache && fuse_set_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE)) {
     // Buffered writes stay in the kernel's page cache until writeback, as on ext4. Their WRITE
     // requests come from the flusher and carry no writer, so the kernel clears the set-id bits
     // itself when the write() happens: without FUSE_CAP_HANDLE_KILLPRIV it sends the mode.
-    conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-    conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+    fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
   }
   // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h), not whenever a
   // file's mtime moves (libfuse's default FUSE_CAP_AUTO_INVAL_DATA, meant for servers whose
   // files change behind the kernel; nothing changes biofs's but this daemon).
-  if (ctx->keep_cache) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  if (ctx->keep_cache) fuse_unset_feature_flag(conn, FUSE_CAP_AUTO_INVAL_DATA);
   // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
   // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.
-  const unsigned acl_caps = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
-  ctx->posix_acl = (conn->capable & acl_caps) == acl_caps;
-  if (ctx->posix_acl) conn->want |= acl_caps;
+  ctx->posix_acl = (conn->capable_ext & FUSE_CAP_POSIX_ACL) && (conn->capable_ext & FUSE_CAP_DONT_MASK);
+  if (ctx->posix_acl) fuse_set_feature_flag(conn, FUSE_CAP_POSIX_ACL), fuse_set_feature_flag(conn, FUSE_CAP_DONT_MASK);
+  // mmap() of a file opened O_DIRECT (direct_io), which ext4 allows (kernel >= 6.6).
+  fuse_set_feature_flag(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
+  // libfuse asks for io_uring by default whenever the session has `-o io_uring`, or the
+  // environment's FUSE_URING_ENABLE: only fuse_uring= decides here.
+  if (!ctx->want_uring) fuse_unset_feature_flag(conn, FUSE_CAP_OVER_IO_URING);
 }
 
 void op_destroy(void* userdata) {
@@ -201,12 +205,27 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   reply_create(req, st, fi, true);  // a new file: nothing cached yet
 }
 
-// Reads and writes reply from the completion path: the worker thread submits the bios and goes
-// back for the next request, so a few threads keep many I/Os in flight.
+// Reads and writes reply from the completion path: the thread that handled the request submits
+// the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over
+// io_uring, a reply from a thread other than the request's ring thread goes through the reply
+// queue (reply_queue.h says why).
 // Both are the ends of a sampled per-stage trace (blockcore/stage_clock.h).
+bool reply_elsewhere(fuse_req_t req, pthread_t receiver) {
+  FuseContext* ctx = CTX(req);
+  return ctx->replies && fuse_req_is_uring(req) && !pthread_equal(pthread_self(), receiver);
+}
+
+void note_transport(fuse_req_t req) {
+  FuseContext* ctx = CTX(req);
+  const int now = fuse_req_is_uring(req) ? 2 : 1;
+  if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
+}
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   const StageToken t = stage_request_received();
-  FS(req)->read_async(ino, uint64_t(off), size, [req, t](ssize_t n, const uint8_t* data) {
+  note_transport(req);
+  FS(req)->read_async(ino, uint64_t(off), size, [req, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
+    if (reply_elsewhere(req, receiver)) return CTX(req)->replies->read_done(req, n, data, t);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
     stage_request_reply(t);
@@ -215,7 +234,9 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
   const StageToken t = stage_request_received();
-  FS(req)->write_async(ino, uint64_t(off), size, buf, [req, t](ssize_t n) {
+  note_transport(req);
+  FS(req)->write_async(ino, uint64_t(off), size, buf, [req, t, receiver = pthread_self()](ssize_t n) {
+    if (reply_elsewhere(req, receiver)) return CTX(req)->replies->write_done(req, n, t);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_request_reply(t);
@@ -355,7 +376,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
   if (is_stats_xattr(ino, name)) {  // fs/stats.h: for root and the mounting user only
     const uid_t uid = fuse_req_ctx(req)->uid;
     if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
-    return reply_xattr(req, 0, stats_json(FS(req)->io()), size);
+    FuseContext* ctx = CTX(req);
+    static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring"};
+    const FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
+                         ctx->replies ? ctx->replies->queued() : 0};
+    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse), size);
   }
   std::string v;
   const int err = FS(req)->getxattr(ino, name, &v);

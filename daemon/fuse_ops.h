@@ -1,9 +1,12 @@
-// The FUSE low-level operations table over a Filesystem (libfuse3, API 3.12).
+// The FUSE low-level operations table over a Filesystem (libfuse 3.18's API).
 #pragma once
 
-#define FUSE_USE_VERSION 312
+#define FUSE_USE_VERSION 318
 #include <fuse_lowlevel.h>
 
+#include <atomic>
+
+#include "daemon/reply_queue.h"
 #include "fs/filesystem.h"
 
 namespace biofs {
@@ -19,6 +22,13 @@ struct FuseContext {
   // the block layer).
   bool keep_cache = true;
   bool posix_acl = false;  // the kernel took FUSE_CAP_POSIX_ACL (op_init)
+  // FUSE-over-io_uring (fuse_transport.h): asked for at INIT; replies from threads other than
+  // the request's ring thread go through `replies` (reply_queue.h).
+  bool want_uring = false;
+  std::string requested_uring = "off";  // the fuse_uring= value, for the stats
+  ReplyQueue* replies = nullptr;
+  // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring.
+  std::atomic<int> transport{0};
   double timeout() const { return keep_cache ? 86400.0 : 1.0; }
 };
 

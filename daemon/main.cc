@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/fuse_ops.h"
+#include "daemon/fuse_transport.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
 #include "devices/open_device.h"
@@ -47,7 +48,10 @@ void daemonize() {
     char buf[512];
     ssize_t n;
     while ((n = read(fds[0], buf, sizeof(buf))) > 0) msg.append(buf, size_t(n));
-    if (msg == "ok") _exit(0);
+    if (msg.size() >= 2 && msg.compare(msg.size() - 2, 2, "ok") == 0) {  // notes, then "ok"
+      fputs(msg.substr(0, msg.size() - 2).c_str(), stderr);
+      _exit(0);
+    }
     if (msg.empty()) {
       int status = 0;
       waitpid(pid, &status, 0);
@@ -61,9 +65,14 @@ void daemonize() {
   setsid();
 }
 
-void report_ok() {
-  if (g_report_fd < 0) return;
-  if (write(g_report_fd, "ok", 2) < 0) {}
+// `notes`: lines for the user (each ending in a newline) that the parent prints before it exits.
+void report_ok(const std::string& notes) {
+  if (g_report_fd < 0) {
+    fputs(notes.c_str(), stderr);
+    return;
+  }
+  const std::string msg = notes + "ok";
+  if (write(g_report_fd, msg.data(), msg.size()) < 0) {}
   close(g_report_fd);
   g_report_fd = -1;
   const int null = open("/dev/null", O_RDWR);
@@ -93,6 +102,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "biofs: mount point '%s': %s\n", mnt.c_str(), strerror(errno));
     return 32;
   }
+  bool use_uring = false;
+  std::string notes;
+  if (std::string why = decide_fuse_uring(opts.fuse_uring, &use_uring, &notes); !why.empty()) {
+    fprintf(stderr, "biofs: %s\n", why.c_str());
+    return 32;
+  }
+  if (!notes.empty()) notes = "biofs: " + notes + "\n";
   // Fork before any thread exists (the device starts completion threads).
   if (!cl.foreground) daemonize();
   // Held for the daemon's life; a daemon still writing back after an unmount gets 10 s.
@@ -111,6 +127,11 @@ int main(int argc, char** argv) {
   if (!fs) fail(32, spec + ": " + err);
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
+  ctx.want_uring = use_uring;
+  ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
+  std::unique_ptr<ReplyQueue> replies;
+  if (use_uring) replies = std::make_unique<ReplyQueue>();
+  ctx.replies = replies.get();
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
   // are escaped to stay inside fsname.
   std::string fsname;
@@ -122,6 +143,7 @@ int main(int argc, char** argv) {
   // groups, sticky directories, ACLs, the chown/chmod/utimes rules): always, so that
   // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
   std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
+  if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;
@@ -139,7 +161,7 @@ int main(int argc, char** argv) {
     fs->unmount();
     fail(32, "cannot mount on '" + mnt + "'");
   }
-  report_ok();
+  report_ok(notes);
   int ret;
   if (cl.single_thread) {
     ret = fuse_session_loop(se);
@@ -157,6 +179,7 @@ int main(int argc, char** argv) {
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
+  replies.reset();  // the session is gone: nothing more can be queued
   const int uerr = fs->unmount();
   if (uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
   fs.reset();

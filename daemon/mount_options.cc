@@ -1,6 +1,6 @@
 #include "mount_options.h"
 
-#define FUSE_USE_VERSION 312
+#define FUSE_USE_VERSION 318
 #include <fuse_opt.h>
 
 #include <set>
@@ -53,6 +53,8 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
     return "";
   }
   if (key == "keep_cache") return on_off(&o->keep_cache);
+  if (key == "fuse_uring") return parse_fuse_uring(val, &o->fuse_uring) ? "" : bad("on|off|auto");
+  if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
   if (key == "writeback_cache") {
     if (!has_value) return o->writeback_cache = true, "";
     return on_off(&o->writeback_cache);
@@ -150,7 +152,7 @@ std::string usage_text() {
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-         "     writeback_cache=on|off,ro,\n"
+         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }

@@ -10,6 +10,7 @@
 
 #include "blockcore/toggles.h"
 #include "fs/filesystem.h"
+#include "daemon/fuse_transport.h"
 
 namespace biofs {
 
@@ -22,6 +23,8 @@ struct DaemonOptions {
   MountOptions fs;               // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)
   bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
+  FuseUring fuse_uring = FuseUring::off;  // fuse_uring=on|off|auto: the FUSE transport (fuse_transport.h)
+  unsigned fuse_uring_qd = 64;   // fuse_uring_qd=N: requests in flight per FUSE ring queue
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o
 };
 

@@ -47,12 +47,14 @@ uint64_t mono_s() {
 
 }  // namespace
 
-std::string stats_json(BlockIo& io) {
+std::string stats_json(BlockIo& io, const FuseStats* fuse) {
   Json j;
   j["version"] = 1;
   j["pid"] = uint64_t(getpid());
   j["time_s"] = mono_s();
   j["rss_bytes"] = rss_bytes();
+  if (fuse)
+    j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"queued_replies", fuse->queued_replies}};
 
   const BioSetStats bs = io.bio_set().stats();
   const BioCacheCounters& c = bs.total;

@@ -17,8 +17,17 @@ inline bool is_stats_xattr(uint64_t ino, const char* name) {
   return ino == STATS_INO && std::string_view(name) == STATS_XATTR;
 }
 
+// What the FUSE side reports: the transport asked for (fuse_uring=), the one the latest read or
+// write came through ("/dev/fuse", "io_uring", or "none yet"), and how many replies went
+// through the reply queue (daemon/reply_queue.h).
+struct FuseStats {
+  std::string requested, transport;
+  uint64_t queued_replies = 0;
+};
+
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident
-// size and the per-stage histograms (count, p50, p99 and the non-empty buckets) as JSON.
-std::string stats_json(BlockIo& io);
+// size and the per-stage histograms (count, p50, p99 and the non-empty buckets) as JSON; with
+// `fuse`, a "fuse" object after "rss_bytes".
+std::string stats_json(BlockIo& io, const FuseStats* fuse = nullptr);
 
 }  // namespace biofs

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages biofs needs to build, test and benchmark.
+# Installs the Debian 12 packages biofs needs to build, test and benchmark, then libfuse 3.18
+# from Debian's source package (tools/build-libfuse.sh).
 # Idempotent: packages already present are left alone and apt is not touched at all.
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config   # build
-  libfuse3-dev fuse3                 # fs/: the FUSE daemon
-  liburing-dev                       # nvme/: io_uring transports
+  fuse3                              # fusermount3 (libfuse itself: tools/build-libfuse.sh)
+  liburing-dev libnuma-dev           # nvme/: io_uring transports; libfuse's io_uring transport
+  dpkg-dev meson                     # tools/build-libfuse.sh: libfuse 3.18 from Debian's source
   libtbb-dev                         # blockcore/: scalable allocator
   doctest-dev                        # tests/
   nlohmann-json3-dev                 # daemon/stats.cc, tools/bench: JSON output
@@ -27,7 +29,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  exec "$(dirname "$0")/build-libfuse.sh"
+fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 sudo=""
@@ -38,3 +42,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+exec "$(dirname "$0")/build-libfuse.sh"

@@ -18,7 +18,8 @@ namespace {
 // Starts the daemon as a script would (it detaches once the mount is up).
 void mount_bg(const std::string& img, const std::string& mnt, const std::string& opts = "") {
   std::string out;
-  REQUIRE_MESSAGE(run(kBin + "/biofs " + img + " " + mnt + (opts.empty() ? "" : " -o " + opts), &out) == 0, out);
+  const std::string all = with_test_opts(opts);
+  REQUIRE_MESSAGE(run(kBin + "/biofs " + img + " " + mnt + (all.empty() ? "" : " -o " + all), &out) == 0, out);
   REQUIRE(is_mounted(mnt));
 }
 

@@ -48,10 +48,19 @@ inline bool is_mounted(const std::string& mnt) {
   return false;
 }
 
+// The options every test mount adds: BIOFS_TEST_MOUNT_OPTS, which ctest sets to run a suite
+// again over the other FUSE transport (fuse_uring=on; tests/fs/CMakeLists.txt).
+inline std::string with_test_opts(const std::string& opts) {
+  const char* extra = getenv("BIOFS_TEST_MOUNT_OPTS");
+  if (!extra || !*extra) return opts;
+  return opts.empty() ? extra : opts + "," + extra;
+}
+
 // Starts the daemon in the foreground as a child, waits for the mount to appear. fault_env:
 // the daemon's BIOFS_FAULT (devices/device_string.h), if any.
-inline pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& opts,
+inline pid_t mount_fg(const std::string& img, const std::string& mnt, const std::string& given_opts,
                       const char* fault_env = nullptr) {
+  const std::string opts = with_test_opts(given_opts);
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {

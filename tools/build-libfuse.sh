@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds libfuse 3.18 with FUSE-over-io_uring from Debian's own source package, into a prefix
+# that CMake finds through pkg-config (CMakeLists.txt adds PREFIX/lib/pkgconfig).
+#
+# Why: Debian 12 ships libfuse 3.14 (no FUSE-over-io_uring, no FUSE_CAP_DIRECT_IO_ALLOW_MMAP,
+# no statx); Debian's 3.18 binary packages (unstable) are built without liburing and libnuma, so
+# their io_uring transport is compiled out. The source comes from Debian's archive only:
+# `apt-get source` checks it against the signed Sources index (deb-src of unstable), and
+# dpkg-source checks the .dsc's hashes. Static library, so the daemon needs no runtime path.
+# Also installs libfuse's example passthrough_hp (PREFIX/bin), the reference FUSE filesystem
+# that tools/biofs-compare runs as a layer baseline.
+#
+# tools/libfuse-patches/*.patch are applied on top, as a Debian package carries fixes: our own,
+# each saying what it fixes (0001: libfuse 3.18.3's ring thread flushes the SQ ring without the
+# lock that replies from other threads take, so such replies can be lost: upstream libfuse
+# issue #1443, fixed after 3.18.3).
+#
+# Idempotent: does nothing when PREFIX/.built names the same source version and patches.
+# Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)
+set -euo pipefail
+
+prefix=${1:-/opt/biofs-libfuse}
+want_series=3.18        # the libfuse series the daemon is written for
+sources=/etc/apt/sources.list.d/biofs-deb-src-unstable.sources
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo=sudo
+
+if [ ! -f "$sources" ]; then
+  $sudo tee "$sources" >/dev/null <<'EOF'
+# Added by biofs tools/build-libfuse.sh: source packages only (libfuse 3.18), never binaries.
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: unstable
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  $sudo apt-get update -qq
+fi
+
+version=$(apt-cache showsrc fuse3 2>/dev/null | awk '/^Version:/ {print $2}' | grep "^${want_series}\." | sort -V | tail -1 || true)
+if [ -z "$version" ]; then
+  echo "build-libfuse: Debian's archive offers no fuse3 ${want_series}.x source package (apt-cache showsrc fuse3)" >&2
+  exit 1
+fi
+patches_dir="$(cd "$(dirname "$0")" && pwd)/libfuse-patches"
+stamp="$version $(cat "$patches_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)"
+if [ -f "$prefix/.built" ] && [ "$(cat "$prefix/.built")" = "$stamp" ]; then
+  exit 0
+fi
+
+# What libfuse's meson build needs on Debian 12 (liburing and libnuma enable io_uring).
+need=(dpkg-dev meson ninja-build pkg-config liburing-dev libnuma-dev g++ patch)
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "build-libfuse: installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+work=$(mktemp -d /tmp/biofs-libfuse.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "build-libfuse: fuse3 $version from Debian's source package, with io_uring, into $prefix" >&2
+(cd "$work" && apt-get source -qq "fuse3=$version" >/dev/null 2>&1) || {
+  echo "build-libfuse: apt-get source fuse3=$version failed" >&2
+  exit 1
+}
+src=$(find "$work" -maxdepth 1 -type d -name 'fuse3-*' | head -1)
+for p in "$patches_dir"/*.patch; do
+  [ -e "$p" ] || continue
+  patch -d "$src" -p1 --quiet --forward <"$p" || { echo "build-libfuse: $(basename "$p") does not apply to fuse3 $version" >&2; exit 1; }
+done
+# A static library (no runtime path for the daemon), no setuid helpers, no init scripts or
+# udev rules: only the library, its headers and pkg-config file, and the examples.
+meson setup "$work/build" "$src" --prefix="$prefix" --libdir=lib -Dbuildtype=release \
+  -Ddefault_library=static -Duseroot=false -Dtests=false -Dutils=false -Dexamples=true \
+  -Dinitscriptdir= -Dudevrulesdir="$work/udev" -Denable-io-uring=true >"$work/setup.log" 2>&1 || {
+  tail -20 "$work/setup.log" >&2
+  exit 1
+}
+if ! grep -q 'liburing linking and SQE128 support.*YES' "$work/setup.log"; then
+  echo "build-libfuse: meson did not enable io_uring (needs liburing-dev and libnuma-dev)" >&2
+  exit 1
+fi
+ninja -C "$work/build" >"$work/build.log" 2>&1 || { tail -20 "$work/build.log" >&2; exit 1; }
+$sudo rm -rf "$prefix"
+$sudo ninja -C "$work/build" install >/dev/null
+$sudo install -D -m 0755 "$work/build/example/passthrough_hp" "$prefix/bin/passthrough_hp"
+echo "$stamp" | $sudo tee "$prefix/.built" >/dev/null
+echo "build-libfuse: done ($prefix)" >&2
