@@ -47,3 +47,16 @@ TEST_CASE("mount options: unknown or malformed options are refused by name") {
   CHECK(parse_mount_options("allow_other=1", &o) == "unknown mount option 'allow_other=1'");
   CHECK(parse_mount_options("fsname=", &o).find("fsname") != std::string::npos);
 }
+
+TEST_CASE("mount options: the FUSE transport") {
+  DaemonOptions o;
+  CHECK(o.fuse_uring == FuseUring::off);  // /dev/fuse unless asked (docs/results.md, "FUSE transport")
+  CHECK(parse_mount_options("fuse_uring=auto,fuse_uring_qd=32", &o) == "");
+  CHECK(o.fuse_uring == FuseUring::auto_);
+  CHECK(o.fuse_uring_qd == 32);
+  CHECK(parse_mount_options("fuse_uring=on", &o) == "");
+  CHECK(o.fuse_uring == FuseUring::on);
+  CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto)");
+  CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
+  CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
+}

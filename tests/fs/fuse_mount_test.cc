@@ -6,6 +6,7 @@
 #include "fuse_util.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -104,4 +105,59 @@ TEST_CASE("fuse: mkfs, mount, write, unmount, remount with toggles flipped, read
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + img, &out) == 0, out);
   CHECK(out.find("clean") != std::string::npos);
   stdfs::remove_all(dir);
+}
+
+namespace {
+
+// The "fuse" object of the mount's stats (daemon/stats.h): requested and seen transport.
+std::string stats_of(const std::string& mnt) {
+  std::string out;
+  REQUIRE(run("getfattr --only-values -n user.biofs.stats " + mnt, &out) == 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works on an O_DIRECT file") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: no /dev/fuse");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  const std::string param = "/sys/module/fuse/parameters/enable_uring";
+  const bool uring_possible = access(param.c_str(), R_OK) == 0 && geteuid() == 0;
+  for (const std::string transport : {"off", "on"}) {
+    if (transport == "on" && !uring_possible) {
+      MESSAGE("skipped fuse_uring=on: no " << param << " here, or not root");
+      continue;
+    }
+    CAPTURE(transport);
+    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=" + transport);
+    const std::string data = pattern(1 << 20, transport == "on" ? 7 : 8);
+    {
+      const int fd = open((s.mnt + "/d").c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+      REQUIRE(fd >= 0);
+      void* buf = nullptr;
+      REQUIRE(posix_memalign(&buf, 4096, data.size()) == 0);
+      std::memcpy(buf, data.data(), data.size());
+      REQUIRE(pwrite(fd, buf, data.size(), 0) == ssize_t(data.size()));
+      std::memset(buf, 0, data.size());
+      REQUIRE(pread(fd, buf, data.size(), 0) == ssize_t(data.size()));
+      CHECK(std::memcmp(buf, data.data(), data.size()) == 0);
+      free(buf);
+      // ext4 maps a file opened O_DIRECT; FUSE does once the server offers
+      // FUSE_DIRECT_IO_ALLOW_MMAP (else ENODEV).
+      void* map = mmap(nullptr, data.size(), PROT_READ, MAP_SHARED, fd, 0);
+      REQUIRE_MESSAGE(map != MAP_FAILED, strerror(errno));
+      CHECK(std::memcmp(map, data.data(), data.size()) == 0);
+      munmap(map, data.size());
+      close(fd);
+    }
+    const std::string stats = stats_of(s.mnt);
+    CHECK(stats.find("\"requested\":\"" + transport + "\"") != std::string::npos);
+    CHECK(stats.find(transport == "on" ? "\"transport\":\"io_uring\"" : "\"transport\":\"/dev/fuse\"") != std::string::npos);
+    unmount(s.mnt, pid);
+  }
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
