@@ -113,47 +113,70 @@ bool Filesystem::drop_suidgid(Inode& d) {
 void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done, bool fsetid) {
   const uint64_t end = off + size;
   if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
-    // The overwrite fast path: every block mapped and written, inside the file, times already
-    // current. No metadata changes, so the shared lock covers the mapping.
-    std::shared_lock shared(lock_);
-    InodeObj* in;
-    if (iget_shared(shared, ino, &in) == 0 && S_ISREG(in->d.mode) && end <= in->d.size &&
-        !times_need_update(in->d) && (fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) && in->has_caps == 0 && !failed_ &&
-        !opts_.read_only) {
-      const uint64_t first = off / bs_, last = (end - 1) / bs_;
-      bool mapped = true;
-      for (uint64_t l = first; l <= last && mapped;) {
-        uint64_t run;
-        bool unwritten;
-        mapped = map_block(in, l, &run, &unwritten) && !unwritten;
-        l += run;
-      }
-      if (mapped) {
-        auto* op = new FileIo(&io_, size);
-        op->in = in;
-        op->len = size;
-        op->write_done = std::move(done);
-        std::memcpy(op->buf.data(), data, size);
-        for (uint64_t l = first; l <= last;) {
-          uint64_t run;
-          const uint64_t p = map_block(in, l, &run, nullptr);
-          run = std::min(run, last + 1 - l);
-          op->batch.write(p, uint32_t(run), op->buf.data() + (l - first) * bs_);
-          l += run;
-        }
-        inode_dio_begin(in);
-        shared.unlock();
-        op->batch.on_complete([op](int err) {
-          inode_dio_end(op->in);
-          op->write_done(err ? ssize_t(err) : ssize_t(op->len));
-          delete op;
-        });
-        op->batch.submit();
-        return;
-      }
+    // Times first, as ext4's file_update_time() does before a write: a brief exclusive hold
+    // that moves no data, so the first write of each clock tick stays on the fast path too.
+    switch (try_overwrite_async(ino, off, size, data, done, fsetid)) {
+      case Overwrite::submitted: return;
+      case Overwrite::times_stale:
+        if (update_file_times(ino) == 0 && try_overwrite_async(ino, off, size, data, done, fsetid) == Overwrite::submitted)
+          return;
+        break;
+      case Overwrite::not_possible: break;
     }
   }
   done(write_locked(ino, off, size, data, fsetid));
+}
+
+// The overwrite fast path: every block mapped and written, inside the file, times already
+// current. No metadata changes, so the shared lock covers the mapping. `done` is moved from
+// only when the bios were submitted.
+Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* data,
+                                                      WriteDone& done, bool fsetid) {
+  const uint64_t end = off + size;
+  std::shared_lock shared(lock_);
+  InodeObj* in;
+  if (iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
+      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || failed_ || opts_.read_only)
+    return Overwrite::not_possible;
+  const uint64_t first = off / bs_, last = (end - 1) / bs_;
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    bool unwritten;
+    if (!map_block(in, l, &run, &unwritten) || unwritten) return Overwrite::not_possible;
+    l += run;
+  }
+  if (times_need_update(in->d)) return Overwrite::times_stale;
+  auto* op = new FileIo(&io_, size);
+  op->in = in;
+  op->len = size;
+  op->write_done = std::move(done);
+  std::memcpy(op->buf.data(), data, size);
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    const uint64_t p = map_block(in, l, &run, nullptr);
+    run = std::min(run, last + 1 - l);
+    op->batch.write(p, uint32_t(run), op->buf.data() + (l - first) * bs_);
+    l += run;
+  }
+  inode_dio_begin(in);
+  shared.unlock();
+  op->batch.on_complete([op](int err) {
+    inode_dio_end(op->in);
+    op->write_done(err ? ssize_t(err) : ssize_t(op->len));
+    delete op;
+  });
+  op->batch.submit();
+  return Overwrite::submitted;
+}
+
+// mtime and ctime to now, journaled with the next commit (file_update_time()).
+int Filesystem::update_file_times(uint64_t ino) {
+  std::unique_lock ex(lock_);
+  InodeObj* in;
+  if (int err = iget(ino, &in)) return err;
+  if (!S_ISREG(in->d.mode) || failed_ || opts_.read_only) return -EINVAL;
+  touch(in->d, false, true, true);
+  return isave(in);
 }
 
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves

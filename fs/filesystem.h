@@ -211,6 +211,9 @@ class Filesystem {
   int iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out);
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
   static bool times_need_update(const disk::Inode& d);
+  enum class Overwrite { submitted, times_stale, not_possible };
+  Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid);
+  int update_file_times(uint64_t ino);
   ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf, bool fsetid);
   // should_remove_suid(): clears S_ISUID, and S_ISGID when group exec is set (without it the
   // bit means mandatory locking). Returns whether the mode changed.
