@@ -61,14 +61,20 @@ class CompareMath(unittest.TestCase):
             row = compare.csv_row(c, f[1], f[2], int(f[7]), float(f[8]), float(f[9]))
             self.assertEqual(row, line)
 
-    def test_group_summary_flags_spread_larger_than_the_difference(self):
-        rows = [("io_uring", "randread", [1.0, 1.2, 0.9]), ("sync", "read", [3.0, -2.0, 0.5])]
-        out = {(e, p): (m, s, noisy) for e, p, m, s, noisy in compare.group_summary(rows)}
-        m, s, noisy = out[("io_uring", "randread")]
-        self.assertAlmostEqual(m, 1.0)
-        self.assertAlmostEqual(s, 0.3)
-        self.assertFalse(noisy)
-        self.assertTrue(out[("sync", "read")][2])
+    def test_group_summary_pools_the_pairs_of_a_group(self):
+        rows = [("io_uring", "randread", [(100.0, 110.0), (200.0, 220.0)]),
+                ("io_uring", "randread", [(50.0, 55.0)]),
+                ("sync", "read", [(100.0, 103.0), (100.0, 97.0), (100.0, 101.0)])]
+        out = {(e, p): (n, est, lo, hi) for e, p, n, est, lo, hi in compare.group_summary(rows)}
+        n, est, lo, hi = out[("io_uring", "randread")]
+        self.assertEqual(n, 3)
+        self.assertAlmostEqual(est, 10.0)
+        self.assertAlmostEqual(lo, 10.0)
+        self.assertAlmostEqual(hi, 10.0)
+        n, est, lo, hi = out[("sync", "read")]
+        self.assertEqual(n, 3)
+        self.assertLess(lo, 0.0)
+        self.assertGreater(hi, 0.0)
 
     def test_stage_histogram_difference_and_quantiles(self):
         before = {"stages": {"tag": {"buckets": [[128, 5], [1024, 1]]}}}
