@@ -414,6 +414,7 @@ class Cost(unittest.TestCase):
             self.assertAlmostEqual(float(off["submit_share_pct"]), 399.5 / cpu_off * 100, places=3)
             self.assertEqual(off["cpu_source"], "schedstat")
             self.assertEqual(off["traced_requests"], "6")
+            self.assertEqual((off["alloc_p50_ns"], on["alloc_p50_ns"]), ("991", "495"))
             with open(os.path.join(tmp, "summary.md")) as f:
                 summary = f.read()
             # IOPS 1/0.9 higher and CPU/IO 10% lower in every pair: effects, with their intervals.
