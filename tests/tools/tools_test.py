@@ -353,10 +353,20 @@ class Cost(unittest.TestCase):
         self.assertAlmostEqual(costs["complete"], 49152 + 2047.5)
         self.assertEqual(costs["split"], 0.0)
         self.assertEqual(compare.hist_mid(5), 5)
+        self.assertAlmostEqual(costs["bio_alloc_raw"], costs["bio_alloc"])  # nothing above the p99 here
+        # Winsorized: a span that lasted 4 ms (a thread descheduled mid-span) counts as the p99.
+        spans = {352: 99, 4194304: 1}  # ~367 ns x 99, ~4.4 ms x 1
+        self.assertAlmostEqual(compare.hist_sum(spans, 0.99), 100 * 367.5)
+        self.assertAlmostEqual(compare.hist_sum(spans), 99 * 367.5 + 4194304 + 262143.5)
+        self.assertAlmostEqual(compare.hist_sum(spans, 0.995), compare.hist_sum(spans))
+        costs, _ = compare.stage_costs({"bio_alloc_hit": spans, "request_total": {49152: 100}})
+        self.assertAlmostEqual(costs["bio_alloc"], 367.5)
+        self.assertAlmostEqual(costs["bio_alloc_raw"], (99 * 367.5 + 4194304 + 262143.5) / 100)
         # Without request traces (the block core alone): per traced allocation.
         costs, traced = compare.stage_costs({"bio_alloc_hit": {16: 4}})
         self.assertEqual((traced, costs["bio_alloc"]), (4, 16.5))
-        self.assertEqual(compare.stage_costs({}), ({k: 0.0 for k in compare.CPU_STAGES + compare.WALL_STAGES}, 0))
+        self.assertEqual(compare.stage_costs({}),
+                         ({k: 0.0 for k in compare.CPU_STAGES + compare.WALL_STAGES + ["bio_alloc_raw"]}, 0))
 
     def fake_runs(self, cpu_scale=(1.0, 1.0), reps=3):
         """A cell's runs, A/B then B/A: 10k I/Os per run, 20 us (A) of CPU per I/O split 3:1
