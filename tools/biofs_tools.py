@@ -262,16 +262,18 @@ def half_width(lo, hi):
     return math.inf if lo is None or hi is None else (hi - lo) / 2.0
 
 
-def verdict(est, lo, hi):
+def verdict(est, lo, hi, pairs=None):
     """The reading of a ratio's interval (percent): "effect +X% [lo, hi]" where the interval
-    excludes 0, else "no effect larger than Y% at this resolution" (Y the larger |bound|)."""
+    excludes 0, else "no effect larger than Y% at this resolution" (Y the larger |bound|). With
+    `pairs` below MIN_PAIRS_95 it says that the interval is the pairs' range, not 95%."""
     if est is None:
         return "no data"
     if lo is None or hi is None:
         return f"{est:+.2f}% from one pair: no interval"
+    few = f" ({pairs} pairs: range, not 95%)" if pairs is not None and pairs < MIN_PAIRS_95 else ""
     if lo > 0 or hi < 0:
-        return f"effect {est:+.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
-    return f"no effect larger than {max(abs(lo), abs(hi)):.2f}% at this resolution [{lo:+.2f}%, {hi:+.2f}%]"
+        return f"effect {est:+.2f}% [{lo:+.2f}%, {hi:+.2f}%]{few}"
+    return f"no effect larger than {max(abs(lo), abs(hi)):.2f}% at this resolution [{lo:+.2f}%, {hi:+.2f}%]{few}"
 
 
 def adaptive_pairs(pairs, run_pair, resolution, min_pairs, max_pairs, deadline, clock=time.monotonic):

@@ -207,6 +207,11 @@ class Verdict(unittest.TestCase):
         self.assertEqual(biofs_tools.verdict(0.5, -3.25, 1.5),
                          "no effect larger than 3.25% at this resolution [-3.25%, +1.50%]")
         self.assertEqual(biofs_tools.verdict(None, None, None), "no data")
+        # Fewer pairs than a 95% interval needs: the verdict says what the interval is.
+        self.assertEqual(biofs_tools.verdict(2.5, 1.0, 4.0, 3),
+                         "effect +2.50% [+1.00%, +4.00%] (3 pairs: range, not 95%)")
+        self.assertEqual(biofs_tools.verdict(2.5, 1.0, 4.0, biofs_tools.MIN_PAIRS_95), "effect +2.50% [+1.00%, +4.00%]")
+        self.assertTrue(biofs_tools.verdict(0.5, -3.25, 1.5, 2).endswith("(2 pairs: range, not 95%)"))
 
     def test_pooled_ratio_ci_weighs_every_io_the_same(self):
         est, lo, hi = biofs_tools.pooled_ratio_ci([1000.0, 3000.0], [10, 10])
@@ -430,6 +435,7 @@ class Cost(unittest.TestCase):
             # IOPS 1/0.9 higher and CPU/IO 10% lower in every pair: effects, with their intervals.
             self.assertIn("effect +11.11% [+11.11%, +11.11%]", summary)
             self.assertIn("effect -10.00% [-10.00%, -10.00%]", summary)
+            self.assertIn("(3 pairs: range, not 95%)", summary)
             self.assertNotIn("noise", summary)
             with open(os.path.join(tmp, "cells.csv")) as f:
                 cells = [l.split(",") for l in f.read().splitlines()]
