@@ -289,6 +289,54 @@ class Adaptive(unittest.TestCase):
         self.assertEqual(list(widths), ["iops"])
 
 
+class AdaptiveResume(unittest.TestCase):
+    """biofs-compare's Runner.adapt on a runs.jsonl, with runs faked (no mount)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def runner(self, resolution, max_repeats, budget=None):
+        class Cfg:
+            values, repeats, stops = ("off", "on"), 3, {}
+        Cfg.resolution, Cfg.max_repeats, Cfg.budget = resolution, max_repeats, budget
+        Cfg.t_end = None
+        state = compare.State(os.path.join(self.tmp, "runs.jsonl"), resume=True)
+        runner = compare.Runner(Cfg, state, compare.Progress(0, 0), None)
+        ran = []
+
+        def one(kind, layer, c, side, rep):  # B/A 1.21 or 0.99 by turns: never resolved to 0.5%
+            ran.append((side, rep))
+            iops = 1000.0 * ((1.21 if rep % 2 else 0.99) if side == "on" else 1.0)
+            state.add(dict(kind=kind, layer=layer, cell=compare.cell_key(c), side=side, rep=rep, iops=iops,
+                           ios=1000))
+        runner.one = one
+        return runner, ran
+
+    def test_adapt_adds_pairs_then_a_resume_keeps_the_stop(self):
+        cell = dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread", bs="4k")
+        runner, ran = self.runner(0.5, 6)
+        for rep in (1, 2, 3):
+            for side in (("off", "on") if rep % 2 else ("on", "off")):
+                runner.one("fs", "", cell, side, rep)
+        del ran[:]
+        runner.adapt(cell, 1, 0)
+        self.assertEqual(ran, [("on", 4), ("off", 4), ("off", 5), ("on", 5), ("on", 6), ("off", 6)])
+        self.assertEqual(runner.cfg.stops[compare.cell_key(cell)]["pairs"], 6)
+        self.assertEqual([r["reason"] for r in runner.state.runs if r["kind"] == "stop"], ["max-repeats"])
+        # Same limits on --resume: nothing more runs, the stop is the recorded one.
+        runner2, ran2 = self.runner(0.5, 6)
+        runner2.adapt(cell, 1, 0)
+        self.assertEqual(ran2, [])
+        self.assertEqual(runner2.cfg.stops[compare.cell_key(cell)]["reason"], "max-repeats")
+        # Other limits: it goes on from the pairs it has.
+        runner3, ran3 = self.runner(0.5, 7)
+        runner3.adapt(cell, 1, 0)
+        self.assertEqual(ran3, [("off", 7), ("on", 7)])
+
+
 class Cost(unittest.TestCase):
     """cost.csv: per-thread CPU from /proc, the roles, the stage shares, the report's columns."""
 
@@ -442,6 +490,9 @@ class Cost(unittest.TestCase):
             row = dict(zip(cells[0], cells[1]))
             self.assertAlmostEqual(float(row["iops_ratio_pct"]), 11.111, places=3)
             self.assertAlmostEqual(float(row["cpu_ci95_high"]), -10.0, places=3)
+            # The allocation span: ~991 ns (miss) off, ~495 ns (hit) on, in every pair.
+            self.assertAlmostEqual(float(row["alloc_ratio_pct"]), (495.5 / 991.5 - 1) * 100, places=2)
+            self.assertAlmostEqual(float(row["alloc_ci95_low"]), float(row["alloc_ci95_high"]), places=6)
             self.assertNotIn("noisy", cells[0])
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -767,12 +818,21 @@ class Mount(unittest.TestCase):
         out = os.path.join(self.tmp, "out")
         with open(os.path.join(out, "runs.jsonl")) as f:
             runs = [json.loads(l) for l in f.read().splitlines()]
-        self.assertEqual([(r["side"], r["rep"]) for r in runs],
+        self.assertEqual([(r["side"], r["rep"]) for r in runs if r["kind"] == "fs"],
                          [("off", 1), ("on", 1), ("on", 2), ("off", 2), ("off", 3), ("on", 3)])
+        (stop,) = [r for r in runs if r["kind"] == "stop"]
+        self.assertEqual((stop["reason"], stop["pairs"]), ("max-repeats", 3))
         with open(os.path.join(out, "summary.md")) as f:
             summary = f.read()
         self.assertIn("--max-repeats reached before +-0.001%", summary)
         self.check_cost_csv(os.path.join(out, "cost.csv"), 3)
+        # Resumed under the same limits: nothing more is run, the same stop is reported.
+        p = self.compare("--resolution", "0.001%", "--max-repeats", "3", "--resume")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("  elapsed ", p.stderr)
+        self.assertIn("3 pairs, stopped before: --max-repeats reached", p.stderr)
+        with open(os.path.join(out, "summary.md")) as f:
+            self.assertEqual(f.read(), summary)
 
     def test_workload_quick_end_to_end(self):
         out = os.path.join(self.tmp, "wl-out")
