@@ -74,11 +74,12 @@ def fmt_ns(ns):
 # (1/SC_CLK_TCK s, 10 ms here: too coarse for a short run, and said so in the source column).
 
 # Thread roles by name (comm, at most 15 characters). The daemon names its own threads
-# (biofs-cq, biofs-nullcq, biofs-commit, biofs-trim); libfuse's /dev/fuse workers are
-# fuse_worker, or with libfuse 3.14 inherit the main thread's name, biofs; FUSE-over-io_uring
-# queue threads are fuse-ring-N; iou-wrk-N / iou-sqp-N are the kernel's io_uring workers and
-# SQPOLL threads on the daemon's rings (the emulated namespace's file I/O that could not be done
-# inline), which belong to the process and are counted with it.
+# (biofs-cq, biofs-nullcq, biofs-commit, biofs-trim, and biofs-reply, which sends replies for
+# the FUSE-over-io_uring queues from other threads); libfuse's /dev/fuse workers are fuse_worker
+# (with libfuse 3.14 they inherit the main thread's name, biofs); FUSE-over-io_uring queue threads
+# are fuse-ring-N; iou-wrk-N / iou-sqp-N are the kernel's io_uring workers and SQPOLL threads on
+# the daemon's rings (file I/O or commands that could not complete inline), which belong to the
+# process and are counted with it.
 ROLES = ("fuse", "completion", "commit", "io_wq", "other")
 
 

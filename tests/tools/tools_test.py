@@ -811,6 +811,7 @@ class Mount(unittest.TestCase):
             self.assertGreater(alloc, 0)
             self.assertAlmostEqual(float(r["alloc_share_pct"]), alloc / cpu * 100, delta=0.01)
             self.assertGreater(float(r["complete_ns_per_io"]), 0)
+            self.assertIn(r["fuse_transport"], ("/dev/fuse", "io_uring"))  # as the stats name them
 
     def test_compare_adaptive_adds_pairs_in_abba_order_until_its_limit(self):
         p = self.compare("--resolution", "0.001%", "--max-repeats", "3")
