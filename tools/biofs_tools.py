@@ -151,8 +151,10 @@ def cpu_by_role(before, after):
     difference; one that started in between (absent before, or its tid reused: another start
     time) counts everything it has at the end; one that ended in between is not seen (its time
     since `before` is lost; `exited` counts them). Returns ({role: ns}, info) with info:
-    threads (at the end), started, exited, source ('schedstat', 'ticks' or 'mixed')."""
+    threads (at the end), started, exited, source ('schedstat', 'ticks' or 'mixed'), by_name
+    ({thread name, trailing digits as N: ns}: fuse-ring-N, iou-wrk-N, ...)."""
     roles = {r: 0 for r in ROLES}
+    names = {}
     started = 0
     sources = set()
     for tid, (comm, start, ns, source) in after.items():
@@ -163,10 +165,12 @@ def cpu_by_role(before, after):
             base = 0
             started += 1
         roles[thread_role(comm)] += max(0, ns - base)
+        name = comm.rstrip("0123456789") + "N" if comm[-1:].isdigit() else comm
+        names[name] = names.get(name, 0) + max(0, ns - base)
         sources.add(source)
     exited = sum(1 for tid, b in before.items() if tid not in after or after[tid][1] != b[1])
     source = sources.pop() if len(sources) == 1 else ("mixed" if sources else "none")
-    return roles, dict(threads=len(after), started=started, exited=exited, source=source)
+    return roles, dict(threads=len(after), started=started, exited=exited, source=source, by_name=names)
 
 
 # ---- intervals and verdicts ---------------------------------------------------------------------

@@ -360,7 +360,10 @@ class Cost(unittest.TestCase):
                  5: ("biofs-commit", 14, 40, "schedstat"), 6: ("iou-wrk-1", 15, 5, "schedstat")}
         roles, info = biofs_tools.cpu_by_role(before, after)
         self.assertEqual(roles, {"fuse": 500 + 30, "completion": 300, "commit": 40, "io_wq": 5, "other": 0})
+        by_name = info.pop("by_name")
         self.assertEqual(info, dict(threads=5, started=3, exited=2, source="schedstat"))
+        self.assertEqual(by_name, {"biofs": 500, "biofs-cq": 300, "fuse_worker": 30, "biofs-commit": 40,
+                                   "iou-wrk-N": 5})
 
     def test_read_thread_cpu_from_proc(self):
         tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
