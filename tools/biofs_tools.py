@@ -286,7 +286,7 @@ def adaptive_pairs(pairs, run_pair, resolution, min_pairs, max_pairs, deadline, 
     metric's B/A ratio has a half-width <= resolution (percentage points), or max_pairs are done,
     or the clock passes deadline (None: no deadline; a pair is not started when the last one
     took longer than the time left). Never resolved with fewer than max(min_pairs, MIN_PAIRS_95)
-    pairs. pairs[i] is {metric: (a, b)} for repeat i + 1; run_pair(rep)
+    pairs. pairs[i] is {metric: (a, b)} for repeat i + 1 (a None side: not measured); run_pair(rep)
     runs repeat rep (1-based) and returns its pair. Returns (reason, widths): reason 'resolved',
     'max-repeats' or 'budget', widths {metric: half-width} at the stop."""
     last = 0.0
@@ -305,7 +305,7 @@ def adaptive_pairs(pairs, run_pair, resolution, min_pairs, max_pairs, deadline, 
         now = clock()
         if deadline is not None and (now >= deadline or now + last > deadline):
             return "budget", widths
-        pairs.append(run_pair(len(pairs) + 1))
+        pairs.append(run_pair(len(pairs) + 1) or {})
         last = clock() - now
 
 
