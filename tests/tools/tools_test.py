@@ -61,14 +61,20 @@ class CompareMath(unittest.TestCase):
             row = compare.csv_row(c, f[1], f[2], int(f[7]), float(f[8]), float(f[9]))
             self.assertEqual(row, line)
 
-    def test_group_summary_flags_spread_larger_than_the_difference(self):
-        rows = [("io_uring", "randread", [1.0, 1.2, 0.9]), ("sync", "read", [3.0, -2.0, 0.5])]
-        out = {(e, p): (m, s, noisy) for e, p, m, s, noisy in compare.group_summary(rows)}
-        m, s, noisy = out[("io_uring", "randread")]
-        self.assertAlmostEqual(m, 1.0)
-        self.assertAlmostEqual(s, 0.3)
-        self.assertFalse(noisy)
-        self.assertTrue(out[("sync", "read")][2])
+    def test_group_summary_pools_the_pairs_of_a_group(self):
+        rows = [("io_uring", "randread", [(100.0, 110.0), (200.0, 220.0)]),
+                ("io_uring", "randread", [(50.0, 55.0)]),
+                ("sync", "read", [(100.0, 103.0), (100.0, 97.0), (100.0, 101.0)])]
+        out = {(e, p): (n, est, lo, hi) for e, p, n, est, lo, hi in compare.group_summary(rows)}
+        n, est, lo, hi = out[("io_uring", "randread")]
+        self.assertEqual(n, 3)
+        self.assertAlmostEqual(est, 10.0)
+        self.assertAlmostEqual(lo, 10.0)
+        self.assertAlmostEqual(hi, 10.0)
+        n, est, lo, hi = out[("sync", "read")]
+        self.assertEqual(n, 3)
+        self.assertLess(lo, 0.0)
+        self.assertGreater(hi, 0.0)
 
     def test_stage_histogram_difference_and_quantiles(self):
         before = {"stages": {"tag": {"buckets": [[128, 5], [1024, 1]]}}}
@@ -127,6 +133,387 @@ class Shared(unittest.TestCase):
             self.assertIs(compare.read_stats, biofs_tools.read_stats)
             self.assertIs(workload.parse_size, compare.parse_size)
             self.assertIs(workload.umount, compare.umount)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Verdict(unittest.TestCase):
+    """The paired bootstrap of tools/biofs_tools.py and the summary's wording."""
+
+    def test_bootstrap_identical_sides_give_an_interval_holding_zero(self):
+        a = [100.0, 250.0, 80.0, 120.0, 95.0]
+        est, lo, hi, n = biofs_tools.paired_ratio_ci(a, list(a))
+        self.assertEqual(n, 5)
+        self.assertAlmostEqual(est, 0.0)
+        self.assertLessEqual(lo, 0.0)
+        self.assertGreaterEqual(hi, 0.0)
+        self.assertTrue(biofs_tools.verdict(est, lo, hi).startswith("no effect larger than 0.00% at this resolution"))
+
+    def test_bootstrap_constant_shift_gives_that_shift(self):
+        a = [100.0, 250.0, 80.0, 120.0, 95.0, 300.0]
+        est, lo, hi, _ = biofs_tools.paired_ratio_ci(a, [x * 1.1 for x in a])
+        for v in (est, lo, hi):
+            self.assertAlmostEqual(v, 10.0, places=9)
+        self.assertEqual(biofs_tools.verdict(est, lo, hi), "effect +10.00% [+10.00%, +10.00%]")
+        est, lo, hi, _ = biofs_tools.paired_ratio_ci(a, [x * 0.9 for x in a])
+        self.assertAlmostEqual(lo, -10.0, places=9)
+        self.assertAlmostEqual(hi, -10.0, places=9)
+
+    def noisy_pairs(self, n, seed):
+        import random
+        rng = random.Random(seed)
+        a = [1000.0 * (1 + rng.gauss(0, 0.2)) for _ in range(n)]  # the neighbours move both sides
+        return a, [x * 1.02 * (1 + rng.gauss(0, 0.03)) for x in a]
+
+    def test_bootstrap_interval_narrows_with_more_repeats(self):
+        widths = []
+        for n in (5, 20, 80):
+            a, b = self.noisy_pairs(n, 3)
+            est, lo, hi, _ = biofs_tools.paired_ratio_ci(a, b)
+            self.assertLessEqual(lo, est)
+            self.assertLessEqual(est, hi)
+            widths.append(biofs_tools.half_width(lo, hi))
+        self.assertGreater(widths[0], widths[1])
+        self.assertGreater(widths[1], widths[2])
+        # 80 pairs of a 2% shift under 3% pair noise: the interval excludes 0 and holds +2%.
+        self.assertGreater(lo, 0.0)
+        self.assertLess(lo, 2.0)
+        self.assertGreater(hi, 2.0)
+
+    def test_bootstrap_is_reproducible_and_needs_two_pairs(self):
+        a, b = self.noisy_pairs(7, 5)
+        self.assertEqual(biofs_tools.paired_ratio_ci(a, b), biofs_tools.paired_ratio_ci(a, b))
+        est, lo, hi, n = biofs_tools.paired_ratio_ci([100.0], [105.0])
+        self.assertAlmostEqual(est, 5.0)
+        self.assertEqual((lo, hi, n), (None, None, 1))
+        self.assertEqual(biofs_tools.half_width(lo, hi), float("inf"))
+        self.assertIn("one pair", biofs_tools.verdict(est, lo, hi))
+        self.assertEqual(biofs_tools.paired_ratio_ci([], []), (None, None, None, 0))
+        # A pair with a side that measured nothing is left out.
+        self.assertEqual(biofs_tools.paired_ratio_ci([100.0, 0.0, None], [110.0, 5.0, 3.0])[3], 1)
+
+    def test_bootstrap_small_samples_are_widened_to_the_range(self):
+        # Three pairs: the interval is the range of their ratios, not narrower.
+        est, lo, hi, _ = biofs_tools.paired_ratio_ci([100.0, 100.0, 100.0], [101.0, 104.0, 107.0])
+        self.assertAlmostEqual(lo, 1.0, places=6)
+        self.assertAlmostEqual(hi, 7.0, places=6)
+        self.assertLess(biofs_tools.expanded_alpha(5), biofs_tools.expanded_alpha(20))
+        self.assertLess(biofs_tools.expanded_alpha(20), 0.05)
+        self.assertAlmostEqual(biofs_tools.expanded_alpha(1000), 0.05, places=3)
+
+    def test_verdict_wording(self):
+        self.assertEqual(biofs_tools.verdict(2.5, 1.0, 4.0), "effect +2.50% [+1.00%, +4.00%]")
+        self.assertEqual(biofs_tools.verdict(-2.5, -4.0, -1.0), "effect -2.50% [-4.00%, -1.00%]")
+        self.assertEqual(biofs_tools.verdict(0.5, -3.25, 1.5),
+                         "no effect larger than 3.25% at this resolution [-3.25%, +1.50%]")
+        self.assertEqual(biofs_tools.verdict(None, None, None), "no data")
+        # Fewer pairs than a 95% interval needs: the verdict says what the interval is.
+        self.assertEqual(biofs_tools.verdict(2.5, 1.0, 4.0, 3),
+                         "effect +2.50% [+1.00%, +4.00%] (3 pairs: range, not 95%)")
+        self.assertEqual(biofs_tools.verdict(2.5, 1.0, 4.0, biofs_tools.MIN_PAIRS_95), "effect +2.50% [+1.00%, +4.00%]")
+        self.assertTrue(biofs_tools.verdict(0.5, -3.25, 1.5, 2).endswith("(2 pairs: range, not 95%)"))
+
+    def test_pooled_ratio_ci_weighs_every_io_the_same(self):
+        est, lo, hi = biofs_tools.pooled_ratio_ci([1000.0, 3000.0], [10, 10])
+        self.assertAlmostEqual(est, 200.0)
+        self.assertAlmostEqual(lo, 100.0)
+        self.assertAlmostEqual(hi, 300.0)
+        est, lo, hi = biofs_tools.pooled_ratio_ci([500.0, 500.0, 500.0], [5, 5, 5])
+        self.assertEqual((est, lo, hi), (100.0, 100.0, 100.0))
+        self.assertEqual(biofs_tools.pooled_ratio_ci([700.0], [7]), (100.0, None, None))
+        self.assertEqual(biofs_tools.pooled_ratio_ci([None], [7]), (None, None, None))
+
+
+class Adaptive(unittest.TestCase):
+    """adaptive_pairs with a fake run function and a fake clock."""
+
+    def setUp(self):
+        self.now = 0.0
+        self.ran = []
+
+    def clock(self):
+        return self.now
+
+    def runner(self, noise, seconds=10.0):
+        def run_pair(rep):
+            self.ran.append(rep)
+            self.now += seconds
+            jitter = noise * (1 if rep % 2 else -1) * (1 + (rep % 3) / 3)
+            return {"iops": (1000.0, 1000.0 * (1.01 + jitter)), "cpu": (20000.0, 20000.0 * (0.99 - jitter))}
+        return run_pair
+
+    def test_adaptive_stops_when_narrow(self):
+        pairs = []
+        reason, widths = biofs_tools.adaptive_pairs(pairs, self.runner(0.0), 0.5, 3, 50, None, self.clock)
+        self.assertEqual(reason, "resolved")
+        # Exact pairs are narrow from the start, but a 95% claim needs MIN_PAIRS_95 pairs.
+        self.assertEqual(len(pairs), biofs_tools.MIN_PAIRS_95)
+        self.assertEqual(self.ran, list(range(1, biofs_tools.MIN_PAIRS_95 + 1)))
+        self.assertEqual(sorted(widths), ["cpu", "iops"])
+        self.assertLessEqual(max(widths.values()), 0.5)
+        # Pairs already there (the first --repeats, or a resumed run) are not run again.
+        more = list(pairs)
+        reason, _ = biofs_tools.adaptive_pairs(more, self.runner(0.0), 0.5, 3, 50, None, self.clock)
+        self.assertEqual((reason, len(more), len(self.ran)), ("resolved", len(pairs), len(pairs)))
+
+    def test_adaptive_noisy_pairs_run_until_narrow_or_max(self):
+        pairs = []
+        reason, widths = biofs_tools.adaptive_pairs(pairs, self.runner(0.01), 0.5, 3, 200, None, self.clock)
+        self.assertEqual(reason, "resolved")
+        self.assertGreater(len(pairs), biofs_tools.MIN_PAIRS_95)
+        self.assertLess(len(pairs), 200)
+        self.assertLessEqual(max(widths.values()), 0.5)
+        pairs = []
+        reason, widths = biofs_tools.adaptive_pairs(pairs, self.runner(0.2), 0.5, 3, 12, None, self.clock)
+        self.assertEqual((reason, len(pairs)), ("max-repeats", 12))
+        self.assertGreater(max(widths.values()), 0.5)
+
+    def test_adaptive_stops_at_the_budget(self):
+        pairs = []
+        # 10 s a pair, 45 s of budget: four pairs; a fifth would end past the deadline.
+        reason, widths = biofs_tools.adaptive_pairs(pairs, self.runner(0.2), 0.5, 3, 50, 45.0, self.clock)
+        self.assertEqual(reason, "budget")
+        self.assertEqual(len(pairs), 4)
+        self.assertLessEqual(self.now, 45.0)
+        self.assertGreater(max(widths.values()), 0.5)
+        # No time left: nothing is run.
+        reason, _ = biofs_tools.adaptive_pairs([], self.runner(0.2), 0.5, 3, 50, 0.0, self.clock)
+        self.assertEqual((reason, self.ran[-1]), ("budget", 4))
+
+    def test_adaptive_ignores_a_metric_no_run_measured(self):
+        def run_pair(rep):
+            return {"iops": (1000.0, 1010.0), "cpu": (None, None)}
+        pairs = []
+        reason, widths = biofs_tools.adaptive_pairs(pairs, run_pair, 0.5, 3, 50, None, self.clock)
+        self.assertEqual(reason, "resolved")
+        self.assertEqual(list(widths), ["iops"])
+
+
+class AdaptiveResume(unittest.TestCase):
+    """biofs-compare's Runner.adapt on a runs.jsonl, with runs faked (no mount)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def runner(self, resolution, max_repeats, budget=None):
+        class Cfg:
+            values, repeats, stops = ("off", "on"), 3, {}
+        Cfg.resolution, Cfg.max_repeats, Cfg.budget = resolution, max_repeats, budget
+        Cfg.t_end = None
+        state = compare.State(os.path.join(self.tmp, "runs.jsonl"), resume=True)
+        runner = compare.Runner(Cfg, state, compare.Progress(0, 0), None)
+        ran = []
+
+        def one(kind, layer, c, side, rep):  # B/A 1.21 or 0.99 by turns: never resolved to 0.5%
+            ran.append((side, rep))
+            iops = 1000.0 * ((1.21 if rep % 2 else 0.99) if side == "on" else 1.0)
+            state.add(dict(kind=kind, layer=layer, cell=compare.cell_key(c), side=side, rep=rep, iops=iops,
+                           ios=1000))
+        runner.one = one
+        return runner, ran
+
+    def test_adapt_adds_pairs_then_a_resume_keeps_the_stop(self):
+        cell = dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread", bs="4k")
+        runner, ran = self.runner(0.5, 6)
+        for rep in (1, 2, 3):
+            for side in (("off", "on") if rep % 2 else ("on", "off")):
+                runner.one("fs", "", cell, side, rep)
+        del ran[:]
+        runner.adapt(cell, 1, 0)
+        self.assertEqual(ran, [("on", 4), ("off", 4), ("off", 5), ("on", 5), ("on", 6), ("off", 6)])
+        self.assertEqual(runner.cfg.stops[compare.cell_key(cell)]["pairs"], 6)
+        self.assertEqual([r["reason"] for r in runner.state.runs if r["kind"] == "stop"], ["max-repeats"])
+        # Same limits on --resume: nothing more runs, the stop is the recorded one.
+        runner2, ran2 = self.runner(0.5, 6)
+        runner2.adapt(cell, 1, 0)
+        self.assertEqual(ran2, [])
+        self.assertEqual(runner2.cfg.stops[compare.cell_key(cell)]["reason"], "max-repeats")
+        # Other limits: it goes on from the pairs it has.
+        runner3, ran3 = self.runner(0.5, 7)
+        runner3.adapt(cell, 1, 0)
+        self.assertEqual(ran3, [("off", 7), ("on", 7)])
+
+
+class Cost(unittest.TestCase):
+    """cost.csv: per-thread CPU from /proc, the roles, the stage shares, the report's columns."""
+
+    def test_thread_roles(self):
+        role = biofs_tools.thread_role
+        for comm in ("biofs", "fuse_worker", "fuse-ring-0", "fuse-ring-12", "biofs-reply"):
+            self.assertEqual(role(comm), "fuse", comm)
+        for comm in ("biofs-cq", "biofs-cq1", "biofs-nullcq"):
+            self.assertEqual(role(comm), "completion", comm)
+        self.assertEqual(role("biofs-commit"), "commit")
+        self.assertEqual(role("iou-wrk-4242"), "io_wq")
+        self.assertEqual(role("iou-sqp-4242"), "io_wq")
+        for comm in ("biofs-trim", "python3", "biofsx"):
+            self.assertEqual(role(comm), "other", comm)
+
+    def test_cpu_by_role_counts_new_threads_from_zero(self):
+        before = {1: ("biofs", 10, 1000, "schedstat"), 2: ("biofs-cq", 11, 500, "schedstat"),
+                  3: ("biofs", 12, 700, "schedstat"), 4: ("biofs", 13, 50, "schedstat")}
+        after = {1: ("biofs", 10, 1500, "schedstat"), 2: ("biofs-cq", 11, 800, "schedstat"),
+                 4: ("fuse_worker", 99, 30, "schedstat"),  # tid reused by a new thread
+                 5: ("biofs-commit", 14, 40, "schedstat"), 6: ("iou-wrk-1", 15, 5, "schedstat")}
+        roles, info = biofs_tools.cpu_by_role(before, after)
+        self.assertEqual(roles, {"fuse": 500 + 30, "completion": 300, "commit": 40, "io_wq": 5, "other": 0})
+        by_name = info.pop("by_name")
+        self.assertEqual(info, dict(threads=5, started=3, exited=2, source="schedstat"))
+        self.assertEqual(by_name, {"biofs": 500, "biofs-cq": 300, "fuse_worker": 30, "biofs-commit": 40,
+                                   "iou-wrk-N": 5})
+
+    def test_read_thread_cpu_from_proc(self):
+        tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        try:
+            hz = os.sysconf("SC_CLK_TCK")
+            task = os.path.join(tmp, "77", "task")
+            for tid, comm, ut, st, sched in ((77, "biofs", 3, 2, "123456 0 1\n"), (78, "biofs-cq", 1, 1, None),
+                                             (79, "we (i)rd) x", 4, 0, "0 0 0\n")):
+                os.makedirs(os.path.join(task, str(tid)))
+                fields = ["S"] + ["0"] * 10 + [str(ut), str(st)] + ["0"] * 6 + [str(1000 + tid)] + ["0"] * 10
+                with open(os.path.join(task, str(tid), "stat"), "w") as f:
+                    f.write(f"{tid} ({comm}) " + " ".join(fields) + "\n")
+                if sched:
+                    with open(os.path.join(task, str(tid), "schedstat"), "w") as f:
+                        f.write(sched)
+            with open(os.path.join(tmp, "77", "stat"), "w") as f:
+                f.write("77 (biofs) " + " ".join(["S"] + ["0"] * 10 + ["30", "20"] + ["0"] * 20) + "\n")
+            got = biofs_tools.read_thread_cpu(77, proc=tmp)
+            self.assertEqual(got[77], ("biofs", 1077, 123456, "schedstat"))
+            # No schedstat, or sched_info off ("0 0 0"): utime + stime in ticks.
+            self.assertEqual(got[78], ("biofs-cq", 1078, 2 * 1_000_000_000 // hz, "ticks"))
+            self.assertEqual(got[79], ("we (i)rd) x", 1079, 4 * 1_000_000_000 // hz, "ticks"))
+            self.assertEqual(biofs_tools.read_process_cpu_ns(77, proc=tmp), 50 * 1_000_000_000 // hz)
+            self.assertEqual(biofs_tools.read_thread_cpu(78, proc=tmp), {})
+            self.assertIsNone(biofs_tools.read_process_cpu_ns(78, proc=tmp))
+            # This process, for real: its own thread is there, with some CPU.
+            me = biofs_tools.read_thread_cpu(os.getpid())
+            self.assertIn(os.getpid(), me)
+            self.assertGreater(me[os.getpid()][2], 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_stage_costs_are_ns_per_traced_request(self):
+        # Two traced requests: allocations of ~100 and ~300 ns (hits) and ~1 us (a miss), one tag
+        # each of ~200 ns, the device ~50 us each. Buckets are 8 per power of two: 96 is [96, 103],
+        # 288 is [288, 319], 49152 is [49152, 53247]; each is taken at its midpoint.
+        stages = {"bio_alloc_hit": {96: 1, 288: 1}, "bio_alloc_miss": {960: 1}, "tag": {192: 2},
+                  "complete": {49152: 2}, "request_total": {49152: 2}}
+        costs, traced = compare.stage_costs(stages)
+        self.assertEqual(traced, 2)
+        self.assertAlmostEqual(costs["bio_alloc"], (99.5 + 303.5 + 991.5) / 2)
+        self.assertAlmostEqual(costs["tag"], 199.5)
+        self.assertAlmostEqual(costs["complete"], 49152 + 2047.5)
+        self.assertEqual(costs["split"], 0.0)
+        self.assertEqual(compare.hist_mid(5), 5)
+        self.assertAlmostEqual(costs["bio_alloc_raw"], costs["bio_alloc"])  # nothing above the p99 here
+        # Winsorized: a span that lasted 4 ms (a thread descheduled mid-span) counts as the p99.
+        spans = {352: 99, 4194304: 1}  # ~367 ns x 99, ~4.4 ms x 1
+        self.assertAlmostEqual(compare.hist_sum(spans, 0.99), 100 * 367.5)
+        self.assertAlmostEqual(compare.hist_sum(spans), 99 * 367.5 + 4194304 + 262143.5)
+        self.assertAlmostEqual(compare.hist_sum(spans, 0.995), compare.hist_sum(spans))
+        costs, _ = compare.stage_costs({"bio_alloc_hit": spans, "request_total": {49152: 100}})
+        self.assertAlmostEqual(costs["bio_alloc"], 367.5)
+        self.assertAlmostEqual(costs["bio_alloc_raw"], (99 * 367.5 + 4194304 + 262143.5) / 100)
+        # Without request traces (the block core alone): per traced allocation.
+        costs, traced = compare.stage_costs({"bio_alloc_hit": {16: 4}})
+        self.assertEqual((traced, costs["bio_alloc"]), (4, 16.5))
+        self.assertEqual(compare.stage_costs({}),
+                         ({k: 0.0 for k in compare.CPU_STAGES + compare.WALL_STAGES + ["bio_alloc_raw"]}, 0))
+
+    def fake_runs(self, cpu_scale=(1.0, 1.0), reps=3):
+        """A cell's runs, A/B then B/A: 10k I/Os per run, 20 us (A) of CPU per I/O split 3:1
+        between fuse and completion, and two traced requests per run."""
+        runs = []
+        for rep in range(1, reps + 1):
+            for side, scale in (("off", cpu_scale[0]), ("on", cpu_scale[1]))[::1 if rep % 2 else -1]:
+                ns = 10_000 * 20_000 * scale * (1 + rep / 100)
+                stages = {"bio_alloc_miss" if side == "off" else "bio_alloc_hit": {960 if side == "off" else 480: 2},
+                          "submit": {384: 2}, "request_total": {49152: 2}}
+                runs.append(dict(kind="fs", layer="", cell="io_uring/1/64/randread/4k", side=side, rep=rep,
+                                 iops=5000.0 * (1 + rep / 10) / scale, ios=10_000,
+                                 counters=dict(hits=0, misses=0, stages=stages, rss_bytes=1 << 20),
+                                 cpu=dict(fuse=ns * 0.75, completion=ns * 0.25, commit=0, io_wq=0, other=0),
+                                 cpu_info=dict(threads=5, started=2, exited=0, source="schedstat"),
+                                 proc_cpu_ns=ns))
+        return runs
+
+    def fake_cfg(self, out):
+        class Cfg:
+            toggle, values, medium, buffered, mount_opts = "bio_cache", ("off", "on"), "emu", False, ""
+            device, repeats, runtime, file_size = "emu:/x.img", 3, 2, "16M"
+            resolution, max_repeats, budget, stops = None, 20, None, {}
+        Cfg.out = out
+        return Cfg
+
+    def test_report_writes_cost_csv_and_verdicts(self):
+        tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        try:
+            cfg = self.fake_cfg(tmp)
+            cell = dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread", bs="4k")
+            compare.report(cfg, [cell], self.fake_runs(cpu_scale=(1.0, 0.9)))
+            with open(os.path.join(tmp, "cost.csv")) as f:
+                lines = f.read().splitlines()
+            head = lines[0].split(",")
+            self.assertEqual(head[:12], "engine,numjobs,qdepth,pattern,bs,side,ios,cpu_ns_per_io,cpu_ci95_low,"
+                                        "cpu_ci95_high,alloc_ns_per_io,alloc_share_pct".split(","))
+            for col in ("fuse_ns_per_io", "completion_ns_per_io", "commit_ns_per_io", "other_ns_per_io",
+                        "iops_median", "bio_alloc_share_pct", "submit_ns_per_io", "complete_ns_per_io"):
+                self.assertIn(col, head)
+            self.assertEqual(len(lines), 3)  # one cell, two sides
+            rows = {r["side"]: r for r in (dict(zip(head, l.split(","))) for l in lines[1:])}
+            off, on = rows["off"], rows["on"]
+            self.assertEqual(off["ios"], "30000")
+            cpu_off = 20_000 * (1.01 + 1.02 + 1.03) / 3
+            self.assertAlmostEqual(float(off["cpu_ns_per_io"]), cpu_off, delta=0.1)
+            self.assertLessEqual(float(off["cpu_ci95_low"]), float(off["cpu_ns_per_io"]))
+            self.assertGreaterEqual(float(off["cpu_ci95_high"]), float(off["cpu_ns_per_io"]))
+            self.assertAlmostEqual(float(on["cpu_ns_per_io"]), cpu_off * 0.9, delta=0.1)
+            self.assertAlmostEqual(float(off["fuse_ns_per_io"]) + float(off["completion_ns_per_io"]),
+                                   float(off["cpu_ns_per_io"]), delta=0.2)
+            self.assertAlmostEqual(float(off["alloc_ns_per_io"]), 991.5, delta=0.1)
+            self.assertAlmostEqual(float(on["alloc_ns_per_io"]), 495.5, delta=0.1)
+            self.assertAlmostEqual(float(off["alloc_share_pct"]), 991.5 / cpu_off * 100, places=3)
+            self.assertAlmostEqual(float(off["submit_share_pct"]), 399.5 / cpu_off * 100, places=3)
+            self.assertEqual(off["cpu_source"], "schedstat")
+            self.assertEqual(off["traced_requests"], "6")
+            self.assertEqual((off["alloc_p50_ns"], on["alloc_p50_ns"]), ("991", "495"))
+            with open(os.path.join(tmp, "summary.md")) as f:
+                summary = f.read()
+            # IOPS 1/0.9 higher and CPU/IO 10% lower in every pair: effects, with their intervals.
+            self.assertIn("effect +11.11% [+11.11%, +11.11%]", summary)
+            self.assertIn("effect -10.00% [-10.00%, -10.00%]", summary)
+            self.assertIn("(3 pairs: range, not 95%)", summary)
+            self.assertNotIn("noise", summary)
+            with open(os.path.join(tmp, "cells.csv")) as f:
+                cells = [l.split(",") for l in f.read().splitlines()]
+            row = dict(zip(cells[0], cells[1]))
+            self.assertAlmostEqual(float(row["iops_ratio_pct"]), 11.111, places=3)
+            self.assertAlmostEqual(float(row["cpu_ci95_high"]), -10.0, places=3)
+            # The allocation span: ~991 ns (miss) off, ~495 ns (hit) on, in every pair.
+            self.assertAlmostEqual(float(row["alloc_ratio_pct"]), (495.5 / 991.5 - 1) * 100, places=2)
+            self.assertAlmostEqual(float(row["alloc_ci95_low"]), float(row["alloc_ci95_high"]), places=6)
+            self.assertNotIn("noisy", cells[0])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_report_reads_runs_recorded_without_cpu(self):
+        tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
+        try:
+            runs = self.fake_runs()
+            for r in runs:  # a runs.jsonl from before cost.csv, resumed
+                for k in ("cpu", "cpu_info", "proc_cpu_ns", "ios"):
+                    r.pop(k)
+            compare.report(self.fake_cfg(tmp), [dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread",
+                                                     bs="4k")], runs)
+            with open(os.path.join(tmp, "cost.csv")) as f:
+                lines = f.read().splitlines()
+            row = dict(zip(lines[0].split(","), lines[1].split(",")))
+            self.assertEqual((row["ios"], row["cpu_ns_per_io"], row["alloc_share_pct"]), ("0", "", ""))
+            self.assertNotEqual(row["alloc_ns_per_io"], "")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -377,6 +764,11 @@ class Mount(unittest.TestCase):
         self.assertEqual(float(row["hit_rate_old"]), 0.0)  # bio_cache=off: no cache
         self.assertGreater(float(row["hit_rate_new"]), 0.5)
         self.assertGreater(int(row["requests_new"]), 0)
+        self.assertIn("iops_ci95_low", cells[0])
+        self.check_cost_csv(os.path.join(out, "cost.csv"), 2)
+        with open(os.path.join(out, "summary.md")) as f:
+            summary = f.read()
+        self.assertRegex(summary, r"\| io_uring/1/8/randread/4k \| 2 \| .*(effect|no effect larger than)")
         with open(os.path.join(out, "runs.jsonl")) as f:
             runs = f.read().splitlines()
         self.assertEqual(len(runs), 4)  # two repeats x two sides
@@ -385,7 +777,7 @@ class Mount(unittest.TestCase):
         p = self.compare("--resume")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("4 runs, 4 already done", p.stderr)
-        self.assertNotIn("IOPS  elapsed", p.stderr)
+        self.assertNotIn("  elapsed ", p.stderr)
         with open(os.path.join(out, "results.csv")) as f:
             self.assertEqual(f.read().splitlines(), lines)
         # An interrupted run (its line lost): only that run is done again.
@@ -394,8 +786,57 @@ class Mount(unittest.TestCase):
         p = self.compare("--resume")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("4 runs, 3 already done", p.stderr)
-        self.assertEqual(p.stderr.count("IOPS  elapsed"), 1)
+        self.assertEqual(p.stderr.count("  elapsed "), 1)
         self.assertIn("[4/4] io_uring/1/8/randread/4k bio_cache=off rep 2", p.stderr)
+
+    def check_cost_csv(self, path, repeats):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        head = lines[0].split(",")
+        self.assertEqual(lines[0], compare.COST_HEADER)
+        self.assertEqual(len(lines), 3)  # one cell, two sides
+        rows = {r["side"]: r for r in (dict(zip(head, l.split(","))) for l in lines[1:])}
+        self.assertEqual(sorted(rows), ["off", "on"])
+        for side, r in rows.items():
+            self.assertEqual(r["repeats"], str(repeats))
+            self.assertGreater(int(r["ios"]), 0)
+            cpu = float(r["cpu_ns_per_io"])
+            self.assertGreater(cpu, 0)
+            self.assertLess(cpu, 1e7)  # 10 ms of CPU per I/O would be a unit error
+            self.assertLessEqual(float(r["cpu_ci95_low"]), cpu + 0.1)
+            self.assertGreaterEqual(float(r["cpu_ci95_high"]), cpu - 0.1)
+            roles = sum(float(r[f"{k}_ns_per_io"]) for k in biofs_tools.ROLES)
+            self.assertAlmostEqual(roles, cpu, delta=cpu * 0.001 + 1)
+            self.assertGreater(float(r["fuse_ns_per_io"]), 0)  # the workers did the reads
+            self.assertEqual(r["cpu_source"], "schedstat" if os.path.exists("/proc/self/schedstat") else "ticks")
+            self.assertGreater(int(r["traced_requests"]), 0)
+            alloc = float(r["alloc_ns_per_io"])
+            self.assertGreater(alloc, 0)
+            self.assertAlmostEqual(float(r["alloc_share_pct"]), alloc / cpu * 100, delta=0.01)
+            self.assertGreater(float(r["complete_ns_per_io"]), 0)
+            self.assertIn(r["fuse_transport"], ("/dev/fuse", "io_uring"))  # as the stats name them
+
+    def test_compare_adaptive_adds_pairs_in_abba_order_until_its_limit(self):
+        p = self.compare("--resolution", "0.001%", "--max-repeats", "3")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.tmp, "out")
+        with open(os.path.join(out, "runs.jsonl")) as f:
+            runs = [json.loads(l) for l in f.read().splitlines()]
+        self.assertEqual([(r["side"], r["rep"]) for r in runs if r["kind"] == "fs"],
+                         [("off", 1), ("on", 1), ("on", 2), ("off", 2), ("off", 3), ("on", 3)])
+        (stop,) = [r for r in runs if r["kind"] == "stop"]
+        self.assertEqual((stop["reason"], stop["pairs"]), ("max-repeats", 3))
+        with open(os.path.join(out, "summary.md")) as f:
+            summary = f.read()
+        self.assertIn("--max-repeats reached before +-0.001%", summary)
+        self.check_cost_csv(os.path.join(out, "cost.csv"), 3)
+        # Resumed under the same limits: nothing more is run, the same stop is reported.
+        p = self.compare("--resolution", "0.001%", "--max-repeats", "3", "--resume")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("  elapsed ", p.stderr)
+        self.assertIn("3 pairs, stopped before: --max-repeats reached", p.stderr)
+        with open(os.path.join(out, "summary.md")) as f:
+            self.assertEqual(f.read(), summary)
 
     def test_workload_quick_end_to_end(self):
         out = os.path.join(self.tmp, "wl-out")
