@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -336,6 +337,45 @@ def umount(mnt, fuse=True):
     return False
 
 
+def daemon_pid(mnt, names):
+    """The pid of the daemon serving mnt: pgrep on the mount's command line, then the one whose
+    arguments hold mnt exactly and whose program is one of names."""
+    p = run(["pgrep", "-f", re.escape(mnt)], check=False)
+    for pid in p.stdout.split():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if args and os.path.basename(args[0]) in names and mnt in args[1:]:
+            return int(pid)
+    return None
+
+
+def wait_gone(pid, seconds=30):
+    """Waits for a daemon to exit after its unmount (it may still be flushing)."""
+    end = time.monotonic() + seconds
+    while pid and time.monotonic() < end:
+        if not os.path.exists(f"/proc/{pid}"):
+            return
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except OSError:
+            return
+        time.sleep(0.1)
+
+
+def wait_mounted(mnt, seconds=15):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if os.path.ismount(mnt):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 class LoopExt4:
     """ext4 on a loop device over a fresh image file of `size` bytes, mounted at mnt; direct I/O
     on the backing file (as the emulated namespace does) unless direct_io is False."""
@@ -367,3 +407,30 @@ class LoopExt4:
             self.loop = None
         if os.path.exists(self.img):
             os.unlink(self.img)
+
+
+PASSTHROUGH_HP_DEFAULT = "/opt/biofs-libfuse/bin/passthrough_hp"  # tools/build-libfuse.sh
+
+
+class PassthroughHp:
+    """libfuse's example passthrough_hp serving `source` at `mnt` (the reference FUSE
+    filesystem), with --nopassthrough so every read and write goes through the daemon as biofs's
+    do; uring: over FUSE-over-io_uring (-o io_uring) instead of /dev/fuse."""
+
+    def __init__(self, binary, source, mnt, uring=False):
+        self.binary, self.source, self.mnt, self.uring = binary, source, mnt, uring
+        self.pid = None
+
+    def __enter__(self):
+        os.makedirs(self.mnt, exist_ok=True)
+        cmd = [self.binary, "--nopassthrough"] + (["-o", "io_uring"] if self.uring else []) + [self.source, self.mnt]
+        run(cmd, timeout=60)  # it daemonizes before it mounts
+        if not wait_mounted(self.mnt):
+            raise RuntimeError(f"passthrough_hp: {self.mnt} not mounted after 15 s")
+        self.pid = daemon_pid(self.mnt, (os.path.basename(self.binary),))
+        return self
+
+    def __exit__(self, *exc):
+        if os.path.ismount(self.mnt):
+            umount(self.mnt)
+        wait_gone(self.pid)

@@ -9,6 +9,7 @@ the built binaries (BIOFS_BIN_DIR, default build/bin) and exit 77 (ctest: skippe
 tests/tools/CMakeLists.txt registers each test_ method as its own ctest entry,
 tools_test.NAME without the test_ (label fuse for Mount, unit for the rest).
 """
+import csv
 import importlib.machinery
 import importlib.util
 import json
@@ -837,6 +838,30 @@ class Mount(unittest.TestCase):
         self.assertIn("3 pairs, stopped before: --max-repeats reached", p.stderr)
         with open(os.path.join(out, "summary.md")) as f:
             self.assertEqual(f.read(), summary)
+
+    def test_compare_transports_beside_passthrough_hp_on_both(self):
+        hp = "/opt/biofs-libfuse/bin/passthrough_hp"
+        if not os.access(hp, os.X_OK):
+            self.skipTest("no passthrough_hp (tools/build-libfuse.sh installs it)")
+        p = self.compare("--toggle", "fuse_uring=off,on", "--repeats", "1", "--layers", "hp,hp_uring",
+                         "--layer-repeats", "1", "--hp", hp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.tmp, "out")
+        with open(os.path.join(out, "layers.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 1)
+        row = rows[0]
+        for col in ("hp_dev", "hp_uring", "biofs_old", "biofs_new"):
+            self.assertGreater(float(row[col]), 0, col)
+        for col in ("hp_dev_cpu_ns_per_io", "hp_uring_cpu_ns_per_io", "biofs_old_cpu_ns_per_io",
+                    "biofs_new_cpu_ns_per_io"):
+            self.assertGreater(float(row[col]), 100, col)  # a FUSE round trip costs microseconds
+        # Each side of the toggle went through the transport it asked for.
+        with open(os.path.join(out, "runs.jsonl")) as f:
+            runs = [json.loads(l) for l in f.read().splitlines()]
+        seen = {r["side"]: r.get("fuse_transport") for r in runs if r["kind"] == "fs"}
+        self.assertEqual(seen, {"off": "/dev/fuse", "on": "io_uring"})
+        self.assertIn("passthrough_hp (io_uring)", p.stderr)
 
     def test_workload_quick_end_to_end(self):
         out = os.path.join(self.tmp, "wl-out")
