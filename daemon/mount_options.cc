@@ -3,6 +3,9 @@
 #define FUSE_USE_VERSION 318
 #include <fuse_opt.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <set>
 
 #include "lib/parse_number.h"
@@ -115,6 +118,11 @@ std::string run(std::vector<std::string> argv, Parse* p) {
 }
 
 }  // namespace
+
+unsigned default_fuse_threads() {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return unsigned(std::max(4L, 2 * std::max(1L, cpus)));
+}
 
 std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
   if (list.empty()) return "";  // "-o" alone would be libfuse's "missing argument"

@@ -14,11 +14,16 @@
 
 namespace biofs {
 
+// Twice the online CPUs, at least 4: reads and writes reply from the completion path, so a
+// worker blocks only on metadata; more workers than that only add wake-ups and switches
+// (docs/results.md, "FUSE workers": 4 against 16 on 2 CPUs).
+unsigned default_fuse_threads();
+
 struct DaemonOptions {
   Toggles toggles;               // bio_cache=, tag_batch=, split_check= (toggle_table())
   unsigned queues = 1;           // queues=N
   unsigned qd = 128;             // qd=N
-  unsigned threads = 16;         // threads=N: FUSE worker threads at most
+  unsigned threads = default_fuse_threads();  // threads=N: FUSE worker threads at most
   unsigned max_background = 256; // max_background=N: async FUSE requests the kernel keeps in flight
   MountOptions fs;               // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)

@@ -2,6 +2,10 @@
 // with a line naming it.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "daemon/mount_options.h"
 
 using namespace biofs;
@@ -59,4 +63,12 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto)");
   CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
+}
+
+TEST_CASE("mount options: the FUSE worker count follows the CPUs") {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  DaemonOptions o;
+  CHECK(o.threads == unsigned(std::max(4L, 2 * cpus)));
+  CHECK(parse_mount_options("threads=3", &o) == "");
+  CHECK(o.threads == 3);
 }
