@@ -123,6 +123,7 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
         break;
       case Overwrite::not_possible: break;
     }
+    if (try_convert_async(ino, off, size, data, done, fsetid)) return;
   }
   done(write_locked(ino, off, size, data, fsetid));
 }
@@ -234,13 +235,96 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
     if (!added.empty()) save_extents(in);
     return io_err;
   }
+  return finish_write(in, first, n, end, size, fsetid, !added.empty());
+}
+
+ssize_t Filesystem::finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid,
+                                 bool extents_changed) {
   const bool converted = set_unwritten(in, first, n, false);
   if (end > in->d.size) in->d.size = end;
   if (!fsetid) drop_suidgid(in->d);
   if (int err = kill_caps(in)) return err;
   touch(in->d, false, true, true);
-  const int err = (converted || !added.empty()) ? save_extents(in) : isave(in);
+  const int err = (converted || extents_changed) ? save_extents(in) : isave(in);
   return err ? err : ssize_t(size);
+}
+
+// One aligned write into unwritten blocks, from submission to its conversion (end_io_work.h).
+struct Filesystem::ConvertIo : EndIoWork::Item {
+  ConvertIo(BlockIo* io, size_t bytes) : batch(io), buf(bytes, false) {}
+  IoBatch batch;
+  IoBuf buf;
+  uint64_t ino = 0, first = 0, n = 0, end = 0;
+  size_t size = 0;
+  bool fsetid = true;
+  int io_err = 0;
+  WriteDone done;
+};
+
+bool Filesystem::try_convert_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone& done,
+                                   bool fsetid) {
+  if (!end_io_) return false;
+  const uint64_t end = off + size;
+  std::unique_lock ex(lock_);
+  if (failed_ || maybe_commit(size / bs_ + 8)) return false;  // the extent tree may split
+  InodeObj* in;
+  if (iget(ino, &in) || !S_ISREG(in->d.mode) || end / bs_ >= (1ull << 40)) return false;
+  const uint64_t first = off / bs_, last = (end - 1) / bs_;
+  // Every block mapped (nothing to allocate), some of them unwritten.
+  bool any_unwritten = false;
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    bool unwritten;
+    if (!map_block(in, l, &run, &unwritten)) return false;
+    any_unwritten |= unwritten;
+    l += run;
+  }
+  if (!any_unwritten) return false;
+  auto* w = new ConvertIo(&io_, size);
+  w->ino = ino, w->first = first, w->n = last - first + 1, w->end = end, w->size = size, w->fsetid = fsetid;
+  w->done = std::move(done);
+  std::memcpy(w->buf.data(), data, size);
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    const uint64_t p = map_block(in, l, &run, nullptr);
+    run = std::min(run, last + 1 - l);
+    w->batch.write(p, uint32_t(run), w->buf.data() + (l - first) * bs_);
+    l += run;
+  }
+  // As write_locked's conversions: the data moves with no lock held, truncate and punch wait
+  // for it (the dio count), and the extents are converted only once it is on disk.
+  inode_dio_begin(in);
+  end_io_->begin();
+  ex.unlock();
+  w->batch.on_complete([this, w, in](int err) {
+    w->io_err = err;
+    inode_dio_end(in);
+    end_io_->queue(w);
+  });
+  w->batch.submit();
+  return true;
+}
+
+// end_io_'s batch: every queued conversion under one hold of the lock, then the replies.
+void Filesystem::finish_conversions(std::vector<EndIoWork::Item*>& items) {
+  std::vector<ssize_t> results(items.size());
+  {
+    std::unique_lock ex(lock_);
+    for (size_t i = 0; i < items.size(); i++) {
+      auto* w = static_cast<ConvertIo*>(items[i]);
+      InodeObj* in;
+      if (w->io_err) results[i] = w->io_err;
+      else if (failed_) results[i] = -EROFS;
+      else if (int err = iget(w->ino, &in)) results[i] = err;
+      else results[i] = finish_write(in, w->first, w->n, w->end, w->size, w->fsetid, false);
+    }
+  }
+  for (size_t i = 0; i < items.size(); i++) {
+    auto* w = static_cast<ConvertIo*>(items[i]);
+    w->done(results[i]);
+    delete w;
+    end_io_->end();
+  }
 }
 
 // The synchronous forms wait for the asynchronous ones.

@@ -63,6 +63,8 @@ int Filesystem::start() {
   }
   mounted_ = true;
   if (opts_.commit_interval_s) committer_ = std::thread([this] { commit_thread(); });
+  if (!opts_.read_only)
+    end_io_ = std::make_unique<EndIoWork>([this](std::vector<EndIoWork::Item*>& items) { finish_conversions(items); });
   return 0;
 }
 
@@ -107,6 +109,7 @@ void Filesystem::crash() {
   }
   stop_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
+  end_io_.reset();
   mounted_ = false;
 }
 
@@ -118,6 +121,7 @@ int Filesystem::unmount() {
   }
   stop_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
+  end_io_.reset();  // every conversion done (it takes the lock)
   std::unique_lock ex(lock_);
   if (failed_) {  // nothing more may be written: the disk stays as of the last good commit
     mounted_ = false;

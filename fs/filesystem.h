@@ -29,6 +29,7 @@
 
 #include "allocator.h"
 #include "block_io.h"
+#include "end_io_work.h"
 #include "format.h"
 #include "journal.h"
 #include "meta_cache.h"
@@ -212,6 +213,14 @@ class Filesystem {
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
   static bool times_need_update(const disk::Inode& d);
   enum class Overwrite { submitted, times_stale, not_possible };
+  // Aligned writes into fallocated (unwritten) blocks: the data goes out asynchronously and the
+  // extents are converted by end_io_ (end_io_work.h) once it is on disk. false: not such a write.
+  struct ConvertIo;
+  bool try_convert_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid);
+  void finish_conversions(std::vector<EndIoWork::Item*>& items);
+  // The metadata of a write whose data is on disk, under the exclusive lock: unwritten extents
+  // converted, size, set-id bits, capabilities, times.
+  ssize_t finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid, bool extents_changed);
   Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid);
   int update_file_times(uint64_t ino);
   ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf, bool fsetid);
@@ -273,6 +282,7 @@ class Filesystem {
   int failed_ = 0;
   bool mounted_ = false;
   std::thread committer_;
+  std::unique_ptr<EndIoWork> end_io_;  // unwritten-extent conversion after the data (writable mounts)
   std::mutex stop_lock_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
