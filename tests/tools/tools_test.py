@@ -489,6 +489,15 @@ class Cost(unittest.TestCase):
             self.assertIn("effect -10.00% [-10.00%, -10.00%]", summary)
             self.assertIn("(3 pairs: range, not 95%)", summary)
             self.assertNotIn("noise", summary)
+            # Where the CPU goes: one row per side, the roles summing to the total, the stages
+            # with their share of it.
+            where = [l for l in summary.splitlines() if l.startswith("| io_uring/1/64/randread/4k | o")]
+            self.assertEqual(len(where), 2)
+            cols = [c.strip() for c in where[0].split("|")[1:-1]]
+            self.assertEqual(cols[1], "off")
+            self.assertAlmostEqual(float(cols[2]), cpu_off, delta=1)
+            self.assertAlmostEqual(float(cols[3]) + float(cols[4]), cpu_off, delta=2)  # fuse + completion
+            self.assertEqual(cols[8], f"992 ({991.5 / cpu_off * 100:.1f}%)")  # bio_alloc
             with open(os.path.join(tmp, "cells.csv")) as f:
                 cells = [l.split(",") for l in f.read().splitlines()]
             row = dict(zip(cells[0], cells[1]))
