@@ -3,8 +3,10 @@
 # image on the emulated NVMe namespace (a plain file), mounts it and compares the per-CPU bio
 # cache off and on end to end with tools/biofs-compare --quick: fio 4 KiB random reads and
 # writes (io_uring, direct, depth 1 and 64) through the mounted filesystem, a fresh mount per
-# side, off and on interleaved, medians of 3, the layer baselines (the backing file alone, the
-# block core alone), CSV, summary and plot (about two minutes). Then the same toggle on the
+# side, off and on interleaved (A/B, B/A), the layer baselines (the backing file alone, the
+# block core alone), CSV, cost.csv, summary and plot (about two minutes). The summary gives
+# each cell's verdict (the effect with its bootstrap interval, for IOPS and CPU per I/O) and
+# where an I/O's CPU goes (the daemon's threads by role, the block-layer stages). Then the same toggle on the
 # block core alone over the null device, where nothing else hides it.
 # Environment: OUT (build/compare-quick), the results directory.
 set -euo pipefail
@@ -17,7 +19,9 @@ rm -rf "$out"
 
 echo "== bio_cache off vs on through a biofs mount on emu: (tools/biofs-compare --quick)"
 tools/biofs-compare --quick --bin build/bin --out "$out"
-echo "results: $out/results.csv (the reference CSV's columns), $out/summary.md, $out/plot.png"
+echo "results: $out/results.csv (the reference CSV's columns), $out/cost.csv (CPU per I/O by thread"
+echo "role and block-layer stage), $out/summary.md (the verdicts above: effect with its 95% interval,"
+echo "and where an I/O's CPU goes), $out/plot.png"
 echo
 echo "== the block core alone (null device, t/io_uring style)"
 build/bin/biofs-bench --ab bio_cache --runtime 1 --repeats 3
