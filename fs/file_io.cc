@@ -128,6 +128,17 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
   done(write_locked(ino, off, size, data, fsetid));
 }
 
+// Bios writing buf to the blocks that logical blocks first..last map to (all mapped).
+void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch) {
+  for (uint64_t l = first; l <= last;) {
+    uint64_t run;
+    const uint64_t p = map_block(in, l, &run, nullptr);
+    run = std::min(run, last + 1 - l);
+    batch->write(p, uint32_t(run), buf + (l - first) * bs_);
+    l += run;
+  }
+}
+
 // The overwrite fast path: every block mapped and written, inside the file, times already
 // current. No metadata changes, so the shared lock covers the mapping. `done` is moved from
 // only when the bios were submitted.
@@ -152,13 +163,7 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
   op->len = size;
   op->write_done = std::move(done);
   std::memcpy(op->buf.data(), data, size);
-  for (uint64_t l = first; l <= last;) {
-    uint64_t run;
-    const uint64_t p = map_block(in, l, &run, nullptr);
-    run = std::min(run, last + 1 - l);
-    op->batch.write(p, uint32_t(run), op->buf.data() + (l - first) * bs_);
-    l += run;
-  }
+  write_mapped(in, first, last, op->buf.data(), &op->batch);
   inode_dio_begin(in);
   shared.unlock();
   op->batch.on_complete([op](int err) {
@@ -209,13 +214,7 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
   std::vector<std::pair<uint64_t, uint64_t>> added;
   if (int err = allocate_range(in, first, n, false, &added)) return err;
   IoBatch batch(&io_);
-  for (uint64_t l = first; l <= last;) {
-    uint64_t run;
-    const uint64_t p = map_block(in, l, &run, nullptr);
-    run = std::min(run, last + 1 - l);
-    batch.write(p, uint32_t(run), tmp.data() + (l - first) * bs_);
-    l += run;
-  }
+  write_mapped(in, first, last, tmp.data(), &batch);
   // Data first (ordered mode): the bios complete before the metadata naming them can commit.
   // A write that allocated keeps the lock while its data moves, so no commit can record blocks
   // that hold nothing yet and an error can take them back whole; overwrites and conversions
@@ -284,13 +283,7 @@ bool Filesystem::try_convert_async(uint64_t ino, uint64_t off, size_t size, cons
   w->ino = ino, w->first = first, w->n = last - first + 1, w->end = end, w->size = size, w->fsetid = fsetid;
   w->done = std::move(done);
   std::memcpy(w->buf.data(), data, size);
-  for (uint64_t l = first; l <= last;) {
-    uint64_t run;
-    const uint64_t p = map_block(in, l, &run, nullptr);
-    run = std::min(run, last + 1 - l);
-    w->batch.write(p, uint32_t(run), w->buf.data() + (l - first) * bs_);
-    l += run;
-  }
+  write_mapped(in, first, last, w->buf.data(), &w->batch);
   // As write_locked's conversions: the data moves with no lock held, truncate and punch wait
   // for it (the dio count), and the extents are converted only once it is on disk.
   inode_dio_begin(in);

@@ -109,6 +109,7 @@ void Filesystem::crash() {
   }
   stop_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
+  if (end_io_) end_io_->drain();
   end_io_.reset();
   mounted_ = false;
 }
@@ -121,7 +122,10 @@ int Filesystem::unmount() {
   }
   stop_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
-  end_io_.reset();  // every conversion done (it takes the lock)
+  // Every conversion done (they take the lock) before the worker goes: drained first, since
+  // the worker reaches end_io_ until its last item has ended and reset() clears it at once.
+  if (end_io_) end_io_->drain();
+  end_io_.reset();
   std::unique_lock ex(lock_);
   if (failed_) {  // nothing more may be written: the disk stays as of the last good commit
     mounted_ = false;

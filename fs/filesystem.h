@@ -212,6 +212,7 @@ class Filesystem {
   int iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out);
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
   static bool times_need_update(const disk::Inode& d);
+  void write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch);
   enum class Overwrite { submitted, times_stale, not_possible };
   // Aligned writes into fallocated (unwritten) blocks: the data goes out asynchronously and the
   // extents are converted by end_io_ (end_io_work.h) once it is on disk. false: not such a write.

@@ -163,7 +163,10 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
   nq->inflight.fetch_add(n, std::memory_order_relaxed);
   if (cfg_.completion_thread && cfg_.completion_affinity) {
     const int cpu = submit_cpu();
-    if (nq->submit_cpu.load(std::memory_order_relaxed) != cpu) nq->submit_cpu.store(cpu, std::memory_order_relaxed);
+    if (nq->submit_cpu.load(std::memory_order_relaxed) != cpu) {
+      nq->submit_cpu.store(cpu, std::memory_order_relaxed);
+      nq->submit_cpu_changes.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   stage_rqs_submitted(run->head);
   {
@@ -280,26 +283,40 @@ uint64_t NvmeDriver::inflight() const {
   return n;
 }
 
-// Moves the calling completion thread to the hardware queue's last submitting CPU.
-void NvmeDriver::follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns) {
-  const int want = nq->submit_cpu.load(std::memory_order_relaxed);
-  if (want < 0 || want == *cpu) return;
+// Moves the calling completion thread to the hardware queue's submitting CPU, when one CPU did
+// all the submitting since the last check.
+void NvmeDriver::follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns, uint32_t* seen_changes) {
   const uint64_t now = mono_ns();
   if (now - *checked_ns < AFFINITY_RECHECK_NS) return;
   *checked_ns = now;
+  const uint32_t changes = nq->submit_cpu_changes.load(std::memory_order_relaxed);
+  const bool one_cpu = changes == *seen_changes;
+  *seen_changes = changes;
+  const int want = nq->submit_cpu.load(std::memory_order_relaxed);
+  if (!one_cpu || want < 0 || want == *cpu) return;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(want, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) *cpu = want;
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
+    *cpu = want;
+    nq->affinity_moves.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+uint64_t NvmeDriver::affinity_moves() const {
+  uint64_t n = 0;
+  for (const auto& nq : hctxs_) n += nq->affinity_moves.load(std::memory_order_relaxed);
+  return n;
 }
 
 void NvmeDriver::completion_thread(NvmeHctx* nq) {
   pthread_setname_np(pthread_self(), "biofs-cq");  // the thread role tools/biofs-compare reports
   int cpu = -1;
   uint64_t checked_ns = 0;
+  uint32_t seen_changes = 0;
   for (;;) {
     nq->q->wait();
-    if (cfg_.completion_affinity) follow_submitter(nq, &cpu, &checked_ns);
+    if (cfg_.completion_affinity) follow_submitter(nq, &cpu, &checked_ns, &seen_changes);
     reap(nq, true);
     if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
   }

@@ -33,11 +33,13 @@ struct NvmeDriverConfig {
   unsigned nr_queues = 1;          // hardware queues (one transport queue each)
   unsigned queue_depth = 128;      // tags per hardware queue
   bool completion_thread = true;   // false: the submitter reaps with poll()/poll_all()
-  // The completion thread runs on the CPU that last submitted to its hardware queue (checked
-  // at most every AFFINITY_RECHECK_NS), as the kernel completes a request on the submitting
-  // CPU (managed IRQ affinity, rq_affinity): the wake-up that a completion causes stays on
-  // one CPU instead of crossing to another. Submitters that spin without ever yielding or
-  // blocking should poll instead.
+  // The completion thread runs on the CPU that submits to its hardware queue (checked at most
+  // every AFFINITY_RECHECK_NS), as the kernel completes a request on the submitting CPU
+  // (managed IRQ affinity, rq_affinity): the wake-up that a completion causes stays on one CPU
+  // instead of crossing to another. It moves only when one CPU did all the submitting since
+  // the last check: with submitters on several CPUs there is no one CPU to follow, and chasing
+  // the latest costs a sched_setaffinity each time. Submitters that spin without ever
+  // yielding or blocking should poll instead.
   bool completion_affinity = true;
   Toggles toggles;
 };
@@ -73,6 +75,8 @@ class NvmeDriver : public BlkMqOps {
   // submitters without a completion thread.
   int poll_all(bool wait = false);
   uint64_t inflight() const;
+  // How often completion threads moved to follow their submitter (completion_affinity).
+  uint64_t affinity_moves() const;
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
   void queue_rqs(RqList* rqs) override;
@@ -89,6 +93,8 @@ class NvmeDriver : public BlkMqOps {
     std::mutex cq_lock;  // reap; never held while a bio callback runs
     alignas(64) std::atomic<uint64_t> inflight{0};
     std::atomic<int> submit_cpu{-1};  // the CPU that submitted last (completion_affinity)
+    std::atomic<uint32_t> submit_cpu_changes{0};  // how often submit_cpu changed
+    std::atomic<uint64_t> affinity_moves{0};      // times the completion thread moved
     std::thread completer;
   };
 
@@ -97,7 +103,7 @@ class NvmeDriver : public BlkMqOps {
   void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void completion_thread(NvmeHctx* nq);
-  static void follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns);
+  static void follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns, uint32_t* seen_changes);
 
   std::unique_ptr<NvmeTransport> transport_;
   NvmeDriverConfig cfg_;
