@@ -75,6 +75,18 @@ class EmuNamespace final : public NvmeTransport {
   int zeroes_mode() const { return zeroes_mode_; }  // fallocate mode for Write Zeroes
   int dealloc_mode() const { return dealloc_mode_; }  // fallocate mode for deallocate
 
+  // Tests: the injected host answers from now on (EmuConfig::host_fault at the start).
+  void set_host_fault(const EmuHostFault& f) {
+    fault_res_.store(f.res, std::memory_order_relaxed);
+    fault_short_.store(f.short_xfer, std::memory_order_relaxed);
+    fault_every_.store(f.every, std::memory_order_release);
+  }
+  unsigned host_fault_every() const { return fault_every_.load(std::memory_order_acquire); }
+  EmuHostFault host_fault() const {
+    return EmuHostFault{host_fault_every(), fault_res_.load(std::memory_order_relaxed),
+                        fault_short_.load(std::memory_order_relaxed)};
+  }
+
   // Commands run again synchronously because the host answered one of their file operations
   // with a transient error or a short count (emu_queue.cc, EmuQueue::execute_sync).
   uint64_t host_retries() const { return host_retries_.load(std::memory_order_relaxed); }
@@ -98,6 +110,9 @@ class EmuNamespace final : public NvmeTransport {
   bool block_device_ = false;
   std::unique_ptr<EmuPowerCut> powercut_;
   std::atomic<uint64_t> host_retries_{0};
+  std::atomic<unsigned> fault_every_{0};
+  std::atomic<int> fault_res_{0};
+  std::atomic<bool> fault_short_{false};
 };
 
 }  // namespace biofs

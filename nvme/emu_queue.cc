@@ -72,7 +72,7 @@ class EmuQueue final : public NvmeQueue {
   }
   uint8_t choose_xfer(const NvmeIod* iod, uint64_t off) const;
   void finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed);
-  int inject_host_fault(const NvmeIod* iod, int res);
+  int inject_host_fault(const NvmeIod* iod, int res, unsigned every);
   uint16_t execute_sync(NvmeIod* iod);
   uint16_t sync_rw(NvmeIod* iod);
 
@@ -87,8 +87,7 @@ class EmuQueue final : public NvmeQueue {
   const bool vwc_;
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
   EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
-  const EmuHostFault fault_;     // tests: injected host answers
-  uint64_t fault_seen_ = 0;      // file operations reaped (counted only while injecting)
+  uint64_t fault_seen_ = 0;      // tests: file operations reaped while host answers are injected
 };
 
 EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
@@ -102,8 +101,7 @@ EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
       vwc_(ns->config().vwc),
       mem_mask_(ns->direct() ? ns->dio_mem_align() - 1 : 0),
       off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0),
-      powercut_(ns->powercut()),
-      fault_(ns->config().host_fault) {
+      powercut_(ns->powercut()) {
   io_uring_params params{};
   params.flags = IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL;
   const std::string err = uring_init(&ring_, std::max(2 * p.depth, 64u), &params, IORING_SETUP_SUBMIT_ALL, name_);
@@ -310,11 +308,12 @@ void EmuQueue::finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed) {
   complete(iod, iod->status, iob, failed);
 }
 
-int EmuQueue::inject_host_fault(const NvmeIod* iod, int res) {
-  if (res < 0 || ++fault_seen_ % fault_.every != 0) return res;
+int EmuQueue::inject_host_fault(const NvmeIod* iod, int res, unsigned every) {
+  if (res < 0 || ++fault_seen_ % every != 0) return res;
+  const EmuHostFault f = ns_->host_fault();
   const bool data = iod->xfer != EMU_XFER_NONE;
-  if (fault_.short_xfer) return data ? int(uint32_t(res) / 2 >> lba_shift_ << lba_shift_) : res;
-  return fault_.res;
+  if (f.short_xfer) return data ? int(uint32_t(res) / 2 >> lba_shift_ << lba_shift_) : res;
+  return f.res;
 }
 
 // The whole command again with plain system calls, on the reaping thread (see the top of this
@@ -414,8 +413,8 @@ int EmuQueue::reap(IoCompBatch* iob, RqList* failed) {
   return uring_reap(&ring_, [&](void* data, int res) {
     auto* iod = static_cast<NvmeIod*>(data);
     NVME_TSAN_ACQUIRE(iod);
-    if (fault_.every && iod->xfer != EMU_XFER_POSTED) [[unlikely]]
-      res = inject_host_fault(iod, res);
+    if (const unsigned every = ns_->host_fault_every(); every && iod->xfer != EMU_XFER_POSTED) [[unlikely]]
+      res = inject_host_fault(iod, res, every);
     if (iod->status == NVME_SC_SUCCESS && iod->xfer != EMU_XFER_POSTED) [[likely]] {
       if (res < 0) {
         if (host_transient(res)) iod->redo = 1;
