@@ -55,8 +55,9 @@ struct Rig {
     init(bdev);
   }
   // The emulated namespace built here, so that a test can have its host answers replaced
-  // (EmuNamespace::set_host_fault).
-  explicit Rig(EmuNamespace** out) {
+  // (ns->set_host_fault).
+  struct InjectableEmu {};
+  explicit Rig(InjectableEmu) {
     path = "/tmp/biofs-file-io-" + std::to_string(getpid()) + ".img";
     unlink(path.c_str());
     EmuConfig cfg;
@@ -66,7 +67,6 @@ struct Rig {
     ns = owned.get();
     drv = std::make_unique<NvmeDriver>(std::move(owned), NvmeDriverConfig{});
     init(drv->bdev());
-    *out = ns;
   }
   void init(BlockDevice* bdev) {
     io = std::make_unique<BlockIo>(bdev, 4096);
@@ -241,10 +241,9 @@ TEST_CASE("file io: the emulated race while the host answers 'not now' (io-wq co
                         Kind{"short", EmuHostFault{2, 0, true}}}) {
     const std::string kind = k.name;
     CAPTURE(kind);
-    EmuNamespace* ns;
-    Rig rig(&ns);
-    run_race(rig, 10, [&] { ns->set_host_fault(k.fault); });
-    CHECK(ns->host_retries() > 0);
+    Rig rig{Rig::InjectableEmu{}};
+    run_race(rig, 10, [&] { rig.ns->set_host_fault(k.fault); });
+    CHECK(rig.ns->host_retries() > 0);
   }
 }
 
