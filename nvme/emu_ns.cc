@@ -100,6 +100,7 @@ EmuNamespace::EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {
         }
       }
     }
+    set_host_fault(cfg_.host_fault);
     if (cfg_.powercut.enabled)
       powercut_ = std::make_unique<EmuPowerCut>(cfg_.powercut, buffered_fd_, lba_shift_, nlba_, cfg_.vwc);
   } catch (...) {

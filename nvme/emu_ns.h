@@ -15,6 +15,8 @@
 // host's caches and Flush (fdatasync) makes them durable, as FUA does for one write.
 #pragma once
 
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +27,18 @@
 
 namespace biofs {
 
+// For tests: a host answer put in place of the real one. The io_uring result of every
+// `every`-th read, write, fsync or fallocate the queue reaps is replaced by `res` (a negative
+// errno), or, with `short_xfer`, a read or write reports half its bytes done. These are what
+// the host kernel gives under pressure: -ECANCELED when io_uring cannot start an io-wq worker
+// for a request it had to punt (a pids cgroup or RLIMIT_NPROC at its limit), -EAGAIN, -EINTR,
+// and short counts from a blocking read.
+struct EmuHostFault {
+  unsigned every = 0;  // 0: off
+  int res = -ECANCELED;
+  bool short_xfer = false;
+};
+
 struct EmuConfig {
   std::string path;
   unsigned lba_size = 512;   // 512 or 4096: the namespace's one LBA format in use
@@ -33,6 +47,7 @@ struct EmuConfig {
   bool buffered = false;     // never use O_DIRECT
   uint64_t create_size = 0;  // create the file with this size if it does not exist
   PowerCutConfig powercut;   // power-cut emulation (emu_powercut.h); off by default
+  EmuHostFault host_fault;   // tests only: injected host answers (above); off by default
 };
 
 class EmuNamespace final : public NvmeTransport {
@@ -60,6 +75,23 @@ class EmuNamespace final : public NvmeTransport {
   int zeroes_mode() const { return zeroes_mode_; }  // fallocate mode for Write Zeroes
   int dealloc_mode() const { return dealloc_mode_; }  // fallocate mode for deallocate
 
+  // Tests: the injected host answers from now on (EmuConfig::host_fault at the start).
+  void set_host_fault(const EmuHostFault& f) {
+    fault_res_.store(f.res, std::memory_order_relaxed);
+    fault_short_.store(f.short_xfer, std::memory_order_relaxed);
+    fault_every_.store(f.every, std::memory_order_release);
+  }
+  unsigned host_fault_every() const { return fault_every_.load(std::memory_order_acquire); }
+  EmuHostFault host_fault() const {
+    return EmuHostFault{host_fault_every(), fault_res_.load(std::memory_order_relaxed),
+                        fault_short_.load(std::memory_order_relaxed)};
+  }
+
+  // Commands run again synchronously because the host answered one of their file operations
+  // with a transient error or a short count (emu_queue.cc, EmuQueue::execute_sync).
+  uint64_t host_retries() const { return host_retries_.load(std::memory_order_relaxed); }
+  void count_host_retry() { host_retries_.fetch_add(1, std::memory_order_relaxed); }
+
   // The power-cut emulation, or nullptr when it is off (then the queues take their usual
   // io_uring path).
   EmuPowerCut* powercut() const { return powercut_.get(); }
@@ -77,6 +109,10 @@ class EmuNamespace final : public NvmeTransport {
   int zeroes_mode_ = 0, dealloc_mode_ = 0;
   bool block_device_ = false;
   std::unique_ptr<EmuPowerCut> powercut_;
+  std::atomic<uint64_t> host_retries_{0};
+  std::atomic<unsigned> fault_every_{0};
+  std::atomic<int> fault_res_{0};
+  std::atomic<bool> fault_short_{false};
 };
 
 }  // namespace biofs

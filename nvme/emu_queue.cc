@@ -5,11 +5,27 @@
 //
 // Every command completes through the ring: commands that fail the controller's checks post
 // their status through a NOP, so a completion always comes from the reaper, as from hardware.
+//
+// The host's transient answers are not media errors. io_uring hands a read or write it cannot
+// issue without blocking (the RWF_DSYNC O_DIRECT writes below often are) to an io-wq worker
+// thread; when no worker can be created (a pids cgroup or RLIMIT_NPROC at its limit, as on a
+// loaded CI machine) the request completes with -ECANCELED, and so does every later one that
+// needs a worker while the limit holds. A worker can also pass on -EAGAIN, a blocking read
+// issued by a worker may come back short, and -EINTR and -ENOMEM are "not now" too. A command
+// that meets any of these is run again, whole and synchronously, by the reaper (execute_sync):
+// reads and writes at an offset, fallocate and fdatasync are idempotent, and plain system
+// calls need no worker. QEMU's io_uring back-end does the same (block/io_uring.c resubmits on
+// -EAGAIN/-EINTR and continues short reads). A transfer that stays short (the file shrank
+// under us) is still a Data Transfer Error.
 #include <linux/fs.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "bounce.h"
 #include "emu_ns.h"
@@ -23,7 +39,13 @@ enum EmuXfer : uint8_t {
   EMU_XFER_DIRECT,    // O_DIRECT on the caller's memory
   EMU_XFER_BOUNCE,    // O_DIRECT through the command's aligned bounce slot
   EMU_XFER_BUFFERED,  // the page cache, for offsets or lengths O_DIRECT cannot take
+  EMU_XFER_POSTED,    // no file operation: the status was posted through a NOP
 };
+
+// Host answers that say "not now" rather than "this failed": the command is run again.
+bool host_transient(int neg_errno) {
+  return neg_errno == -ECANCELED || neg_errno == -EAGAIN || neg_errno == -EINTR || neg_errno == -ENOMEM;
+}
 enum : int { EMU_FD_DIRECT = 0, EMU_FD_BUFFERED = 1 };  // registered file indexes
 
 class EmuQueue final : public NvmeQueue {
@@ -50,6 +72,9 @@ class EmuQueue final : public NvmeQueue {
   }
   uint8_t choose_xfer(const NvmeIod* iod, uint64_t off) const;
   void finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed);
+  int inject_host_fault(const NvmeIod* iod, int res, unsigned every);
+  uint16_t execute_sync(NvmeIod* iod);
+  uint16_t sync_rw(NvmeIod* iod);
 
   EmuNamespace* ns_;
   io_uring ring_;
@@ -62,6 +87,7 @@ class EmuQueue final : public NvmeQueue {
   const bool vwc_;
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
   EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
+  uint64_t fault_seen_ = 0;      // tests: file operations reaped while host answers are injected
 };
 
 EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
@@ -107,7 +133,7 @@ io_uring_sqe* EmuQueue::get_sqe() {
 void EmuQueue::post(NvmeIod* iod, uint16_t status) {
   iod->status = status;
   iod->pending = 1;
-  iod->xfer = EMU_XFER_NONE;
+  iod->xfer = EMU_XFER_POSTED;
   NVME_TSAN_RELEASE(iod);
   io_uring_sqe* sqe = get_sqe();
   io_uring_prep_nop(sqe);
@@ -135,6 +161,7 @@ void EmuQueue::submit(RqList* rqs, bool commit) {
 // nvmet_file_parse_io_cmd()
 void EmuQueue::queue_cmd(NvmeIod* iod) {
   iod->status = NVME_SC_SUCCESS;
+  iod->redo = 0;
   if (iod->cmd.nsid != nsid_) [[unlikely]]
     return post(iod, NVME_SC_INVALID_NS | NVME_STATUS_DNR);
   if (powercut_) [[unlikely]]
@@ -281,17 +308,124 @@ void EmuQueue::finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed) {
   complete(iod, iod->status, iob, failed);
 }
 
+int EmuQueue::inject_host_fault(const NvmeIod* iod, int res, unsigned every) {
+  if (res < 0 || ++fault_seen_ % every != 0) return res;
+  const EmuHostFault f = ns_->host_fault();
+  const bool data = iod->xfer != EMU_XFER_NONE;
+  if (f.short_xfer) return data ? int(uint32_t(res) / 2 >> lba_shift_ << lba_shift_) : res;
+  return f.res;
+}
+
+// The whole command again with plain system calls, on the reaping thread (see the top of this
+// file). Only after every sub-operation has completed: nothing of it is still in flight.
+uint16_t EmuQueue::execute_sync(NvmeIod* iod) {
+  ns_->count_host_retry();
+  const NvmeCommand& c = iod->cmd;
+  const int fd = ns_->buffered_fd();
+  // A system call that is interrupted or told "not now" is tried again, a bounded number of
+  // times; its own errno otherwise.
+  const auto call = [](auto&& fn) -> int {
+    for (int tries = 0;; tries++) {
+      if (fn() == 0) return 0;
+      const int err = errno;
+      if (!host_transient(-err) || tries >= 1000) return -err;
+      if (err != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  switch (c.opcode) {
+    case nvme_cmd_read:
+    case nvme_cmd_write:
+      return sync_rw(iod);
+    case nvme_cmd_flush:
+      return nvme_status_from_errno(call([&] { return fdatasync(fd); }), c.opcode);
+    case nvme_cmd_write_zeroes: {
+      const off_t off = off_t(nvme_cmd_slba(c) << lba_shift_), len = off_t(uint64_t(nvme_cmd_nlb(c)) << lba_shift_);
+      int err = call([&] { return fallocate(fd, ns_->zeroes_mode(), off, len); });
+      if (!err && (!vwc_ || (c.cdw12 & NVME_RW_FUA))) err = call([&] { return fdatasync(fd); });
+      return nvme_status_from_errno(err, c.opcode);
+    }
+    case nvme_cmd_dsm: {
+      NvmeDsmRange ranges[NVME_DSM_MAX_RANGES];
+      const unsigned nr = (c.cdw10 & 0xFF) + 1;
+      copy_from_iovecs(reinterpret_cast<uint8_t*>(ranges), iod->vecs, iod->nr_vecs);
+      for (unsigned i = 0; i < nr; i++) {
+        if (!ranges[i].nlb) continue;
+        const off_t off = off_t(ranges[i].slba << lba_shift_), len = off_t(uint64_t(ranges[i].nlb) << lba_shift_);
+        if (int err = call([&] { return fallocate(fd, ns_->dealloc_mode(), off, len); }))
+          return nvme_status_from_errno(err, c.opcode);
+      }
+      return NVME_SC_SUCCESS;
+    }
+    default:
+      return NVME_SC_INTERNAL;
+  }
+}
+
+// A read or write moved whole with preadv/pwritev2, continuing after short counts. O_DIRECT
+// while the rest stays aligned as it was when the command chose it; the page cache for the
+// rest once a short count has left it unaligned.
+uint16_t EmuQueue::sync_rw(NvmeIod* iod) {
+  const NvmeCommand& c = iod->cmd;
+  const bool write = c.opcode == nvme_cmd_write;
+  const uint64_t off = nvme_cmd_slba(c) << lba_shift_;
+  const int flags = write && (!vwc_ || (c.cdw12 & NVME_RW_FUA)) ? RWF_DSYNC : 0;
+  iovec vecs[NVME_MAX_SEGS];
+  unsigned nr;
+  if (iod->xfer == EMU_XFER_BOUNCE) {  // a write's data is in the slot already
+    vecs[0] = iovec{bounce_.slot(c.command_id), iod->data_len};
+    nr = 1;
+  } else {
+    nr = iod->nr_vecs;
+    std::memcpy(vecs, iod->vecs, nr * sizeof(iovec));
+  }
+  int fd = iod->xfer == EMU_XFER_BUFFERED || !ns_->direct() ? ns_->buffered_fd() : ns_->direct_fd();
+  iovec* v = vecs;
+  uint64_t done = 0;
+  for (int tries = 0; done < iod->data_len;) {
+    const ssize_t n = write ? pwritev2(fd, v, int(nr), off_t(off + done), flags) : preadv(fd, v, int(nr), off_t(off + done));
+    if (n < 0) {
+      const int err = errno;
+      if (host_transient(-err) && tries++ < 1000) {
+        if (err != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      if (err == EINVAL && fd != ns_->buffered_fd()) {  // O_DIRECT refused the rest
+        fd = ns_->buffered_fd();
+        continue;
+      }
+      return nvme_status_from_errno(-err, c.opcode);
+    }
+    if (n == 0) return NVME_SC_DATA_XFER_ERROR;  // the file ended before the command: it shrank under us
+    done += uint64_t(n);
+    for (size_t left = size_t(n); left;) {  // step the vecs past what moved
+      const size_t step = std::min(left, v->iov_len);
+      v->iov_base = static_cast<uint8_t*>(v->iov_base) + step;
+      v->iov_len -= step;
+      left -= step;
+      if (!v->iov_len) v++, nr--;
+    }
+    if (done < iod->data_len) fd = ns_->buffered_fd();  // a short count: the rest may be unaligned
+  }
+  return NVME_SC_SUCCESS;
+}
+
 int EmuQueue::reap(IoCompBatch* iob, RqList* failed) {
   return uring_reap(&ring_, [&](void* data, int res) {
     auto* iod = static_cast<NvmeIod*>(data);
     NVME_TSAN_ACQUIRE(iod);
-    if (iod->status == NVME_SC_SUCCESS) [[likely]] {
-      if (res < 0)
-        iod->status = nvme_status_from_errno(res, iod->cmd.opcode);
-      else if (iod->xfer != EMU_XFER_NONE && uint32_t(res) != iod->data_len)
-        iod->status = NVME_SC_DATA_XFER_ERROR;  // short transfer: the file shrank under us
+    if (const unsigned every = ns_->host_fault_every(); every && iod->xfer != EMU_XFER_POSTED) [[unlikely]]
+      res = inject_host_fault(iod, res, every);
+    if (iod->status == NVME_SC_SUCCESS && iod->xfer != EMU_XFER_POSTED) [[likely]] {
+      if (res < 0) {
+        if (host_transient(res)) iod->redo = 1;
+        else iod->status = nvme_status_from_errno(res, iod->cmd.opcode);
+      } else if (iod->xfer != EMU_XFER_NONE && uint32_t(res) != iod->data_len) {
+        iod->redo = 1;  // short: done again whole; a file that ended still fails it there
+      }
     }
     if (--iod->pending != 0) return 0;  // one command may take several file operations
+    if (iod->redo && iod->status == NVME_SC_SUCCESS) [[unlikely]]
+      iod->status = execute_sync(iod);
     finish(iod, iob, failed);
     return 1;
   });

@@ -35,7 +35,8 @@ struct alignas(64) NvmeIod {
   uint16_t status;    // NVMe status to post when the last sub-operation completes
   uint16_t pending;   // sub-operations still in flight
   uint8_t xfer;       // how the data moves (transport specific)
-  uint8_t rsvd[7];
+  uint8_t redo;       // the host answered a sub-operation transiently: run the command again
+  uint8_t rsvd[6];
   NvmeDsmRange dsm;   // the range list of a discard (one range)
   iovec vecs[NVME_MAX_SEGS];
 };
