@@ -7,8 +7,11 @@
 // reads reach the device and overwrites take the shared-lock fast path), then issues --warmup
 // I/Os and --ios measured ones through Filesystem::read_async/write_async, keeping --qdepth of
 // them outstanding, down through BlockIo, the block core and the driver. Completions are reaped
-// by this same thread (the NVMe driver without its completion thread: Device::poll); null and
-// RAM devices complete inline.
+// by this same thread (the NVMe driver without its completion thread: NvmeDriver::poll_all), and
+// on emu each command is awaited at its doorbell (SettleQueue below), so the driver's reap right
+// after the doorbell finds it, every time; null and RAM devices complete inline. Hence the
+// queue depth changes nothing in the count: each I/O completes before the next is issued.
+// During the setup (synchronous I/O) a helper thread reaps; it is gone before the warm-up.
 //
 // The measured region is bracketed by callgrind client requests (valgrind/callgrind.h):
 // instrumentation starts before the warm-up (run valgrind with --instr-atstart=no so the setup
