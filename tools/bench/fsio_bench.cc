@@ -11,7 +11,8 @@
 // on emu each command is awaited at its doorbell (SettleQueue below), so the driver's reap right
 // after the doorbell finds it, every time; null and RAM devices complete inline. Hence the
 // queue depth changes nothing in the count: each I/O completes before the next is issued.
-// During the setup (synchronous I/O) a helper thread reaps; it is gone before the warm-up.
+// An emu image is made and filled by a child process (prepare_in_child); this process mounts it
+// and ends every completion on its own thread from then on.
 //
 // The measured region is bracketed by callgrind client requests (valgrind/callgrind.h):
 // instrumentation starts before the warm-up (run valgrind with --instr-atstart=no so the setup
