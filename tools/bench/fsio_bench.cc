@@ -25,12 +25,12 @@
 // - the idle-cache trimmer's interval is an hour (BIOFS_BIO_CACHE_TRIM_MS, unless set), so no
 //   timer trims the bio cache mid-run;
 // - the coarse real-time clock (CLOCK_REALTIME_COARSE, the filesystem's current_time()) is
-//   frozen for the process: an overwrite takes the fast path only while the file's mtime equals
-//   that clock, so with a ticking clock the share of writes that take the metadata path would
-//   depend on how fast the run goes. Frozen, every measured overwrite takes the fast path (the
-//   daemon takes the metadata path once per clock tick, about 4 ms); --mtime-every N advances
-//   the frozen clock one tick before every Nth measured write to put that path back in, at a
-//   fixed rate. Every other clock reads the real time.
+//   frozen for the process: the first overwrite in each clock tick updates the file's mtime and
+//   ctime (file_update_time: a brief exclusive hold, journaled), so with a ticking clock how many
+//   measured writes do so would depend on how fast the run goes. Frozen, none does after the
+//   first (the daemon does once per tick, about 4 ms); --mtime-every N advances the frozen
+//   clock one tick before every Nth measured write to put that work back in, at a fixed rate.
+//   Every other clock reads the real time.
 #include "fsio_bench.h"
 
 // Debian's valgrind package ships the client-request header; without it the requests are no-ops
@@ -504,7 +504,8 @@ int fsio_main(int argc, char** argv) {
   app.add_option("--image-size", image_size, "device size for null:, ram: and a new emu: image")->capture_default_str();
   app.add_option("--seed", o.seed, "offset generator seed")->capture_default_str();
   app.add_option("--mtime-every", o.mtime_every,
-                 "advance the frozen coarse clock one tick before every Nth write (0: never)")->capture_default_str();
+                 "advance the frozen coarse clock one tick before every Nth write (0: never; on null:, a\n"
+                 "commit inside the measured I/Os would go to null_blk too)")->capture_default_str();
   app.add_option("--stage-sample", o.stage_sample, "stage clock sampling, 1 in N (0: off)")->capture_default_str();
   app.add_flag("--completion-thread", o.completion_thread,
                "NVMe devices: complete on the driver's completion thread instead of polling here");
