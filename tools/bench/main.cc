@@ -4,19 +4,22 @@
 #include <stdexcept>
 
 #include "alloc_bench.h"
+#include "fsio_bench.h"
 #include "io_bench.h"
 
 int main(int argc, char** argv) {
   if (argc >= 2 && (!std::strcmp(argv[1], "-h"))) {
     std::printf("usage: biofs-bench [io] [options]      the block core, t/io_uring style (--help)\n"
-                "       biofs-bench alloc [options]     bio alloc+put cost, cache off vs on (--help)\n");
+                "       biofs-bench alloc [options]     bio alloc+put cost, cache off vs on (--help)\n"
+                "       biofs-bench fsio [options]      the filesystem's file I/O in-process, fixed I/O count (--help)\n");
     return 0;
   }
   try {
     if (argc >= 2 && !std::strcmp(argv[1], "alloc")) return biofs::bench::alloc_main(argc - 1, argv + 1);
     if (argc >= 2 && !std::strcmp(argv[1], "io")) return biofs::bench::io_main(argc - 1, argv + 1);
+    if (argc >= 2 && !std::strcmp(argv[1], "fsio")) return biofs::bench::fsio_main(argc - 1, argv + 1);
     if (argc >= 2 && argv[1][0] != '-') {
-      std::fprintf(stderr, "biofs-bench: unknown mode '%s' (modes: io, alloc; try -h)\n", argv[1]);
+      std::fprintf(stderr, "biofs-bench: unknown mode '%s' (modes: io, alloc, fsio; try -h)\n", argv[1]);
       return 2;
     }
     return biofs::bench::io_main(argc, argv);
