@@ -17,6 +17,7 @@ packages=(
   libisal-dev                        # fs/crc32c.cc: the metadata checksum (ISA-L)
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons
+  valgrind binutils                  # tools/biofs-instructions: callgrind, addr2line
   python3 python3-matplotlib         # tools/biofs-compare, biofs-stat (plots)
   e2fsprogs mount                    # biofs-compare: the ext4-on-loop baseline
   attr acl libcap2-bin rsync         # tests through the mount: xattrs, ACLs, capabilities, cp -a

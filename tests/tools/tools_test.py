@@ -872,6 +872,25 @@ class Mount(unittest.TestCase):
         self.assertEqual(seen, {"off": "/dev/fuse", "on": "io_uring"})
         self.assertIn("passthrough_hp (io_uring)", p.stderr)
 
+    def test_compare_instructions_appends_the_in_process_counts(self):
+        if not shutil.which("valgrind"):
+            self.skipTest("no valgrind")
+        p = self.compare("--repeats", "1", "--instructions", "--instr-devices", "null")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.tmp, "out")
+        with open(os.path.join(out, "instructions.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual({(r["side"], r["device"]) for r in rows}, {("off", "null"), ("on", "null")})
+        by_side = {r["side"]: float(r["alloc_instr_per_io"]) for r in rows}
+        self.assertLess(by_side["on"], by_side["off"])  # the cache's allocation is cheaper
+        with open(os.path.join(out, "summary.md")) as f:
+            summary = f.read()
+        self.assertIn("Instructions per I/O, in-process", summary)
+        self.assertIn("| null | randread | 8 |", summary)
+        p = run([os.path.join(TOOLS, "biofs-compare"), "--toggle", "fuse_uring=off,on", "--instructions"])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("only the block-layer toggles", p.stderr)
+
     def test_workload_quick_end_to_end(self):
         out = os.path.join(self.tmp, "wl-out")
         p = subprocess.run([os.path.join(TOOLS, "biofs-workload"), "--quick", "--bin", BIN, "--out", out,
