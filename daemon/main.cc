@@ -19,6 +19,7 @@
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
 #include "devices/open_device.h"
+#include "fs/mkfs.h"
 
 using namespace biofs;
 
@@ -122,6 +123,10 @@ int main(int argc, char** argv) {
   if (!dev) fail(32, why);
   lock.set_serving(true);
   BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
+  // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
+  if (dev->ram()) {
+    if (std::string why = make_filesystem(io, MkfsOptions{}); !why.empty()) fail(32, spec + ": " + why);
+  }
   std::string err;
   std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
   if (!fs) fail(32, spec + ": " + err);

@@ -111,6 +111,16 @@ bool parse_null(const std::string& spec, DeviceSpec* out, std::string* err) {
   return true;
 }
 
+bool parse_ram(const std::string& spec, DeviceSpec* out, std::string* err) {
+  out->kind = DeviceSpec::Kind::ram;
+  const std::string size = spec.substr(4);
+  if (!parse_size(size, &out->ram_bytes) || out->ram_bytes < (1u << 20)) {
+    *err = "device '" + spec + "': expected ram:SIZE, at least 1M (K/M/G/T suffixes)";
+    return false;
+  }
+  return true;
+}
+
 bool parse_stripe(const std::string& spec, DeviceSpec* out, std::string* err) {
   out->kind = DeviceSpec::Kind::stripe;
   uint64_t n;
@@ -127,7 +137,7 @@ bool parse_stripe(const std::string& spec, DeviceSpec* out, std::string* err) {
 bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* err) {
   *out = DeviceSpec{};
   if (spec.empty()) {
-    *err = "empty device string (expected emu:PATH, nvme:/dev/ngXnY, null:SIZE, stripe:N or a path)";
+    *err = "empty device string (expected emu:PATH, nvme:/dev/ngXnY, null:SIZE, stripe:N, ram:SIZE or a path)";
     return false;
   }
   if (printable(spec) != spec) {
@@ -136,6 +146,7 @@ bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* er
   }
   if (spec == "null" || spec.rfind("null:", 0) == 0) return parse_null(spec, out, err);
   if (spec.rfind("stripe:", 0) == 0) return parse_stripe(spec, out, err);
+  if (spec.rfind("ram:", 0) == 0) return parse_ram(spec, out, err);
 
   const char* env = getenv("BIOFS_FAULT");
   const bool with_env = env && *env;
@@ -150,7 +161,7 @@ bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* er
     out->kind = DeviceSpec::Kind::nvme;
     path = path.substr(5);
   } else if (const size_t colon = path.find(':'); colon != std::string::npos && path.find('/') > colon) {
-    *err = where + ": unknown kind '" + path.substr(0, colon) + ":' (expected emu:, nvme:, null: or stripe:)";
+    *err = where + ": unknown kind '" + path.substr(0, colon) + ":' (expected emu:, nvme:, null:, stripe: or ram:)";
     return false;
   }
   if (path.empty()) {

@@ -13,6 +13,8 @@
 //       (e.g. BIOFS_FAULT=fail_read=0.01,seed=7).
 //   null | null:SIZE    blockcore's null_blk (no data kept)
 //   stripe:N            blockcore's striped target over N null devices (1..16)
+//   ram:SIZE            blockcore's RAM disk (brd): keeps data only while the program runs;
+//                       the daemon formats it when it mounts (a filesystem in memory, as tmpfs)
 //   PATH                a plain path is emu:PATH
 #pragma once
 
@@ -26,7 +28,8 @@
 namespace biofs {
 
 struct DeviceSpec {
-  enum class Kind { null, stripe, emu, nvme } kind = Kind::emu;
+  enum class Kind { null, stripe, emu, nvme, ram } kind = Kind::emu;
+  uint64_t ram_bytes = 0;  // ram:SIZE
   EmuConfig emu;
   UringPassthruConfig nvme;
   NullBlkConfig null_blk;

@@ -16,6 +16,7 @@ std::vector<RequestQueue*> Device::queues() const {
   std::vector<RequestQueue*> qs;
   if (nvme_) qs.push_back(nvme_->bdev()->queue);
   for (const auto& n : nulls_) qs.push_back(n->queue());
+  if (brd_) qs.push_back(brd_->queue());
   return qs;
 }
 
@@ -55,6 +56,10 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
       dev->bdev_ = dev->stripe_->bdev();
       return dev;
     }
+    case DeviceSpec::Kind::ram:
+      dev->brd_ = std::make_unique<BrdDevice>(ds.ram_bytes, 512, opts.toggles, opts.queues, opts.qd);
+      dev->bdev_ = dev->brd_->bdev();
+      return dev;
     case DeviceSpec::Kind::emu:
     case DeviceSpec::Kind::nvme:
       break;

@@ -1,6 +1,6 @@
 // Opens the device a string names (device_string.h) and keeps what it is made of: the NVMe
 // driver over an emulated or passthrough namespace (with the fault injector when asked), a
-// null_blk, or a striped target over null_blks. The only place that builds devices; the daemon,
+// null_blk, a striped target over null_blks, or a RAM disk. The only place that builds devices; the daemon,
 // mkfs, fsck, the bench and the tests all come here. Queue settings (hardware queues, depth,
 // toggles, completion thread) come from DeviceOptions, the same for every kind.
 #pragma once
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "blockcore/blk_mq.h"
+#include "blockcore/brd.h"
 #include "blockcore/null_blk.h"
 #include "blockcore/stripe.h"
 #include "device_string.h"
@@ -41,6 +42,7 @@ class Device {
   NvmeDriver* nvme() const { return nvme_.get(); }      // emu: and nvme: devices
   NullBlk* null_blk() const { return nulls_.empty() ? nullptr : nulls_[0].get(); }  // null:, a stripe's first child
   StripeTarget* stripe() const { return stripe_.get(); }
+  BrdDevice* ram() const { return brd_.get(); }  // ram: (empty when opened)
   const std::string& spec() const { return spec_; }
   // The fault injector when the string asked for one, the emulated namespace for emu:.
   FaultInjector* faults() const { return faults_; }
@@ -56,6 +58,7 @@ class Device {
   std::vector<std::unique_ptr<NullBlk>> nulls_;
   std::unique_ptr<StripeTarget> stripe_;
   std::unique_ptr<NvmeDriver> nvme_;
+  std::unique_ptr<BrdDevice> brd_;
   BlockDevice* bdev_ = nullptr;
   FaultInjector* faults_ = nullptr;
   EmuNamespace* emu_ = nullptr;

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "devices/open_device.h"
 #include "tests/nvme/nvme_test_util.h"
@@ -167,4 +169,32 @@ TEST_CASE("open_device: null devices come from blockcore's null_blk") {
   CHECK(dev->bdev()->capacity == (1ull << 30) / 512);
   CHECK(dev->queue()->nr_hw_queues() == 2);
   CHECK(dev->poll() == 0);
+}
+
+TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is written") {
+  DeviceSpec ds;
+  std::string err;
+  REQUIRE(parse_device_spec("ram:64M", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::ram);
+  CHECK(ds.ram_bytes == (64u << 20));
+  CHECK(contains(parse_error("ram:"), "expected ram:SIZE"));
+  CHECK(contains(parse_error("ram:12X"), "ram:12X"));
+  CHECK(contains(parse_error("ram:4K"), "at least 1M"));
+  CHECK(contains(parse_error("tape:/dev/st0"), "stripe: or ram:"));
+
+  auto dev = open_device("ram:16M", DeviceOptions{});
+  REQUIRE(dev->ram());
+  CHECK(dev->queue() == dev->ram()->queue());
+  CHECK(dev->queues().size() == 1);
+  CHECK(dev->bdev()->capacity == (16u << 20) >> SECTOR_SHIFT);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  // Page-aligned buffers: one page each, as a bio's single vec holds.
+  alignas(4096) static uint8_t w[4096], r[4096];
+  fill_pattern(w, sizeof(w), 3);
+  IoWait a, b;
+  submit_bio(make_bio_on(dev->bdev(), bs, REQ_OP_WRITE, 64, w, 4096, &a));
+  REQUIRE(a.done.load() == 1);  // brd completes inline
+  submit_bio(make_bio_on(dev->bdev(), bs, REQ_OP_READ, 64, r, 4096, &b));
+  REQUIRE(b.done.load() == 1);
+  CHECK(std::memcmp(w, r, 4096) == 0);
 }

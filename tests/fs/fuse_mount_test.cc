@@ -161,3 +161,28 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
   std::string out;
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
+
+TEST_CASE("fuse: ram:SIZE mounts a filesystem in memory, formatted at mount; mkfs and fsck refuse it") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: no /dev/fuse");
+    return;
+  }
+  FuseScratch s(1 << 20);  // its image is not used: the mount point is
+  std::string out;
+  CHECK(run(kBin + "/mkfs.biofs ram:64M", &out) == 1);
+  CHECK(out.find("a RAM disk lives only inside the daemon") != std::string::npos);
+  CHECK(run(kBin + "/fsck.biofs -n ram:64M", &out) == 8);
+  pid_t pid = mount_fg("ram:64M", s.mnt, "");
+  const std::string data = pattern(3 << 20, 11);
+  write_file(s.mnt + "/f", data, true);
+  stdfs::create_directory(s.mnt + "/d");
+  CHECK(read_file(s.mnt + "/f") == data);
+  struct statvfs sv;
+  REQUIRE(statvfs(s.mnt.c_str(), &sv) == 0);
+  CHECK(uint64_t(sv.f_blocks) * sv.f_frsize <= (64u << 20));
+  unmount(s.mnt, pid);
+  // Gone with the daemon, as tmpfs: the next mount starts empty.
+  pid = mount_fg("ram:64M", s.mnt, "");
+  CHECK_FALSE(stdfs::exists(s.mnt + "/f"));
+  unmount(s.mnt, pid);
+}

@@ -71,6 +71,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mkfs.biofs: %s\n", err.c_str());
     return 1;
   }
+  if (dev->ram()) {
+    fprintf(stderr, "mkfs.biofs: %s: a RAM disk lives only inside the daemon, which formats it when it mounts\n",
+            spec.c_str());
+    return 1;
+  }
   BlockIo io(dev->bdev(), 4096);
   const bool tty = isatty(2) && !quiet;
   o.progress = [&](uint64_t done, uint64_t total) {
