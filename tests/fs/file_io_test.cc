@@ -90,6 +90,15 @@ struct Rig {
     REQUIRE(fs->open(st.st_ino) == 0);
     return st.st_ino;
   }
+  // Unmounts and mounts again, as the daemon's next start would.
+  void remount() {
+    REQUIRE(fs->unmount() == 0);
+    std::string err;
+    MountOptions o;
+    o.commit_interval_s = 0;
+    fs = Filesystem::mount(*io, o, &err);
+    REQUIRE_MESSAGE(fs, err);
+  }
   void unmount_and_check() {
     REQUIRE(fs->unmount() == 0);
     fs.reset();
@@ -203,12 +212,7 @@ void run_race(Rig& rig, int seconds_tenths, bool prealloc = false, const std::fu
   before.resize(size_t(n));
   REQUIRE(rig.fs->release(a) == 0);
   REQUIRE(rig.fs->release(b) == 0);
-  REQUIRE(rig.fs->unmount() == 0);
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  rig.fs = Filesystem::mount(*rig.io, o, &err);
-  REQUIRE_MESSAGE(rig.fs, err);
+  rig.remount();
   std::string after(before.size(), '\0');
   REQUIRE(rig.fs->read(a, 0, after.size(), after.data()) == ssize_t(after.size()));
   CHECK(after == before);
@@ -403,12 +407,7 @@ TEST_CASE("file io: an overwrite in a later clock tick sets mtime and ctime firs
   REQUIRE(rig.fs->release(f) == 0);
   // Journaled like any inode change: a remount (which replays or reads the committed table)
   // shows the same times and the new bytes.
-  REQUIRE(rig.fs->unmount() == 0);
-  std::string err;
-  MountOptions o;
-  o.commit_interval_s = 0;
-  rig.fs = Filesystem::mount(*rig.io, o, &err);
-  REQUIRE_MESSAGE(rig.fs, err);
+  rig.remount();
   struct stat remounted;
   REQUIRE(rig.fs->getattr(f, &remounted) == 0);
   CHECK(ns(remounted.st_mtim) == ns(after.st_mtim));

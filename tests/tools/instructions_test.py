@@ -8,8 +8,6 @@ Parse is pure (a hand-written callgrind file). Callgrind runs `biofs-bench fsio`
 the bench. tests/tools/CMakeLists.txt registers each test_ method as instructions_test.NAME.
 """
 import csv
-import importlib.machinery
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,19 +15,10 @@ import sys
 import tempfile
 import unittest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOLS = os.path.join(REPO, "tools")
-BIN = os.environ.get("BIOFS_BIN_DIR", os.path.join(REPO, "build", "bin"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tool_paths import BIN, REPO, TOOLS, load_tool  # noqa: E402
 TOOL = os.path.join(TOOLS, "biofs-instructions")
 IOS = 1000  # measured I/Os per run: seconds under callgrind
-
-
-def load_tool(name):
-    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(TOOLS, name))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
 
 instr = load_tool("biofs-instructions")

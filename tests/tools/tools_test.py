@@ -10,8 +10,6 @@ tests/tools/CMakeLists.txt registers each test_ method as its own ctest entry,
 tools_test.NAME without the test_ (label fuse for Mount, unit for the rest).
 """
 import csv
-import importlib.machinery
-import importlib.util
 import json
 import os
 import shutil
@@ -20,17 +18,8 @@ import sys
 import tempfile
 import unittest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOLS = os.path.join(REPO, "tools")
-BIN = os.environ.get("BIOFS_BIN_DIR", os.path.join(REPO, "build", "bin"))
-
-
-def load_tool(name):
-    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(TOOLS, name))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tool_paths import BIN, REPO, TOOLS, load_tool  # noqa: E402
 
 
 compare = load_tool("biofs-compare")

@@ -1,9 +1,14 @@
 // The benchmark modes' command lines (CLI11).
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "blockcore/toggles.h"
 
 namespace biofs::bench {
 
@@ -17,6 +22,19 @@ inline int parse_cli(CLI::App& app, int argc, char** argv) {
     throw std::invalid_argument(e.what());
   }
   return -1;
+}
+
+// One option per block-layer toggle (toggles.h's table), --bio-cache and --bio_cache alike; the
+// values land in *values, in the table's order, each starting at its default.
+inline void add_toggle_options(CLI::App& app, std::vector<std::string>* values) {
+  values->resize(toggle_table().size());
+  for (size_t i = 0; i < toggle_table().size(); i++) {
+    const ToggleInfo& t = toggle_table()[i];
+    std::string dashed = t.name;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    (*values)[i] = t.get(Toggles{});
+    app.add_option("--" + dashed + ",--" + t.name, (*values)[i], std::string("toggle: ") + t.values)->capture_default_str();
+  }
 }
 
 }  // namespace biofs::bench

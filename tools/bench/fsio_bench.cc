@@ -509,14 +509,8 @@ int fsio_main(int argc, char** argv) {
   app.add_option("--stage-sample", o.stage_sample, "stage clock sampling, 1 in N (0: off)")->capture_default_str();
   app.add_flag("--completion-thread", o.completion_thread,
                "NVMe devices: complete on the driver's completion thread instead of polling here");
-  std::vector<std::string> toggle_values(toggle_table().size());
-  for (size_t i = 0; i < toggle_table().size(); i++) {
-    const ToggleInfo& t = toggle_table()[i];
-    std::string dashed = t.name;
-    std::replace(dashed.begin(), dashed.end(), '_', '-');
-    toggle_values[i] = t.get(Toggles{});
-    app.add_option("--" + dashed + ",--" + t.name, toggle_values[i], std::string("toggle: ") + t.values)->capture_default_str();
-  }
+  std::vector<std::string> toggle_values;
+  add_toggle_options(app, &toggle_values);
   bool no_settle = false;
   app.add_flag("--no-settle", no_settle,
                "emu: do not wait (uncounted) for each command at its doorbell; the count then depends on\n"

@@ -289,16 +289,10 @@ int io_main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t(0), uint64_t(10'000'000'000)))->capture_default_str();
   unsigned chunk_kb = o.chunk_sectors / 2;
   app.add_option("--chunk-kb", chunk_kb, "stripe chunk")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
-  std::vector<std::string> toggle_values(toggle_table().size());
+  std::vector<std::string> toggle_values;
+  add_toggle_options(app, &toggle_values);
   std::string pairs;
-  for (size_t i = 0; i < toggle_table().size(); i++) {
-    const ToggleInfo& t = toggle_table()[i];
-    std::string dashed = t.name;
-    std::replace(dashed.begin(), dashed.end(), '_', '-');
-    toggle_values[i] = t.get(Toggles{});
-    app.add_option("--" + dashed + ",--" + t.name, toggle_values[i], std::string("toggle: ") + t.values)->capture_default_str();
-    pairs += std::string(pairs.empty() ? "" : "; ") + t.name + " " + t.ab_a + "," + t.ab_b;
-  }
+  for (const ToggleInfo& t : toggle_table()) pairs += std::string(pairs.empty() ? "" : "; ") + t.name + " " + t.ab_a + "," + t.ab_b;
   app.add_option("--ab", o.ab, "TOGGLE[=A,B]: run A and B interleaved --repeats times (default pairs: " + pairs + ")");
   app.add_option("--repeats", o.repeats, "A/B repeats")->check(CLI::Range(1u, 1000u))->capture_default_str();
   app.add_flag("--json", o.json, "one JSON object per run");
