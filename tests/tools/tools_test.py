@@ -864,6 +864,8 @@ class Mount(unittest.TestCase):
     def test_compare_instructions_appends_the_in_process_counts(self):
         if not shutil.which("valgrind"):
             self.skipTest("no valgrind")
+        if os.environ.get("BIOFS_SANITIZED") == "1":
+            self.skipTest("valgrind cannot run a sanitizer build")
         p = self.compare("--repeats", "1", "--instructions", "--instr-devices", "null")
         self.assertEqual(p.returncode, 0, p.stderr)
         out = os.path.join(self.tmp, "out")
