@@ -178,6 +178,7 @@ int fuzz_device_spec(const uint8_t* data, size_t size) {
   if (parse_device_spec(spec, &ds, &err)) {
     const bool empty = ds.kind == DeviceSpec::Kind::null     ? ds.null_blk.size_bytes == 0
                        : ds.kind == DeviceSpec::Kind::stripe ? ds.stripe_children == 0 || ds.stripe_children > 16
+                       : ds.kind == DeviceSpec::Kind::ram    ? ds.ram_bytes < (1u << 20)
                                                              : ds.emu.path.empty();
     if (empty)
       property_failed("device string '" + spec + "' parsed to an empty device");
