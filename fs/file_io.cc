@@ -123,9 +123,10 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
         break;
       case Overwrite::not_possible: break;
     }
-    if (try_convert_async(ino, off, size, data, done, fsetid)) return;
   }
-  done(write_locked(ino, off, size, data, fsetid));
+  bool handed_off = false;  // to the end-io worker, which answers once the extents are converted
+  const ssize_t r = write_locked(ino, off, size, data, fsetid, &done, &handed_off);
+  if (!handed_off) done(r);
 }
 
 // Bios writing buf to the blocks that logical blocks first..last map to (all mapped).
@@ -188,7 +189,8 @@ int Filesystem::update_file_times(uint64_t ino) {
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves
 // with no lock held unless the write allocates or is unaligned (read-modify-write of its edge
 // blocks).
-ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data, bool fsetid) {
+ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data, bool fsetid,
+                                 WriteDone* convert_done, bool* handed_off) {
   std::unique_lock ex(lock_);
   if (int err = maybe_commit(size / bs_ + 8)) return err;  // its blocks, edges and tree blocks
   InodeObj* in;
@@ -199,6 +201,10 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
   if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
   const uint64_t first = off / bs_, last = (end - 1) / bs_, n = last - first + 1;
   const bool rmw = off % bs_ || end % bs_;
+  if (!rmw && convert_done && try_convert_async(ex, in, first, last, end, data, fsetid, *convert_done)) {
+    *handed_off = true;
+    return 0;
+  }
   IoBuf tmp(n * bs_, false);  // head/tail reads and the caller's data cover every byte
   if (rmw) {
     inode_dio_wait(in);  // an aligned write in flight to an edge block would be lost
@@ -260,25 +266,22 @@ struct Filesystem::ConvertIo : EndIoWork::Item {
   WriteDone done;
 };
 
-bool Filesystem::try_convert_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone& done,
-                                   bool fsetid) {
-  if (!end_io_) return false;
-  const uint64_t end = off + size;
-  std::unique_lock ex(lock_);
-  if (failed_ || maybe_commit(size / bs_ + 8)) return false;  // the extent tree may split
-  InodeObj* in;
-  if (iget(ino, &in) || !S_ISREG(in->d.mode) || end / bs_ >= (1ull << 40)) return false;
-  const uint64_t first = off / bs_, last = (end - 1) / bs_;
-  // Every block mapped (nothing to allocate), some of them unwritten.
+// Under write_locked's exclusive hold: an aligned write whose blocks are all mapped, some of
+// them unwritten, goes out asynchronously and is answered by end_io_ after the conversion.
+bool Filesystem::try_convert_async(std::unique_lock<std::shared_mutex>& ex, InodeObj* in, uint64_t first,
+                                   uint64_t last, uint64_t end, const char* data, bool fsetid, WriteDone& done) {
+  if (!end_io_ || failed_) return false;
   bool any_unwritten = false;
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
     bool unwritten;
-    if (!map_block(in, l, &run, &unwritten)) return false;
+    if (!map_block(in, l, &run, &unwritten)) return false;  // a hole: the write allocates
     any_unwritten |= unwritten;
     l += run;
   }
   if (!any_unwritten) return false;
+  const size_t size = size_t((last - first + 1) * bs_);
+  const uint64_t ino = in->ino;
   auto* w = new ConvertIo(&io_, size);
   w->ino = ino, w->first = first, w->n = last - first + 1, w->end = end, w->size = size, w->fsetid = fsetid;
   w->done = std::move(done);

@@ -217,14 +217,18 @@ class Filesystem {
   // Aligned writes into fallocated (unwritten) blocks: the data goes out asynchronously and the
   // extents are converted by end_io_ (end_io_work.h) once it is on disk. false: not such a write.
   struct ConvertIo;
-  bool try_convert_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid);
+  bool try_convert_async(std::unique_lock<std::shared_mutex>& ex, InodeObj* in, uint64_t first, uint64_t last,
+                         uint64_t end, const char* buf, bool fsetid, WriteDone& done);
   void finish_conversions(std::vector<EndIoWork::Item*>& items);
   // The metadata of a write whose data is on disk, under the exclusive lock: unwritten extents
   // converted, size, set-id bits, capabilities, times.
   ssize_t finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid, bool extents_changed);
   Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid);
   int update_file_times(uint64_t ino);
-  ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf, bool fsetid);
+  // convert_done (with handed_off) lets an aligned write into unwritten blocks be answered later
+  // by the end-io worker (try_convert_async); null from the synchronous callers.
+  ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf, bool fsetid,
+                       WriteDone* convert_done = nullptr, bool* handed_off = nullptr);
   // should_remove_suid(): clears S_ISUID, and S_ISGID when group exec is set (without it the
   // bit means mandatory locking). Returns whether the mode changed.
   static bool drop_suidgid(disk::Inode& d);
