@@ -3,6 +3,7 @@
 
 #include "blk.h"
 #include "blk_flush.h"
+#include "blk_poll.h"
 
 #include <sched.h>
 
@@ -20,6 +21,8 @@ namespace biofs {
 namespace {
 thread_local BlkPlug* tls_plug = nullptr;  // current->plug
 thread_local int tls_cpu = -1;             // the CPU this thread first submitted from
+thread_local int tls_poll_slot = -1;       // the poll queue this thread took (blk_poll.h)
+std::atomic<unsigned> next_poll_slot{0};
 }  // namespace
 
 QueueCounters& QueueCounters::operator+=(const QueueCounters& o) {
@@ -74,12 +77,17 @@ RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps
     throw std::invalid_argument("queue limits: " + err);
   if (set.nr_hw_queues == 0 || set.nr_hw_queues > 256)
     throw std::invalid_argument("queues=" + std::to_string(set.nr_hw_queues) + ": expected 1..256");
+  if (set.nr_poll_queues > 256)
+    throw std::invalid_argument("poll_queues=" + std::to_string(set.nr_poll_queues) + ": expected 0..256");
   if (set.queue_depth == 0 || set.queue_depth > 65536)
     throw std::invalid_argument("qd=" + std::to_string(set.queue_depth) + ": expected 1..65536");
-  for (unsigned i = 0; i < set.nr_hw_queues; i++) {
+  nr_default_ = set.nr_hw_queues;
+  nr_poll_ = set.nr_poll_queues;
+  for (unsigned i = 0; i < nr_default_ + nr_poll_; i++) {
     auto hctx = std::make_unique<BlkMqHwCtx>();
     hctx->queue = this;
     hctx->queue_num = i;
+    hctx->polled = i >= nr_default_;
     hctx->tags = std::make_unique<BlkMqTags>(set.queue_depth, sizeof(Request) + set.cmd_size);
     if (ops_->init_hctx(hctx.get(), i) != 0)
       throw std::invalid_argument("driver refused hardware queue " + std::to_string(i));
@@ -89,12 +97,17 @@ RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps
 
 RequestQueue::~RequestQueue() = default;
 
-BlkMqHwCtx* RequestQueue::map_queue() {
+BlkMqHwCtx* RequestQueue::map_queue(blk_opf_t opf) {
   if (tls_cpu < 0) [[unlikely]] {
     const int cpu = sched_getcpu();
     tls_cpu = cpu < 0 ? 0 : cpu;
   }
-  return hctxs_[unsigned(tls_cpu) % hctxs_.size()].get();
+  if ((opf & REQ_POLLED) && nr_poll_) {  // a poll queue per polling thread, in turn (blk_poll.h)
+    if (tls_poll_slot < 0) [[unlikely]]
+      tls_poll_slot = int(next_poll_slot.fetch_add(1, std::memory_order_relaxed) & 0xffff);
+    return hctxs_[nr_default_ + unsigned(tls_poll_slot) % nr_poll_].get();
+  }
+  return hctxs_[unsigned(tls_cpu) % nr_default_].get();
 }
 
 void RequestQueue::add_counters(const QueueCounters& c) {
@@ -183,7 +196,12 @@ static int blk_mq_get_tag(BlkMqAllocData* data, unsigned* cpu) {
   if (data->cmd_flags & REQ_NOWAIT) return -1;
   data->counters->tag_waits++;
   if (tls_plug) blk_flush_plug(tls_plug);
-  return sbitmap_queue_get_wait(sbq, cpu);
+  if (!data->hctx->polled) return sbitmap_queue_get_wait(sbq, cpu);
+  // A poll queue has no completion thread to free tags: whoever waits for one reaps.
+  for (;;) {
+    if (blk_mq_poll(data->hctx, true) == 0) std::this_thread::yield();
+    if ((tag = sbitmap_queue_get(sbq, cpu)) >= 0) return tag;
+  }
 }
 
 // __blk_mq_alloc_requests()
@@ -200,7 +218,7 @@ static Request* blk_mq_alloc_requests(BlkMqAllocData* data, bool loop) {
 
 // blk_mq_get_new_requests(): the tag_batch toggle lives here.
 static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio, QueueCounters* counters) {
-  BlkMqAllocData data{q, q->map_queue(), bio->bi_opf, 1, nullptr, counters};
+  BlkMqAllocData data{q, q->map_queue(bio->bi_opf), bio->bi_opf, 1, nullptr, counters};
   const TagBatch mode = q->toggles().tag_batch;
   RqList unused;
   data.cached_rqs = &unused;
@@ -218,6 +236,7 @@ static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio
 static Request* blk_mq_take_cached_request(BlkPlug* plug, RequestQueue* q, const Bio* bio) {
   Request* rq = plug->cached_rqs.peek();
   if (!rq || rq->q != q) return nullptr;
+  if (rq->mq_hctx->polled != ((bio->bi_opf & REQ_POLLED) != 0)) return nullptr;  // another hctx type
   plug->cached_rqs.pop();
   rq->cmd_flags = bio->bi_opf;
   return rq;
@@ -338,9 +357,13 @@ void submit_bio(Bio* bio) {
 void blk_mq_submit_bio(Bio* bio) { blk_mq_submit_bio_plug(bio, tls_plug); }
 
 void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
+  RequestQueue* q = bio->bi_bdev->queue;
+  // bio_clear_polled(): without poll queues, and for flush sequences (whose steps are issued
+  // from other threads' completions), the bio completes the usual way.
+  if ((bio->bi_opf & REQ_POLLED) && (!q->nr_poll_queues() || (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)))) [[unlikely]]
+    bio->bi_opf &= ~REQ_POLLED;
   if (blk_insert_flush(bio)) [[unlikely]]
     return;
-  RequestQueue* q = bio->bi_bdev->queue;
   QueueCounters local;
   QueueCounters* counters = plug ? plug_counters(plug, q) : &local;
   for (;;) {

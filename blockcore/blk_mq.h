@@ -44,6 +44,9 @@ class BlkMqOps {
   virtual void commit_rqs(BlkMqHwCtx*) {}
   // Reaps completions on a polled queue into `iob`; returns how many were found.
   virtual int poll(BlkMqHwCtx*, IoCompBatch*) { return 0; }
+  // Sleeps until a poll queue has a completion to reap (or a bounded while passes): what stands
+  // in for the kernel's spinning in blk_mq_poll() on machines with fewer CPUs than pollers.
+  virtual void poll_wait(BlkMqHwCtx*) {}
   virtual int init_hctx(BlkMqHwCtx*, unsigned /*hctx_idx*/) { return 0; }
 };
 
@@ -77,12 +80,14 @@ struct QueueCounters {
 struct alignas(64) BlkMqHwCtx {
   RequestQueue* queue;
   unsigned queue_num;
+  bool polled = false;  // HCTX_TYPE_POLL: no completion interrupt; its submitters reap it
   std::unique_ptr<BlkMqTags> tags;
   void* driver_data = nullptr;
 };
 
 struct TagSetConfig {  // struct blk_mq_tag_set
-  unsigned nr_hw_queues = 1;
+  unsigned nr_hw_queues = 1;   // HCTX_TYPE_DEFAULT queues
+  unsigned nr_poll_queues = 0; // HCTX_TYPE_POLL queues, after them (nvme's poll_queues)
   unsigned queue_depth = 128;
   unsigned cmd_size = 0;  // driver bytes after each request
 };
@@ -101,9 +106,12 @@ class RequestQueue {
   const QueueLimits& limits() const { return limits_; }
   const Toggles& toggles() const { return toggles_; }
   BlkMqOps* ops() const { return ops_; }
-  unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }
+  unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }  // poll queues included
+  unsigned nr_poll_queues() const { return nr_poll_; }
   BlkMqHwCtx* hctx(unsigned i) { return hctxs_[i].get(); }
-  BlkMqHwCtx* map_queue();  // the calling thread's hardware queue
+  // The calling thread's hardware queue for a request with these flags (blk_mq_map_queue):
+  // a REQ_POLLED one goes to the poll queue of the thread's CPU.
+  BlkMqHwCtx* map_queue(blk_opf_t opf = 0);
   BioSet& bio_split() { return bio_split_; }
   BioSet& bio_flush() { return bio_flush_; }  // the pre-flushes of blk_insert_flush()
   QueueCounters counters() const;
@@ -114,6 +122,7 @@ class RequestQueue {
   Toggles toggles_;
   BlkMqOps* ops_;
   std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
+  unsigned nr_default_ = 0, nr_poll_ = 0;
   BioSet bio_split_;
   BioSet bio_flush_;
   std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};

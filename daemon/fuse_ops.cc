@@ -1,5 +1,6 @@
 #include "fuse_ops.h"
 
+#include "blockcore/blk_poll.h"
 #include "blockcore/stage_clock.h"
 #include "stats.h"
 
@@ -221,26 +222,50 @@ void note_transport(fuse_req_t req) {
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
 
+// Counts a read or write in the daemon and decides whether its worker runs it to completion
+// (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
+bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
+  FuseContext* ctx = CTX(req);
+  const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
+  const unsigned receivers = fuse_req_is_uring(req) ? 1 : ctx->threads;
+  if (size > FuseContext::POLL_MAX_BYTES || others + 1 >= receivers) return false;
+  if (!blk_poll_group_start(group, ctx->fs->io().bdev()->queue)) return false;
+  ctx->polled.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void end_data_request(fuse_req_t req) { CTX(req)->data_requests.fetch_sub(1, std::memory_order_relaxed); }
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   const StageToken t = stage_request_received();
   note_transport(req);
-  FS(req)->read_async(ino, uint64_t(off), size, [req, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
+  FuseContext* ctx = CTX(req);
+  BlkPollGroup group;
+  const bool poll = start_data_request(req, size, &group);
+  ctx->fs->read_async(ino, uint64_t(off), size, [req, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
+    end_data_request(req);
     if (reply_elsewhere(req, receiver)) return CTX(req)->replies->read_done(req, n, data, t);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
     stage_request_reply(t);
   });
+  if (poll) blk_poll_group_wait(&group);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
   const StageToken t = stage_request_received();
   note_transport(req);
-  FS(req)->write_async(ino, uint64_t(off), size, buf, [req, t, receiver = pthread_self()](ssize_t n) {
+  FuseContext* ctx = CTX(req);
+  BlkPollGroup group;
+  const bool poll = start_data_request(req, size, &group);
+  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, t, receiver = pthread_self()](ssize_t n) {
+    end_data_request(req);
     if (reply_elsewhere(req, receiver)) return CTX(req)->replies->write_done(req, n, t);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_request_reply(t);
   }, fi->writepage || may_keep_setid(req));  // writeback: the kernel has seen to the bits
+  if (poll) blk_poll_group_wait(&group);
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
@@ -379,7 +404,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     FuseContext* ctx = CTX(req);
     static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring"};
     const FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
-                         ctx->replies ? ctx->replies->queued() : 0};
+                         ctx->replies ? ctx->replies->queued() : 0, ctx->polled.load(std::memory_order_relaxed)};
     return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse), size);
   }
   std::string v;

@@ -29,6 +29,15 @@ struct FuseContext {
   ReplyQueue* replies = nullptr;
   // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring.
   std::atomic<int> transport{0};
+  // Run to completion (blockcore/blk_poll.h): a worker waits for the I/O of a read or write of
+  // at most POLL_MAX_BYTES, reaping its own poll queue and replying itself, when another
+  // thread is free to receive the next request: fewer data requests are in the daemon than
+  // `threads` (/dev/fuse workers), or, over io_uring, none but this one (a ring thread that
+  // waits holds up its queue). Otherwise the I/O completes on the completion thread.
+  unsigned threads = 1;
+  std::atomic<unsigned> data_requests{0};  // reads and writes received and not yet answered
+  std::atomic<uint64_t> polled{0};         // of them, run to completion
+  static constexpr size_t POLL_MAX_BYTES = 128 * 1024;
   double timeout() const { return keep_cache ? 86400.0 : 1.0; }
 };
 

@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
   dopts.queues = opts.queues;
   dopts.qd = opts.qd;
   dopts.toggles = opts.toggles;
+  dopts.poll_queues = opts.poll_queues < 0 ? std::min(opts.threads, 256u) : unsigned(opts.poll_queues);
   std::string why;
   std::unique_ptr<Device> dev = open_device_locked(spec, dopts, &lock, true, "biofs", &why);
   if (!dev) fail(32, why);
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
   ctx.want_uring = use_uring;
+  ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   std::unique_ptr<ReplyQueue> replies;
   if (use_uring) replies = std::make_unique<ReplyQueue>();

@@ -47,6 +47,12 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "queues") return number(1, 256, &o->queues, "a number from 1 to 256");
   if (key == "qd") return number(1, 4096, &o->qd, "a number from 1 to 4096");
   if (key == "threads") return number(1, 1024, &o->threads, "a number from 1 to 1024");
+  if (key == "poll_queues") {
+    unsigned n;
+    if (std::string why = number(0, 256, &n, "a number from 0 to 256"); !why.empty()) return why;
+    o->poll_queues = int(n);
+    return "";
+  }
   if (key == "max_background") return number(1, 65535, &o->max_background, "a number from 1 to 65535");
   if (key == "commit") return number(0, 3600, &o->fs.commit_interval_s, "seconds from 0 to 3600");
   if (key == "meta_cache") {
@@ -159,7 +165,7 @@ std::string usage_text() {
   for (const ToggleInfo& t : toggle_table()) toggles += std::string(t.name) + "=" + t.values + ",";
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
          "  -o " + toggles + "\n"
-         "     queues=N,qd=N,threads=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
+         "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
          "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";

@@ -24,6 +24,10 @@ struct DaemonOptions {
   unsigned queues = 1;           // queues=N
   unsigned qd = 128;             // qd=N
   unsigned threads = default_fuse_threads();  // threads=N: FUSE worker threads at most
+  // poll_queues=N: NVMe poll queues, on which a worker runs a small read or write to
+  // completion when another worker is free (fuse_ops.h); 0: every I/O completes on the
+  // completion thread. Default: one per worker.
+  int poll_queues = -1;          // -1: threads
   unsigned max_background = 256; // max_background=N: async FUSE requests the kernel keeps in flight
   MountOptions fs;               // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)

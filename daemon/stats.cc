@@ -54,7 +54,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
   j["time_s"] = mono_s();
   j["rss_bytes"] = rss_bytes();
   if (fuse)
-    j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"queued_replies", fuse->queued_replies}};
+    j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"queued_replies", fuse->queued_replies},
+                 {"polled", fuse->polled}};
 
   const BioSetStats bs = io.bio_set().stats();
   const BioCacheCounters& c = bs.total;
@@ -81,7 +82,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
     j["queue"] = {
         {"tag_batch", tag_batch_name(q->toggles().tag_batch)},
         {"split_check", split_check_name(q->toggles().split_check)},
-        {"hw_queues", q->nr_hw_queues()},
+        {"hw_queues", q->nr_hw_queues() - q->nr_poll_queues()},
+        {"poll_queues", q->nr_poll_queues()},
         {"requests", qc.requests},
         {"plug_flushes", qc.plug_flushes},
         {"split_checks", qc.split_checks},

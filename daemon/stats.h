@@ -23,6 +23,7 @@ inline bool is_stats_xattr(uint64_t ino, const char* name) {
 struct FuseStats {
   std::string requested, transport;
   uint64_t queued_replies = 0;
+  uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
 };
 
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident

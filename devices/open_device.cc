@@ -82,6 +82,7 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
   cfg.queue_depth = opts.qd;
   cfg.completion_thread = opts.completion_thread;
   cfg.completion_affinity = opts.completion_affinity;
+  cfg.nr_poll_queues = opts.poll_queues;
   cfg.toggles = opts.toggles;
   dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
   dev->bdev_ = dev->nvme_->bdev();

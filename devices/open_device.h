@@ -23,6 +23,7 @@ struct DeviceOptions {
   unsigned qd = 128;              // tags per hardware queue
   bool completion_thread = true;  // false (`poll`): the submitter reaps (NvmeDriver::poll_all)
   bool completion_affinity = true;  // the completion thread follows the submitting CPU
+  unsigned poll_queues = 0;       // NVMe poll queues beside the hardware queues (blockcore/blk_poll.h)
   Toggles toggles;
   // null: and stripe: devices: how requests complete (null_blk's irqmode and completion_nsec)
   // and the stripe's chunk.

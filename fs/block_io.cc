@@ -97,7 +97,9 @@ void IoBatch::done_one(blk_status_t st) {
   if (async_) {
     // Moved out first: the callback may destroy this batch.
     std::function<void(int)> fn = std::move(callback_);
+    BlkPollGroup* group = poll_group_;
     fn(status_.load());
+    if (group) group->pending.fetch_sub(1, std::memory_order_release);  // after the callback ran
     return;
   }
   std::lock_guard g(lock_);
@@ -126,11 +128,19 @@ void IoBatch::submit() {
   outstanding_.fetch_add(int(todo.size()), std::memory_order_relaxed);
   BlockIo* io = io_;
   BlockDevice* bdev = io->bdev();
+  // An asynchronous batch of a thread that polls (blockcore/blk_poll.h) is counted in its group
+  // and polled; a synchronous one is waited for here and completes the usual way.
+  blk_opf_t polled = 0;
+  if (BlkPollGroup* g = async_ ? blk_poll_group_current() : nullptr; g && g->q == bdev->queue) {
+    poll_group_ = g;
+    g->pending.fetch_add(1, std::memory_order_relaxed);
+    polled = REQ_POLLED;
+  }
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, uint16_t(todo.size() < 32 ? todo.size() : 32));
   for (const Pending& p : todo) {
     const bool flush = bio_op_of(p.flags) == REQ_OP_FLUSH;
-    const blk_opf_t op = flush ? p.flags : ((p.write ? REQ_OP_WRITE : REQ_OP_READ) | p.flags);
+    const blk_opf_t op = flush ? p.flags : ((p.write ? REQ_OP_WRITE : REQ_OP_READ) | p.flags | polled);
     Bio* bio = bio_alloc_bioset(bdev, flush ? 0 : 1, op, GFP_KERNEL, &io->bio_set());
     if (!flush) bio_add_virt(bio, p.buf, p.len);
     bio->bi_iter.bi_sector = p.sector;

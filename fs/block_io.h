@@ -14,6 +14,7 @@
 
 #include "blockcore/bio_set.h"
 #include "blockcore/blk_mq.h"
+#include "blockcore/blk_poll.h"
 
 namespace biofs {
 
@@ -86,6 +87,7 @@ class IoBatch {
   bool finished_ = true;
   std::function<void(int)> callback_;
   bool async_ = false;
+  BlkPollGroup* poll_group_ = nullptr;  // the submitter's group, when it polls
 };
 
 class BlockIo {

@@ -39,9 +39,12 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
     throw std::invalid_argument("queues=" + std::to_string(cfg_.nr_queues) + ": expected 1..256");
   if (cfg_.queue_depth == 0 || cfg_.queue_depth > 65535)  // the command id is 16 bits
     throw std::invalid_argument("qd=" + std::to_string(cfg_.queue_depth) + ": expected 1..65535");
+  if (cfg_.nr_poll_queues > 256)
+    throw std::invalid_argument("poll_queues=" + std::to_string(cfg_.nr_poll_queues) + ": expected 0..256");
   identify();
-  for (unsigned i = 0; i < cfg_.nr_queues; i++) {
+  for (unsigned i = 0; i < cfg_.nr_queues + cfg_.nr_poll_queues; i++) {
     auto nq = std::make_unique<NvmeHctx>();
+    nq->polled = i >= cfg_.nr_queues;
     NvmeQueueParams p;
     p.qid = i + 1;
     p.depth = cfg_.queue_depth;
@@ -53,6 +56,7 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
   }
   TagSetConfig set;
   set.nr_hw_queues = cfg_.nr_queues;
+  set.nr_poll_queues = cfg_.nr_poll_queues;
   set.queue_depth = cfg_.queue_depth;
   set.cmd_size = sizeof(NvmeIod);
   queue_ = std::make_unique<RequestQueue>(set, limits(), this, cfg_.toggles);
@@ -60,20 +64,22 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
   bdev_.capacity = nvme_lba_to_sect(ns_, ns_.nsze);
   bdev_.name = transport_->name();
   if (cfg_.completion_thread)
-    for (auto& nq : hctxs_) nq->completer = std::thread([this, p = nq.get()] { completion_thread(p); });
+    for (auto& nq : hctxs_)
+      if (!nq->polled) nq->completer = std::thread([this, p = nq.get()] { completion_thread(p); });
 }
 
 NvmeDriver::~NvmeDriver() {
   stopping_.store(true, std::memory_order_release);
   if (cfg_.completion_thread) {
     for (auto& nq : hctxs_) {
+      if (nq->polled) continue;
       std::lock_guard guard(nq->sq_lock);
       nq->q->wake();
     }
-    for (auto& nq : hctxs_) nq->completer.join();
-  } else {
-    while (inflight()) poll_all(true);
+    for (auto& nq : hctxs_)
+      if (nq->completer.joinable()) nq->completer.join();
   }
+  while (inflight()) poll_all(true);  // without completion threads, and the poll queues
   queue_.reset();
 }
 
@@ -161,7 +167,7 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
   unsigned n = 0;
   for (Request* rq = run->head; rq; rq = rq->rq_next) n++;
   nq->inflight.fetch_add(n, std::memory_order_relaxed);
-  if (cfg_.completion_thread && cfg_.completion_affinity) {
+  if (cfg_.completion_thread && cfg_.completion_affinity && !nq->polled) {
     const int cpu = submit_cpu();
     if (nq->submit_cpu.load(std::memory_order_relaxed) != cpu) {
       nq->submit_cpu.store(cpu, std::memory_order_relaxed);
@@ -241,6 +247,13 @@ int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
   while (Request* rq = failed.pop()) blk_mq_end_request(rq, rq->status);
   if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
   return n;
+}
+
+// The poll queue's stand-in for an interrupt: sleep in the transport until it has a completion
+// (bounded by REAP_WAIT_MS), so that pollers that outnumber the CPUs do not spin.
+void NvmeDriver::poll_wait(BlkMqHwCtx* hctx) {
+  auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
+  if (nq->inflight.load(std::memory_order_acquire)) nq->q->wait();
 }
 
 int NvmeDriver::reap(NvmeHctx* nq, bool block) {

@@ -11,7 +11,8 @@
 // io_uring_submit_and_get_events() idea: the completions of a busy queue are handled by the
 // thread that is running anyway), and behind it a completion thread per hardware queue (the
 // default, for callers such as the FUSE daemon that do not poll) or the submitter itself
-// through poll(). Completions are ended in batches (blk_mq_end_request_batch), errors one by
+// through poll(). Poll queues (nr_poll_queues) never have a completion thread: the threads that
+// submit polled I/O to them reap them (blockcore/blk_poll.h). Completions are ended in batches (blk_mq_end_request_batch), errors one by
 // one with their mapped status, always outside the driver's locks: a bio callback may submit.
 #pragma once
 
@@ -31,6 +32,9 @@ namespace biofs {
 
 struct NvmeDriverConfig {
   unsigned nr_queues = 1;          // hardware queues (one transport queue each)
+  // Poll queues beside them (nvme's poll_queues parameter): no completion thread; the threads
+  // that submit REQ_POLLED I/O reap them (blockcore/blk_poll.h).
+  unsigned nr_poll_queues = 0;
   unsigned queue_depth = 128;      // tags per hardware queue
   bool completion_thread = true;   // false: the submitter reaps with poll()/poll_all()
   // The completion thread runs on the CPU that submits to its hardware queue (checked at most
@@ -84,6 +88,7 @@ class NvmeDriver : public BlkMqOps {
   // Adds what the hardware queue has completed to iob (the caller ends the batch); 0 if
   // another thread is reaping it.
   int poll(BlkMqHwCtx* hctx, IoCompBatch* iob) override;
+  void poll_wait(BlkMqHwCtx* hctx) override;
   int init_hctx(BlkMqHwCtx* hctx, unsigned hctx_idx) override;
 
  private:
@@ -95,7 +100,8 @@ class NvmeDriver : public BlkMqOps {
     std::atomic<int> submit_cpu{-1};  // the CPU that submitted last (completion_affinity)
     std::atomic<uint32_t> submit_cpu_changes{0};  // how often submit_cpu changed
     std::atomic<uint64_t> affinity_moves{0};      // times the completion thread moved
-    std::thread completer;
+    std::thread completer;  // default queues only
+    bool polled = false;
   };
 
   void identify();

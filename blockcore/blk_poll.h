@@ -1,0 +1,39 @@
+// Counterpart of polled I/O in the kernel: blk-mq's poll queues (HCTX_TYPE_POLL, nvme's
+// poll_queues: no completion interrupt), bio_poll()/blk_mq_poll(), and the submitter's side that
+// io_uring's IOPOLL gives them (io_do_iopoll: the task that submitted reaps its own completions).
+//
+// A thread that will wait for its I/O anyway opens a BlkPollGroup. Asynchronous I/O it submits
+// meanwhile is marked REQ_POLLED by the layer that builds the bios (fs/block_io.cc counts each
+// batch in the group), goes to the thread's poll queue, and blk_poll_group_wait() reaps there
+// until all of it has ended: no completion thread is woken, and the completion callbacks (the
+// FUSE reply) run in the submitting thread. Differences from the kernel, both because pollers
+// here outnumber CPUs: a poll queue belongs to a thread (the first poll queue free in turn, not
+// the CPU's), and a poller that finds nothing sleeps until its queue has a completion
+// (BlkMqOps::poll_wait) instead of spinning.
+#pragma once
+
+#include <atomic>
+
+#include "blk_mq.h"
+
+namespace biofs {
+
+struct BlkPollGroup {
+  std::atomic<unsigned> pending{0};  // submissions counted in the group and not yet ended
+  RequestQueue* q = nullptr;         // the queue the group polls
+};
+
+// Opens `g` on q for the calling thread (one group at a time). False, and nothing opened, when
+// q has no poll queues: the caller's I/O then completes the usual way.
+bool blk_poll_group_start(BlkPollGroup* g, RequestQueue* q);
+// The calling thread's open group, or nullptr.
+BlkPollGroup* blk_poll_group_current();
+// Closes the group and reaps the thread's poll queue until every submission counted in it has
+// ended (a submission that ends elsewhere, e.g. on a default queue, is waited for too).
+void blk_poll_group_wait(BlkPollGroup* g);
+
+// blk_mq_poll(): reaps a poll queue and ends what it found; with `wait`, sleeps first until the
+// queue has a completion (bounded). Returns the requests ended.
+int blk_mq_poll(BlkMqHwCtx* hctx, bool wait);
+
+}  // namespace biofs
