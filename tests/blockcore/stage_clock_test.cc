@@ -64,7 +64,7 @@ TEST_CASE("stage histogram quantiles are the midpoints of the buckets holding th
   CHECK(empty.quantile(0.5) == 0);
 }
 
-TEST_CASE("a sampled bio is stamped at allocation and tag, then at its plug flush; sampling off stamps nothing") {
+TEST_CASE("a sampled bio is stamped at allocation and tag, then at its plug flush, sampling off stamps nothing") {
   SampleGuard guard;
   BrdDevice d(1 << 20);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);

@@ -19,7 +19,7 @@ Acl with_user(uint32_t uid, uint16_t perm, uint16_t mask) {
 }
 }  // namespace
 
-TEST_CASE("acl: the xattr form round-trips; malformed values are refused") {
+TEST_CASE("acl: the xattr form round-trips, malformed values are refused") {
   const Acl a = with_user(1000, 6, 7);
   const std::string v = acl_to_xattr(a);
   CHECK(v.size() == 4 + 8 * 5);

@@ -46,7 +46,7 @@ TEST_CASE("crc32c: a checksum continued piece by piece equals one call over the 
   CHECK(crc32c(whole, "", 0) == whole);  // nothing more changes nothing
 }
 
-TEST_CASE("block io: blocks written synchronously read back; unwritten blocks are zero") {
+TEST_CASE("block io: blocks written synchronously read back, unwritten blocks are zero") {
   BrdDevice d(4 << 20);
   BlockIo io(d.bdev(), 4096);
   CHECK(io.nr_blocks() == 1024);

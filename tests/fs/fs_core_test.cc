@@ -100,7 +100,7 @@ TEST_CASE("fs core: a file written at odd offsets reads back, before and after a
   CHECK(read_all(*r.fs, ino, 400000) == data);
 }
 
-TEST_CASE("fs core: holes read as zeros; truncate down zeroes the tail, truncate up is sparse") {
+TEST_CASE("fs core: holes read as zeros, truncate down zeroes the tail, truncate up is sparse") {
   Rig r;
   const uint64_t ino = r.create(disk::ROOT_INO, "sparse");
   CHECK(r.fs->write(ino, 1 << 20, 5, "hello") == 5);
@@ -261,7 +261,7 @@ TEST_CASE("fs core: a full filesystem gives ENOSPC, keeps existing data, reuses 
   CHECK(read_all(*r.fs, r.lookup(disk::ROOT_INO, "again"), 2 << 20) == chunk);
 }
 
-TEST_CASE("fs core: a crash after the commit block is replayed at mount; uncommitted work is not") {
+TEST_CASE("fs core: a crash after the commit block is replayed at mount, uncommitted work is not") {
   Rig r;
   const uint64_t a = r.create(disk::ROOT_INO, "committed");
   REQUIRE(r.fs->write(a, 0, 5, "12345") == 5);
@@ -347,7 +347,7 @@ TEST_CASE("fs core: a file unlinked while open survives until released, and a cr
   CHECK(r.fs->getattr(b, &st) == -ESTALE);
 }
 
-TEST_CASE("fs core: fallocate makes unwritten extents that read as zeros until written; punch hole") {
+TEST_CASE("fs core: fallocate makes unwritten extents that read as zeros until written, punch hole") {
   Rig r;
   const uint64_t ino = r.create(disk::ROOT_INO, "f");
   REQUIRE(r.fs->fallocate(ino, 0, 0, 64 * 4096) == 0);
@@ -439,7 +439,7 @@ TEST_CASE("fs core: device errors: a truncate or a hole punch whose partial-bloc
   CHECK(read_all(*r.fs, a, data.size()) == data);
 }
 
-TEST_CASE("fs core: device errors: a failed data write is EIO with nothing half-done; a failed commit stops all writing") {
+TEST_CASE("fs core: device errors: a failed data write is EIO with nothing half-done, a failed commit stops all writing") {
   Rig r;
   const uint64_t a = r.create(disk::ROOT_INO, "a");
   REQUIRE(r.fs->write(a, 0, 5, "12345") == 5);

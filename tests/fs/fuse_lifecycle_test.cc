@@ -113,7 +113,7 @@ TEST_CASE("fuse lifecycle: fallocate zero range through the mount") {
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
-TEST_CASE("fuse lifecycle: --help prints the usage only; an unusable image is one line") {
+TEST_CASE("fuse lifecycle: --help prints the usage only, an unusable image is one line") {
   std::string out;
   for (const char* tool : {"mkfs.biofs", "fsck.biofs", "biofs"}) {
     CAPTURE(tool);

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -162,7 +163,54 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
-TEST_CASE("fuse: ram:SIZE mounts a filesystem in memory, formatted at mount; mkfs and fsck refuse it") {
+// A number in the stats JSON, by key ("polled": 12 -> 12); -1 if absent.
+long long stat_number(const std::string& stats, const std::string& key) {
+  const size_t at = stats.find("\"" + key + "\":");
+  return at == std::string::npos ? -1 : std::atoll(stats.c_str() + at + key.size() + 3);
+}
+
+TEST_CASE("fuse: small direct reads and writes run to completion on poll queues, poll_queues=0 turns it off") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: no /dev/fuse");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  for (const std::string opts : {"", "poll_queues=0"}) {
+    CAPTURE(opts);
+    const pid_t pid = mount_fg(s.img, s.mnt, opts);
+    const int fd = open((s.mnt + "/p").c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+    REQUIRE(fd >= 0);
+    void* buf = nullptr;
+    REQUIRE(posix_memalign(&buf, 4096, 4096) == 0);
+    const int ops = 64;
+    for (int i = 0; i < ops; i++) {  // one at a time: a worker is always free to receive
+      std::memset(buf, i, 4096);
+      REQUIRE(pwrite(fd, buf, 4096, off_t(i) * 4096) == 4096);
+    }
+    int bad = 0;
+    for (int i = ops - 1; i >= 0; i--) {
+      REQUIRE(pread(fd, buf, 4096, off_t(i) * 4096) == 4096);
+      bad += static_cast<uint8_t*>(buf)[0] != uint8_t(i) || static_cast<uint8_t*>(buf)[4095] != uint8_t(i);
+    }
+    CHECK(bad == 0);
+    free(buf);
+    close(fd);
+    const std::string stats = stats_of(s.mnt);
+    if (opts.empty()) {
+      CHECK(stat_number(stats, "poll_queues") > 0);
+      // Each request found a worker free: every one ran to completion in its worker.
+      CHECK(stat_number(stats, "polled") >= 2 * ops);
+    } else {
+      CHECK(stat_number(stats, "poll_queues") == 0);
+      CHECK(stat_number(stats, "polled") == 0);
+    }
+    unmount(s.mnt, pid);
+  }
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse: ram:SIZE mounts a filesystem in memory, formatted at mount, mkfs and fsck refuse it") {
   if (!have_fuse()) {
     MESSAGE("skipped: no /dev/fuse");
     return;

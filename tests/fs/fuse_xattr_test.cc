@@ -144,7 +144,7 @@ TEST_CASE("fuse xattr: ACLs: setfacl/getfacl, the mode in step, inheritance, enf
   m.finish();
 }
 
-TEST_CASE("fuse xattr: setcap/getcap; a write or a chown clears the capability, as on ext4") {
+TEST_CASE("fuse xattr: setcap/getcap, a write or a chown clears the capability, as on ext4") {
   if (!have_fuse() || !have_tool("setcap")) return;
   Mount m;
   const std::string p = m.s.mnt + "/prog";

@@ -158,7 +158,7 @@ TEST_CASE("xattr: a 255-byte name works, a 256-byte one is ERANGE, an empty one 
   r.clean();
 }
 
-TEST_CASE("xattr: values of thousands of bytes round-trip; one byte more than the block holds is ENOSPC") {
+TEST_CASE("xattr: values of thousands of bytes round-trip, one byte more than the block holds is ENOSPC") {
   Rig r;
   const uint64_t ino = r.create("f");
   const std::string v3000 = value(3000, 1);
@@ -210,7 +210,7 @@ TEST_CASE("xattr: many attributes spill into the block and all list and read bac
   r.clean();
 }
 
-TEST_CASE("xattr: removing attributes shrinks the block; the last one out frees it, reusable after the commit") {
+TEST_CASE("xattr: removing attributes shrinks the block, the last one out frees it, reusable after the commit") {
   Rig r;
   const uint64_t ino = r.create("f");
   REQUIRE(r.fs->sync() == 0);
@@ -342,7 +342,7 @@ TEST_CASE("xattr: XATTR_CREATE and XATTR_REPLACE for attributes inline and in th
   r.clean();
 }
 
-TEST_CASE("xattr: ENOSPC only when the inline area and the block are really full; a refusal changes nothing") {
+TEST_CASE("xattr: ENOSPC only when the inline area and the block are really full, a refusal changes nothing") {
   Rig r;
   const uint64_t ino = r.create("f");
   std::map<std::string, std::string> m;
@@ -412,7 +412,7 @@ TEST_CASE("xattr: an image from before the block (no feature bit) gets the bit o
   r.clean();
 }
 
-TEST_CASE("xattr: a damaged block reads as EUCLEAN; fsck finds it, -p leaves it to -y, -y drops or cuts it") {
+TEST_CASE("xattr: a damaged block reads as EUCLEAN, fsck finds it, -p leaves it to -y, -y drops or cuts it") {
   Rig r;
   const uint64_t a = r.create("a"), b = r.create("b"), c = r.create("c");
   REQUIRE(r.fs->setxattr(a, "user.in", "1", 0) == 0);

@@ -1,0 +1,223 @@
+// Poll queues and polling groups (blockcore/blk_poll.h) on the emulated namespace: polled bios
+// end in the thread that submitted them, never on a completion thread; what cannot be polled
+// (no poll queues, a FUA write) completes the usual way and the group still ends; a poll queue
+// short of tags does not deadlock its submitter; many threads sharing fewer poll queues keep
+// their data. Written for ThreadSanitizer too (the `concurrent` label).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "blockcore/blk_poll.h"
+#include "fs/block_io.h"
+#include "nvme_test_util.h"
+
+using namespace biofs;
+using namespace biofs::test;
+
+namespace {
+
+// One bio's end: where it ran, its status, the group's count.
+struct Ended {
+  std::atomic<int> done{0};
+  std::atomic<int> status{BLK_STS_OK};
+  std::atomic<int> off_thread{0};  // ends that ran on a thread other than the submitter's
+  std::atomic<int> polled{0};      // ends of bios that still carried REQ_POLLED
+  std::thread::id submitter = std::this_thread::get_id();
+  BlkPollGroup* group = nullptr;
+};
+
+void ended(Bio* bio) {
+  auto* e = static_cast<Ended*>(bio->bi_private);
+  if (bio->bi_status != BLK_STS_OK) e->status.store(bio->bi_status, std::memory_order_relaxed);
+  if (std::this_thread::get_id() != e->submitter) e->off_thread.fetch_add(1, std::memory_order_relaxed);
+  if (bio->bi_opf & REQ_POLLED) e->polled.fetch_add(1, std::memory_order_relaxed);
+  BlkPollGroup* g = e->group;
+  bio_put(bio);
+  e->done.fetch_add(1, std::memory_order_release);
+  if (g) g->pending.fetch_sub(1, std::memory_order_release);
+}
+
+Bio* polled_bio(Device& dev, BioSet& bs, blk_opf_t op, sector_t sector, void* buf, uint32_t len, Ended* e) {
+  Bio* bio = bio_alloc_bioset(dev.bdev(), 1, op | REQ_POLLED, GFP_KERNEL, &bs);
+  REQUIRE(bio_add_virt(bio, buf, len) == len);
+  bio->bi_iter.bi_sector = sector;
+  bio->bi_end_io = ended;
+  bio->bi_private = e;
+  if (e->group) e->group->pending.fetch_add(1, std::memory_order_relaxed);
+  return bio;
+}
+
+// `n` bios of `len` bytes from sector `base`, in one plug, then the group's wait.
+void polled_batch(Device& dev, BioSet& bs, blk_opf_t op, sector_t base, uint8_t* buf, unsigned n, uint32_t len,
+                  Ended* e) {
+  BlkPollGroup g;
+  const bool open = blk_poll_group_start(&g, dev.queue());
+  e->group = open ? &g : nullptr;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, uint16_t(n));
+  for (unsigned i = 0; i < n; i++) submit_bio(polled_bio(dev, bs, op, base + sector_t(i) * (len / 512), buf + size_t(i) * len, len, e));
+  blk_finish_plug(&plug);
+  if (open) blk_poll_group_wait(&g);
+  e->group = nullptr;
+}
+
+void wait_done(Ended& e, int n) {
+  while (e.done.load(std::memory_order_acquire) < n) std::this_thread::yield();
+}
+
+DeviceOptions poll_opts(unsigned poll_queues, unsigned qd = 64) {
+  DeviceOptions o;
+  o.qd = qd;
+  o.poll_queues = poll_queues;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("poll queues: polled bios end in the submitting thread, and the data is right") {
+  TempPath tmp("poll");
+  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(2));
+  REQUIRE(dev->queue()->nr_poll_queues() == 2);
+  CHECK(dev->queue()->nr_hw_queues() == 3);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  const unsigned n = 8;
+  const uint32_t len = 16384;
+  std::vector<uint8_t> w(n * len + 4096), r(n * len + 4096);
+  uint8_t* wd = w.data() + (4096 - reinterpret_cast<uintptr_t>(w.data()) % 4096);
+  uint8_t* rd = r.data() + (4096 - reinterpret_cast<uintptr_t>(r.data()) % 4096);
+  fill_pattern(wd, n * len, 7);
+
+  Ended we;
+  polled_batch(*dev, bs, REQ_OP_WRITE, 64, wd, n, len, &we);
+  CHECK(we.done.load() == int(n));  // the wait returned only once every bio had ended
+  CHECK(we.status.load() == BLK_STS_OK);
+  CHECK(we.off_thread.load() == 0);
+  CHECK(we.polled.load() == int(n));
+
+  Ended re;
+  polled_batch(*dev, bs, REQ_OP_READ, 64, rd, n, len, &re);
+  CHECK(re.done.load() == int(n));
+  CHECK(re.off_thread.load() == 0);
+  CHECK(std::memcmp(wd, rd, n * len) == 0);
+  CHECK(dev->nvme()->inflight() == 0);
+  bs.prune_this_thread_cache();
+}
+
+TEST_CASE("poll queues: without them a REQ_POLLED bio completes on the completion thread") {
+  TempPath tmp("nopoll");
+  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(0));
+  BlkPollGroup g;
+  CHECK_FALSE(blk_poll_group_start(&g, dev->queue()));  // nothing to poll
+  CHECK(blk_poll_group_current() == nullptr);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  alignas(4096) static uint8_t buf[4096];
+  Ended e;
+  submit_bio(polled_bio(*dev, bs, REQ_OP_READ, 0, buf, 4096, &e));
+  wait_done(e, 1);
+  CHECK(e.polled.load() == 0);  // bio_clear_polled()
+  CHECK(e.status.load() == BLK_STS_OK);
+  bs.prune_this_thread_cache();
+}
+
+TEST_CASE("poll queues: a FUA write is not polled, and the group's wait still returns once it has ended") {
+  TempPath tmp("fua");
+  auto dev = open_device("emu:" + tmp.path + ",size=8M,vwc", poll_opts(1));
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  alignas(4096) static uint8_t buf[3 * 4096];
+  fill_pattern(buf, sizeof(buf), 3);
+  Ended e;
+  polled_batch(*dev, bs, REQ_OP_WRITE | REQ_FUA, 8, buf, 3, 4096, &e);
+  CHECK(e.done.load() == 3);
+  CHECK(e.status.load() == BLK_STS_OK);
+  CHECK(e.polled.load() == 0);
+  CHECK(dev->nvme()->inflight() == 0);
+  bs.prune_this_thread_cache();
+}
+
+TEST_CASE("poll queues: a poll queue with fewer tags than the batch does not deadlock its submitter") {
+  TempPath tmp("tags");
+  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1, 2));
+  BioSet bs(64, 0, BIOSET_NEED_BVECS);
+  const unsigned n = 24;
+  std::vector<uint8_t> w(n * 4096 + 4096), r(n * 4096 + 4096);
+  uint8_t* wd = w.data() + (4096 - reinterpret_cast<uintptr_t>(w.data()) % 4096);
+  uint8_t* rd = r.data() + (4096 - reinterpret_cast<uintptr_t>(r.data()) % 4096);
+  fill_pattern(wd, n * 4096, 11);
+  Ended we, re;
+  polled_batch(*dev, bs, REQ_OP_WRITE, 0, wd, n, 4096, &we);
+  polled_batch(*dev, bs, REQ_OP_READ, 0, rd, n, 4096, &re);
+  CHECK(we.done.load() == int(n));
+  CHECK(re.done.load() == int(n));
+  CHECK(we.off_thread.load() + re.off_thread.load() == 0);
+  CHECK(std::memcmp(wd, rd, n * 4096) == 0);
+  CHECK(dev->queue()->counters().tag_waits > 0);  // it did run out of tags
+  bs.prune_this_thread_cache();
+}
+
+TEST_CASE("poll queues: 8 threads sharing 3 poll queues, written and read back") {
+  TempPath tmp("share");
+  const unsigned threads = 8, rounds = 40, n = 4;
+  const uint32_t len = 8192;
+  auto dev = open_device("emu:" + tmp.path + ",size=16M", poll_opts(3, 16));
+  BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  std::atomic<int> failures{0}, off_thread{0};
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < threads; t++)
+    ts.emplace_back([&, t] {
+      std::vector<uint8_t> w(n * len + 4096), r(n * len + 4096);
+      uint8_t* wd = w.data() + (4096 - reinterpret_cast<uintptr_t>(w.data()) % 4096);
+      uint8_t* rd = r.data() + (4096 - reinterpret_cast<uintptr_t>(r.data()) % 4096);
+      const sector_t base = sector_t(t) * n * (len / 512);
+      for (unsigned round = 0; round < rounds; round++) {
+        fill_pattern(wd, n * len, t * 1000 + round);
+        Ended we, re;
+        polled_batch(*dev, bs, REQ_OP_WRITE, base, wd, n, len, &we);
+        polled_batch(*dev, bs, REQ_OP_READ, base, rd, n, len, &re);
+        // A thread that shares a poll queue may end another's bios: allowed, but the wait
+        // returns only when its own have ended.
+        if (we.done.load() != int(n) || re.done.load() != int(n) || we.status.load() || re.status.load() ||
+            std::memcmp(wd, rd, n * len) != 0)
+          failures.fetch_add(1);
+        off_thread.fetch_add(we.off_thread.load() + re.off_thread.load());
+      }
+      bs.prune_this_thread_cache();
+    });
+  for (auto& th : ts) th.join();
+  CHECK(failures.load() == 0);
+  CHECK(dev->nvme()->inflight() == 0);
+  MESSAGE("bios ended by another poller of the same queue: " << off_thread.load());
+}
+
+TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and is polled, a waited one is not") {
+  TempPath tmp("iobatch");
+  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
+  BlockIo io(dev->bdev(), 4096);
+  IoBuf w(4 * 4096), r(4 * 4096);
+  fill_pattern(w.data(), w.size(), 5);
+  BlkPollGroup g;
+  REQUIRE(blk_poll_group_start(&g, dev->queue()));
+  // Synchronous I/O inside the group completes the usual way (nobody would poll it).
+  CHECK(io.write(0, 4, w.data()) == 0);
+  CHECK(g.pending.load() == 0);
+  const std::thread::id self = std::this_thread::get_id();
+  std::thread::id where;
+  int result = 1;
+  IoBatch batch(&io);
+  batch.read(0, 4, r.data());
+  batch.on_complete([&](int err) {
+    result = err;
+    where = std::this_thread::get_id();
+  });
+  batch.submit();
+  CHECK(g.pending.load() <= 1);
+  blk_poll_group_wait(&g);
+  CHECK(blk_poll_group_current() == nullptr);
+  CHECK(g.pending.load() == 0);
+  CHECK(result == 0);
+  CHECK(where == self);  // the callback ran in the submitter, from its poll queue
+  CHECK(std::memcmp(w.data(), r.data(), w.size()) == 0);
+  io.bio_set().prune_this_thread_cache();
+}
