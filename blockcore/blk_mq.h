@@ -5,7 +5,8 @@
 // Thread-to-hardware-queue map: a submitting thread is mapped by the CPU it first submitted
 // from (sched_getcpu() once, then cached for the thread): hctx = cpu % nr_hw_queues. Threads are
 // pinned in the daemon and the benchmarks, so this is the kernel's CPU map; an unpinned thread
-// keeps the queue of the CPU it started on.
+// keeps the queue of the CPU it started on. REQ_POLLED bios go to the poll queues, one per
+// polling thread in turn (blk_poll.h).
 #pragma once
 
 #include <atomic>
