@@ -56,6 +56,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
   if (fuse)
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"queued_replies", fuse->queued_replies},
                  {"polled", fuse->polled}};
+  if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
 
   const BioSetStats bs = io.bio_set().stats();
   const BioCacheCounters& c = bs.total;

@@ -24,6 +24,7 @@ struct FuseStats {
   std::string requested, transport;
   uint64_t queued_replies = 0;
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
+  uint64_t journal_commits = 0;
 };
 
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident

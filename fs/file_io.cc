@@ -183,7 +183,7 @@ int Filesystem::update_file_times(uint64_t ino) {
   if (int err = iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode) || failed_ || opts_.read_only) return -EINVAL;
   touch(in->d, false, true, true);
-  return isave(in);
+  return isave(in, true);
 }
 
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves

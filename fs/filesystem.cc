@@ -192,10 +192,19 @@ int Filesystem::sync() {
   return io_.flush();
 }
 
-int Filesystem::fsync(uint64_t, bool) {
-  // Data writes have completed before their write() returned; the commit block's PREFLUSH (or
-  // the flush when nothing is dirty) makes them and the metadata that covers them durable.
-  return sync();
+// ext4_fsync_journal(): data writes have completed before their write() returned, so a flush
+// makes them durable; the running transaction is committed too (its commit block's PREFLUSH
+// flushes) only when it changed this inode — for fdatasync, only when it changed more than the
+// inode's times. The root directory commits whatever is pending: `sync MNT` is the mount's
+// durability point, since syncfs(2) does not reach a FUSE daemon (README.md, "Durability").
+int Filesystem::fsync(uint64_t ino, bool datasync) {
+  std::unique_lock ex(lock_);
+  if (failed_) return -EROFS;
+  auto it = inodes_.find(ino);
+  const bool changed = ino == disk::ROOT_INO || it == inodes_.end() ||
+                       (datasync ? it->second->datasync_seq : it->second->sync_seq) >= journal_.sequence();
+  if (changed && (cache_.dirty_count() || alloc_.pending_blocks())) return commit_locked();
+  return io_.flush();
 }
 
 int Filesystem::lookup(uint64_t parent, const std::string& name, struct stat* st) {

@@ -142,6 +142,10 @@ class Filesystem {
     bool cache_stale = false;
     int8_t has_caps = -1;  // security.capability present: -1 not looked at yet, 0 no, 1 yes
     std::atomic<int> dio{0};           // file I/O in flight (inode->i_dio_count)
+    // The journal transaction that last changed the inode (ext4's i_sync_tid), and the last
+    // that changed what reading its data back needs: size, blocks, not only times
+    // (i_datasync_tid). An inode loaded from disk may have changed in the running one.
+    uint64_t sync_seq = 0, datasync_seq = 0;
     // Directories: name -> entry, loaded on first use.
     struct DirLoc {
       uint64_t ino;
@@ -158,7 +162,9 @@ class Filesystem {
 
   // inode.cc
   int iget(uint64_t ino, InodeObj** out);
-  int isave(InodeObj* in);          // inode into its table block (dirty)
+  // The inode into its table block (dirty); `times_only`: nothing but its times changed, which
+  // fdatasync need not commit.
+  int isave(InodeObj* in, bool times_only = false);
   int save_extents(InodeObj* in);   // extent map into the inode or its tree, then isave
   int load_extents(InodeObj* in);
   int new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out);

@@ -41,12 +41,15 @@ int Filesystem::iget(uint64_t ino, InodeObj** out) {
   if (in->d.mode == 0) return -ESTALE;
   if (inode_crc(ino, in->d) != in->d.checksum) return -EUCLEAN;
   if (int err = load_extents(in.get())) return err;
+  in->sync_seq = in->datasync_seq = journal_.sequence();
   *out = in.get();
   inodes_[ino] = std::move(in);
   return 0;
 }
 
-int Filesystem::isave(InodeObj* in) {
+int Filesystem::isave(InodeObj* in, bool times_only) {
+  in->sync_seq = journal_.sequence();  // the running transaction's number
+  if (!times_only) in->datasync_seq = in->sync_seq;
   uint64_t blk;
   uint32_t off;
   table_pos(sb_, in->ino, &blk, &off);

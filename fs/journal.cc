@@ -144,7 +144,7 @@ int Journal::commit(const std::vector<JournalBlock>& blocks) {
   for (const JournalBlock& b : blocks) home.write(b.home, 1, b.data);
   if (int err = home.wait()) return err;
   sequence_++;
-  commits_++;
+  commits_.fetch_add(1, std::memory_order_relaxed);
   return write_super();  // PREFLUSH orders it after the checkpoint writes
 }
 

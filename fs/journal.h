@@ -8,6 +8,7 @@
 // never leaves metadata naming blocks with stale contents.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -43,7 +44,7 @@ class Journal {
   // Test hook: commit() stops after the commit block, as if the machine died before the
   // checkpoint, and returns -EIO.
   bool crash_before_checkpoint = false;
-  uint64_t commits() const { return commits_; }
+  uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }  // any thread
 
  private:
   int write_super();
@@ -51,7 +52,7 @@ class Journal {
   BlockIo& io_;
   const disk::SuperBlock& sb_;
   uint64_t sequence_ = 0;  // the next transaction's number
-  uint64_t commits_ = 0;
+  std::atomic<uint64_t> commits_{0};
 };
 
 }  // namespace biofs

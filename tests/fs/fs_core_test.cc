@@ -15,6 +15,8 @@
 #include <set>
 #include <string>
 #include <vector>
+#include <thread>
+#include <chrono>
 
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
@@ -286,6 +288,51 @@ TEST_CASE("fs core: a crash after the commit block is replayed at mount, uncommi
   r.create(disk::ROOT_INO, "after");
   r.remount();
   CHECK(r.lookup(disk::ROOT_INO, "after") != 0);
+}
+
+TEST_CASE("fs core: fdatasync commits what reading the data back needs, fsync what changed the file, neither another file's changes") {
+  Rig r;
+  const uint64_t f = r.create(disk::ROOT_INO, "f");
+  const std::string a(4096, 'a'), b(4096, 'b'), c(4096, 'c');
+  REQUIRE(r.fs->sync() == 0);
+  // An allocating write: size and blocks in the running transaction.
+  REQUIRE(r.fs->write(f, 0, 4096, a.data()) == 4096);
+  uint64_t n = r.fs->commits();
+  CHECK(r.fs->fsync(f, true) == 0);
+  CHECK(r.fs->commits() == n + 1);
+  n = r.fs->commits();
+  CHECK(r.fs->fsync(f, true) == 0);  // nothing since: a flush only
+  CHECK(r.fs->fsync(f, false) == 0);
+  CHECK(r.fs->commits() == n);
+  // An overwrite a clock tick later changes the times only: fdatasync flushes, fsync commits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  REQUIRE(r.fs->write(f, 0, 4096, b.data()) == 4096);
+  CHECK(r.fs->fsync(f, true) == 0);
+  CHECK(r.fs->commits() == n);
+  CHECK(r.fs->fsync(f, false) == 0);
+  CHECK(r.fs->commits() == n + 1);
+  // Another file's change does not make fsync of this one commit.
+  r.create(disk::ROOT_INO, "g");
+  n = r.fs->commits();
+  CHECK(r.fs->fsync(f, false) == 0);
+  CHECK(r.fs->commits() == n);
+  // The root directory commits whatever is pending: `sync MNT` (README.md, "Durability").
+  REQUIRE(r.fs->sync() == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  REQUIRE(r.fs->write(f, 0, 4096, b.data()) == 4096);  // f's times only
+  n = r.fs->commits();
+  CHECK(r.fs->fsync(disk::ROOT_INO, true) == 0);
+  CHECK(r.fs->commits() == n + 1);
+  // Extending the file is for fdatasync to commit, and survives a crash right after it.
+  n = r.fs->commits();
+  REQUIRE(r.fs->write(f, 4096, 4096, c.data()) == 4096);
+  CHECK(r.fs->fsync(f, true) == 0);
+  CHECK(r.fs->commits() == n + 1);
+  r.fs->crash();
+  r.fs.reset();
+  r.mount();
+  CHECK(read_all(*r.fs, f, 8192) == b + c);
+  check_fsck_clean(r);
 }
 
 TEST_CASE("fs core: a damaged metadata block is reported, not trusted") {
