@@ -227,8 +227,8 @@ void note_transport(fuse_req_t req) {
 bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = CTX(req);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
-  const unsigned receivers = fuse_req_is_uring(req) ? 1 : ctx->threads;
-  if (size > FuseContext::POLL_MAX_BYTES || others + 1 >= receivers) return false;
+  const bool receiver_free = fuse_req_is_uring(req) ? others == 0 : others + 1 < ctx->threads;
+  if (size > FuseContext::POLL_MAX_BYTES || !receiver_free) return false;
   if (!blk_poll_group_start(group, ctx->fs->io().bdev()->queue)) return false;
   ctx->polled.fetch_add(1, std::memory_order_relaxed);
   return true;
