@@ -224,10 +224,23 @@ void note_transport(fuse_req_t req) {
 
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
+// A ring thread cannot see the requests waiting in its ring behind this one; a request that
+// arrives within RING_BACKLOG_NS of the thread's previous handler was waiting (the thread did
+// not sleep in between), and then this one does not wait for its I/O either.
+constexpr uint64_t RING_BACKLOG_NS = 5000;
+thread_local uint64_t tls_handler_done_ns = 0;
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
 bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = CTX(req);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
-  const bool receiver_free = fuse_req_is_uring(req) ? others == 0 : others + 1 < ctx->threads;
+  const bool receiver_free = fuse_req_is_uring(req)
+                                 ? others == 0 && now_ns() - tls_handler_done_ns > RING_BACKLOG_NS
+                                 : others + 1 < ctx->threads;
   if (size > FuseContext::POLL_MAX_BYTES || !receiver_free) return false;
   if (!blk_poll_group_start(group, ctx->fs->io().bdev()->queue)) return false;
   ctx->polled.fetch_add(1, std::memory_order_relaxed);
@@ -241,6 +254,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   note_transport(req);
   FuseContext* ctx = CTX(req);
   BlkPollGroup group;
+  const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
   const bool poll = start_data_request(req, size, &group);
   ctx->fs->read_async(ino, uint64_t(off), size, [req, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
     end_data_request(req);
@@ -250,6 +264,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     stage_request_reply(t);
   });
   if (poll) blk_poll_group_wait(&group);
+  if (on_ring) tls_handler_done_ns = now_ns();
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
@@ -257,6 +272,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   note_transport(req);
   FuseContext* ctx = CTX(req);
   BlkPollGroup group;
+  const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
   const bool poll = start_data_request(req, size, &group);
   ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, t, receiver = pthread_self()](ssize_t n) {
     end_data_request(req);
@@ -266,6 +282,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     stage_request_reply(t);
   }, fi->writepage || may_keep_setid(req));  // writeback: the kernel has seen to the bits
   if (poll) blk_poll_group_wait(&group);
+  if (on_ring) tls_handler_done_ns = now_ns();
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
