@@ -226,9 +226,11 @@ void note_transport(fuse_req_t req) {
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 // A ring thread cannot see the requests waiting in its ring behind this one; a request that
 // arrives within RING_BACKLOG_NS of the thread's previous handler was waiting (the thread did
-// not sleep in between), and then this one does not wait for its I/O either.
+// not sleep in between). A ring thread runs a request to completion only when none of its
+// last 8 requests had waited: a queue that fills now and then is a deep one.
 constexpr uint64_t RING_BACKLOG_NS = 5000;
 thread_local uint64_t tls_handler_done_ns = 0;
+thread_local uint8_t tls_waited = 0;  // one bit per recent request: it had waited in the ring
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -238,9 +240,13 @@ uint64_t now_ns() {
 bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = CTX(req);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
-  const bool receiver_free = fuse_req_is_uring(req)
-                                 ? others == 0 && now_ns() - tls_handler_done_ns > RING_BACKLOG_NS
-                                 : others + 1 < ctx->threads;
+  bool receiver_free;
+  if (fuse_req_is_uring(req)) {
+    tls_waited = uint8_t(tls_waited << 1 | (now_ns() - tls_handler_done_ns < RING_BACKLOG_NS));
+    receiver_free = others == 0 && tls_waited == 0;
+  } else {
+    receiver_free = others + 1 < ctx->threads;
+  }
   if (size > FuseContext::POLL_MAX_BYTES || !receiver_free) return false;
   if (!blk_poll_group_start(group, ctx->fs->io().bdev()->queue)) return false;
   ctx->polled.fetch_add(1, std::memory_order_relaxed);
