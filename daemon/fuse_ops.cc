@@ -222,8 +222,6 @@ void note_transport(fuse_req_t req) {
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
 
-// Counts a read or write in the daemon and decides whether its worker runs it to completion
-// (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 // A ring thread cannot see the requests waiting in its ring behind this one; a request that
 // arrives within RING_BACKLOG_NS of the thread's previous handler was waiting (the thread did
 // not sleep in between). A ring thread runs a request to completion only when none of its
@@ -237,6 +235,8 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
+// Counts a read or write in the daemon and decides whether its worker runs it to completion
+// (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = CTX(req);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
