@@ -262,13 +262,18 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   BlkPollGroup group;
   const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
   const bool poll = start_data_request(req, size, &group);
+  // Over io_uring the reply's payload buffer is the request's own (page-aligned) and libfuse
+  // sends it without a copy when the data is already there: the read goes straight into it.
+  char* payload = nullptr;
+  size_t payload_size = 0;
+  if (on_ring && fuse_req_get_payload(req, &payload, &payload_size, nullptr) != 0) payload = nullptr;
   ctx->fs->read_async(ino, uint64_t(off), size, [req, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
     end_data_request(req);
     if (reply_elsewhere(req, receiver)) return CTX(req)->replies->read_done(req, n, data, t);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
     stage_request_reply(t);
-  });
+  }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
   if (on_ring) tls_handler_done_ns = now_ns();
 }
@@ -286,7 +291,8 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_request_reply(t);
-  }, fi->writepage || may_keep_setid(req));  // writeback: the kernel has seen to the bits
+  }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
+     on_ring);  // the ring's payload buffer stays the request's until the reply
   if (poll) blk_poll_group_wait(&group);
   if (on_ring) tls_handler_done_ns = now_ns();
 }

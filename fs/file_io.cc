@@ -20,9 +20,11 @@ using namespace disk;
 // One asynchronous file I/O: its bios, its aligned buffer and who to tell. Deleted by the
 // completion of its last bio.
 struct Filesystem::FileIo {
-  explicit FileIo(BlockIo* io, size_t bytes) : batch(io), buf(bytes, false) {}
+  // bytes == 0: the I/O uses the caller's memory, no buffer of its own.
+  explicit FileIo(BlockIo* io, size_t bytes) : batch(io), buf(bytes ? IoBuf(bytes, false) : IoBuf()) {}
   IoBatch batch;
   IoBuf buf;
+  uint8_t* data = nullptr;  // buf, or the caller's memory (reads)
   InodeObj* in = nullptr;
   size_t skip = 0;   // bytes of buf before the caller's data (reads)
   size_t len = 0;    // the caller's bytes
@@ -60,7 +62,7 @@ bool Filesystem::times_need_update(const Inode& d) {
          d.ctime_sec != int64_t(now.tv_sec) || d.ctime_nsec != uint32_t(now.tv_nsec);
 }
 
-void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done) {
+void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done, uint8_t* into, size_t into_cap) {
   std::shared_lock shared(lock_);
   InodeObj* in;
   if (int err = iget_shared(shared, ino, &in)) {
@@ -77,8 +79,11 @@ void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone do
   }
   size = size_t(std::min<uint64_t>(size, in->d.size - off));
   const uint64_t first = off / bs_, last = (off + size - 1) / bs_, count = last - first + 1;
-  auto* op = new FileIo(&io_, count * bs_);
+  const bool in_place = into && off % bs_ == 0 && count * bs_ <= into_cap && reinterpret_cast<uintptr_t>(into) % PAGE_SIZE == 0;
+  auto* op = new FileIo(&io_, in_place ? 0 : count * bs_);
+  uint8_t* const base = in_place ? into : op->buf.data();
   op->in = in;
+  op->data = base;
   op->skip = off - first * bs_;
   op->len = size;
   op->read_done = std::move(done);
@@ -87,7 +92,7 @@ void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone do
     bool unwritten;
     const uint64_t p = map_block(in, l, &run, &unwritten);
     run = std::min(run, last + 1 - l);
-    uint8_t* dst = op->buf.data() + (l - first) * bs_;
+    uint8_t* dst = base + (l - first) * bs_;
     if (p && !unwritten) op->batch.read(p, uint32_t(run), dst);
     else std::memset(dst, 0, run * bs_);  // a hole or unwritten extent reads as zeros
     l += run;
@@ -97,7 +102,7 @@ void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone do
   op->batch.on_complete([op](int err) {
     inode_dio_end(op->in);
     if (err) op->read_done(err, nullptr);
-    else op->read_done(ssize_t(op->len), op->buf.data() + op->skip);
+    else op->read_done(ssize_t(op->len), op->data + op->skip);
     delete op;
   });
   op->batch.submit();
@@ -110,15 +115,17 @@ bool Filesystem::drop_suidgid(Inode& d) {
   return d.mode != before;
 }
 
-void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done, bool fsetid) {
+void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done, bool fsetid,
+                             bool buf_stays) {
   const uint64_t end = off + size;
   if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
     // Times first, as ext4's file_update_time() does before a write: a brief exclusive hold
     // that moves no data, so the first write of each clock tick stays on the fast path too.
-    switch (try_overwrite_async(ino, off, size, data, done, fsetid)) {
+    switch (try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays)) {
       case Overwrite::submitted: return;
       case Overwrite::times_stale:
-        if (update_file_times(ino) == 0 && try_overwrite_async(ino, off, size, data, done, fsetid) == Overwrite::submitted)
+        if (update_file_times(ino) == 0 &&
+            try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays) == Overwrite::submitted)
           return;
         break;
       case Overwrite::not_possible: break;
@@ -144,7 +151,7 @@ void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const
 // current. No metadata changes, so the shared lock covers the mapping. `done` is moved from
 // only when the bios were submitted.
 Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* data,
-                                                      WriteDone& done, bool fsetid) {
+                                                      WriteDone& done, bool fsetid, bool buf_stays) {
   const uint64_t end = off + size;
   std::shared_lock shared(lock_);
   InodeObj* in;
@@ -159,12 +166,16 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
     l += run;
   }
   if (times_need_update(in->d)) return Overwrite::times_stale;
-  auto* op = new FileIo(&io_, size);
+  // The caller's memory as it is when it stays put until done and is page-aligned (the
+  // FUSE-over-io_uring payload buffer); otherwise an aligned copy.
+  const bool in_place = buf_stays && reinterpret_cast<uintptr_t>(data) % PAGE_SIZE == 0;
+  auto* op = new FileIo(&io_, in_place ? 0 : size);
   op->in = in;
   op->len = size;
   op->write_done = std::move(done);
-  std::memcpy(op->buf.data(), data, size);
-  write_mapped(in, first, last, op->buf.data(), &op->batch);
+  op->data = in_place ? reinterpret_cast<uint8_t*>(const_cast<char*>(data)) : op->buf.data();
+  if (!in_place) std::memcpy(op->data, data, size);
+  write_mapped(in, first, last, op->data, &op->batch);
   inode_dio_begin(in);
   shared.unlock();
   op->batch.on_complete([op](int err) {

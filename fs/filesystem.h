@@ -95,11 +95,17 @@ class Filesystem {
   // write_async returns. The FUSE daemon replies from `done`.
   using ReadDone = std::function<void(ssize_t n, const uint8_t* data)>;
   using WriteDone = std::function<void(ssize_t n)>;
-  void read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done);
+  // `into` (page-aligned, `into_cap` bytes, valid until `done` has run): a block-aligned read
+  // that fits goes there, and `data` points into it (no copy); otherwise it is not used.
+  void read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done, uint8_t* into = nullptr,
+                  size_t into_cap = 0);
   // `fsetid`: the writer may keep the set-id bits (root, CAP_FSETID); otherwise a write clears
   // S_ISUID, and S_ISGID with group exec, as the kernel's file_remove_privs() does on ext4 (libfuse
   // takes FUSE_CAP_HANDLE_KILLPRIV, so the kernel leaves that to the filesystem).
-  void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid = true);
+  // `buf_stays`: buf stays valid and unchanged until `done` has run; an overwrite from a
+  // page-aligned buf then goes to the device from buf itself (no copy).
+  void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid = true,
+                   bool buf_stays = false);
   // Calls fn(name, ino, type, next_offset) for entries from `off`; fn returns false to stop.
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
@@ -229,7 +235,8 @@ class Filesystem {
   // The metadata of a write whose data is on disk, under the exclusive lock: unwritten extents
   // converted, size, set-id bits, capabilities, times.
   ssize_t finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid, bool extents_changed);
-  Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid);
+  Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid,
+                                bool buf_stays);
   int update_file_times(uint64_t ino);
   // convert_done (with handed_off) lets an aligned write into unwritten blocks be answered later
   // by the end-io worker (try_convert_async); null from the synchronous callers.
