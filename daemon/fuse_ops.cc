@@ -229,11 +229,6 @@ void note_transport(fuse_req_t req) {
 constexpr uint64_t RING_BACKLOG_NS = 5000;
 thread_local uint64_t tls_handler_done_ns = 0;
 thread_local uint8_t tls_waited = 0;  // one bit per recent request: it had waited in the ring
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
-}
 
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
@@ -242,7 +237,7 @@ bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
   if (fuse_req_is_uring(req)) {
-    tls_waited = uint8_t(tls_waited << 1 | (now_ns() - tls_handler_done_ns < RING_BACKLOG_NS));
+    tls_waited = uint8_t(tls_waited << 1 | (stage_now_ns() - tls_handler_done_ns < RING_BACKLOG_NS));
     receiver_free = others == 0 && tls_waited == 0;
   } else {
     receiver_free = others + 1 < ctx->threads;
@@ -275,7 +270,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     stage_request_reply(t);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
-  if (on_ring) tls_handler_done_ns = now_ns();
+  if (on_ring) tls_handler_done_ns = stage_now_ns();
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
@@ -294,7 +289,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
      on_ring);  // the ring's payload buffer stays the request's until the reply
   if (poll) blk_poll_group_wait(&group);
-  if (on_ring) tls_handler_done_ns = now_ns();
+  if (on_ring) tls_handler_done_ns = stage_now_ns();
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
