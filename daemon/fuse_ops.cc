@@ -234,6 +234,7 @@ thread_local uint8_t tls_waited = 0;  // one bit per recent request: it had wait
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = CTX(req);
+  ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
   if (fuse_req_is_uring(req)) {
@@ -250,6 +251,9 @@ bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
 
 void end_data_request(fuse_req_t req) { CTX(req)->data_requests.fetch_sub(1, std::memory_order_relaxed); }
 
+// The last thing a read or write callback does: `req` may be gone (answered), ctx is not.
+void end_callback(FuseContext* ctx) { ctx->callbacks_pending.fetch_sub(1, std::memory_order_release); }
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   const StageToken t = stage_request_received();
   note_transport(req);
@@ -262,12 +266,16 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   char* payload = nullptr;
   size_t payload_size = 0;
   if (on_ring && fuse_req_get_payload(req, &payload, &payload_size, nullptr) != 0) payload = nullptr;
-  ctx->fs->read_async(ino, uint64_t(off), size, [req, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
+  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
     end_data_request(req);
-    if (reply_elsewhere(req, receiver)) return CTX(req)->replies->read_done(req, n, data, t);
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
-    stage_request_reply(t);
+    if (reply_elsewhere(req, receiver)) {
+      ctx->replies->read_done(req, n, data, t);
+    } else {
+      if (n < 0) fuse_reply_err(req, int(-n));
+      else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
+      stage_request_reply(t);
+    }
+    end_callback(ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
   if (on_ring) tls_handler_done_ns = stage_now_ns();
@@ -280,12 +288,16 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   BlkPollGroup group;
   const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
   const bool poll = start_data_request(req, size, &group);
-  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, t, receiver = pthread_self()](ssize_t n) {
+  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, receiver = pthread_self()](ssize_t n) {
     end_data_request(req);
-    if (reply_elsewhere(req, receiver)) return CTX(req)->replies->write_done(req, n, t);
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_write(req, size_t(n));
-    stage_request_reply(t);
+    if (reply_elsewhere(req, receiver)) {
+      ctx->replies->write_done(req, n, t);
+    } else {
+      if (n < 0) fuse_reply_err(req, int(-n));
+      else fuse_reply_write(req, size_t(n));
+      stage_request_reply(t);
+    }
+    end_callback(ctx);
   }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
      on_ring);  // the ring's payload buffer stays the request's until the reply
   if (poll) blk_poll_group_wait(&group);
@@ -548,5 +560,10 @@ const fuse_lowlevel_ops kOps = make_ops();
 }  // namespace
 
 const fuse_lowlevel_ops* biofs_fuse_ops() { return &kOps; }
+
+// An I/O the device never answers ends by the driver's timeout, so this ends too.
+void wait_for_callbacks(const FuseContext& ctx) {
+  while (ctx.callbacks_pending.load(std::memory_order_acquire) != 0) usleep(200);
+}
 
 }  // namespace biofs

@@ -38,9 +38,17 @@ struct FuseContext {
   unsigned threads = 1;
   std::atomic<unsigned> data_requests{0};  // reads and writes received and not yet answered
   std::atomic<uint64_t> polled{0};         // of them, run to completion
+  // Reads and writes whose completion callback has not yet returned. A callback may reply
+  // from a completion thread after the session loop has ended (an unmount aborts what the
+  // kernel still waited for), so the session is destroyed only once this is zero
+  // (wait_for_callbacks).
+  std::atomic<unsigned> callbacks_pending{0};
   static constexpr size_t POLL_MAX_BYTES = 128 * 1024;
   double timeout() const { return keep_cache ? 86400.0 : 1.0; }
 };
+
+// Waits until no read or write callback is running or to come: before the session is destroyed.
+void wait_for_callbacks(const FuseContext& ctx);
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.
 const fuse_lowlevel_ops* biofs_fuse_ops();

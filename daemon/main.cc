@@ -183,10 +183,13 @@ int main(int argc, char** argv) {
     fuse_loop_cfg_destroy(cfg);
   }
   lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
+  // Completion threads may still be answering (aborted) requests through the session's fd:
+  // let them finish, and the reply queue send what they queued, before it is closed.
+  wait_for_callbacks(ctx);
+  replies.reset();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
-  replies.reset();  // the session is gone: nothing more can be queued
   const int uerr = fs->unmount();
   if (uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
   fs.reset();

@@ -13,7 +13,12 @@
 # tools/libfuse-patches/*.patch are applied on top, as a Debian package carries fixes: our own,
 # each saying what it fixes (0001: libfuse 3.18.3's ring thread flushes the SQ ring without the
 # lock that replies from other threads take, so such replies can be lost: upstream libfuse
-# issue #1443, fixed after 3.18.3).
+# issue #1443, fixed after 3.18.3; 0002: the session loop tears the rings down when it returns,
+# while replies from other threads, which the API allows, may still come, and a read's reply
+# may still be landing in a ring's payload buffer: a use-after-free when a connection is
+# aborted or unmounted with I/O in flight (upstream libfuse PR #1481/#1522, not merged). The
+# rings now go in fuse_session_destroy(), which the daemon calls once every request is
+# answered).
 #
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)

@@ -5,9 +5,11 @@
 
 #include <linux/falloc.h>
 #include <signal.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "fuse_util.h"
 
@@ -130,4 +132,71 @@ TEST_CASE("fuse lifecycle: --help prints the usage only, an unusable image is on
   unlink(tmpl);
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
   CHECK(out.find("cannot check this filesystem: ") != std::string::npos);
+}
+
+// The "hung FUSE mount" recipe: echo 1 > /sys/fs/fuse/connections/N/abort. The session loop
+// ends at once while the device still holds reads and writes (each command delayed 20 ms);
+// their completions answer into the aborted connection, and the daemon must let them finish
+// before it tears the session down (a sanitizer build caught a reply racing
+// fuse_session_destroy at unmount).
+TEST_CASE("fuse lifecycle: aborting the connection with I/O in flight ends the daemon cleanly and keeps synced data") {
+  if (!have_fuse()) return;
+  const std::string conns = "/sys/fs/fuse/connections";
+  if (access((conns + "/.").c_str(), F_OK) != 0 || stdfs::is_empty(conns))
+    run("mount -t fusectl none " + conns);
+  FuseScratch s(64 << 20);
+  const pid_t pid = mount_fg(s.img, s.mnt, "", "delay=1,delay_us=20000,seed=3");
+  const std::string data = pattern(1 << 20, 21);
+  write_file(s.mnt + "/keep", data, true);
+  write_file(s.mnt + "/scratch", pattern(1 << 20, 22), true);
+  struct stat st{};
+  REQUIRE(stat(s.mnt.c_str(), &st) == 0);
+  const std::string abort_file = conns + "/" + std::to_string(minor(st.st_dev)) + "/abort";
+  if (access(abort_file.c_str(), W_OK) != 0) {
+    MESSAGE("no fusectl abort file here (" << abort_file << "): skipped");
+    unmount(s.mnt, pid);
+    return;
+  }
+  // Direct readers of the synced file and writers of the scratch file, until the mount fails.
+  std::vector<pid_t> users;
+  for (int i = 0; i < 6; i++) {
+    const pid_t c = fork();
+    REQUIRE(c >= 0);
+    if (c == 0) {
+      const bool writer = i < 2;
+      const int fd = open((s.mnt + (writer ? "/scratch" : "/keep")).c_str(), (writer ? O_WRONLY : O_RDONLY) | O_DIRECT);
+      if (fd < 0) _exit(1);
+      void* buf;
+      if (posix_memalign(&buf, 4096, 4096)) _exit(1);
+      memset(buf, i, 4096);
+      for (unsigned n = 0;; n++) {
+        const off_t off = off_t((n * 7919u + unsigned(i) * 131u) % 256u) * 4096;
+        if ((writer ? pwrite(fd, buf, 4096, off) : pread(fd, buf, 4096, off)) < 0) _exit(0);
+      }
+    }
+    users.push_back(c);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  { std::ofstream(abort_file) << "1\n"; }
+  int st_daemon = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 600 && got == 0; i++) {  // 30 s
+    got = waitpid(pid, &st_daemon, WNOHANG);
+    if (got == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE_MESSAGE(got == pid, "the daemon did not exit after the abort");
+  // A sanitizer's report ends the daemon with its own status (TSan 66) or a signal.
+  CHECK_MESSAGE(WIFEXITED(st_daemon), "the daemon died of signal " << (WIFSIGNALED(st_daemon) ? WTERMSIG(st_daemon) : 0));
+  CHECK(WEXITSTATUS(st_daemon) == 0);
+  for (pid_t c : users) {
+    int cs = 0;
+    REQUIRE(waitpid(c, &cs, 0) == c);
+    CHECK(WIFEXITED(cs));
+  }
+  if (is_mounted(s.mnt)) run("fusermount3 -u -z " + s.mnt);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  const pid_t again = mount_fg(s.img, s.mnt, "");
+  CHECK(read_file(s.mnt + "/keep") == data);
+  unmount(s.mnt, again);
 }
