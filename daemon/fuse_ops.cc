@@ -299,7 +299,10 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     }
     end_callback(ctx);
   }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
-     on_ring);  // the ring's payload buffer stays the request's until the reply
+     // The data stays put until the reply: the ring's payload buffer is the request's until
+     // then, and a /dev/fuse worker's buffer (page-aligned payload: libfuse's buf_alloc) is
+     // not reused before this handler returns, which a polled write waits for.
+     on_ring || poll);
   if (poll) blk_poll_group_wait(&group);
   if (on_ring) tls_handler_done_ns = stage_now_ns();
 }

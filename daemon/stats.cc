@@ -109,6 +109,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
       {"fs_bios", io.bios.load(std::memory_order_relaxed)},
       {"fs_bytes", io.bytes.load(std::memory_order_relaxed)},
       {"fs_errors", io.errors.load(std::memory_order_relaxed)},
+      {"fs_write_copies", io.write_copies.load(std::memory_order_relaxed)},
   };
 
   Json& stages = j["stages"];

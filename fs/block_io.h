@@ -109,8 +109,9 @@ class BlockIo {
   int write(uint64_t blk, uint32_t count, const void* buf, blk_opf_t flags = 0);
   int flush();  // REQ_OP_FLUSH | REQ_PREFLUSH: everything completed before is durable after
 
-  // Counters for the tools: bios and bytes submitted, errors seen.
-  std::atomic<uint64_t> bios{0}, bytes{0}, errors{0};
+  // Counters for the tools: bios and bytes submitted, errors seen, and the overwrites whose
+  // data was copied into a buffer of the daemon's own (not submitted from the caller's).
+  std::atomic<uint64_t> bios{0}, bytes{0}, errors{0}, write_copies{0};
 
  private:
   BlockDevice* bdev_;

@@ -174,7 +174,10 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
   op->len = size;
   op->write_done = std::move(done);
   op->data = in_place ? reinterpret_cast<uint8_t*>(const_cast<char*>(data)) : op->buf.data();
-  if (!in_place) std::memcpy(op->data, data, size);
+  if (!in_place) {
+    std::memcpy(op->data, data, size);
+    io_.write_copies.fetch_add(1, std::memory_order_relaxed);
+  }
   write_mapped(in, first, last, op->data, &op->batch);
   inode_dio_begin(in);
   shared.unlock();
