@@ -17,7 +17,7 @@ inline void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
 }
 
 struct ThreadBlock {
-  std::atomic<uint64_t> ios[3]{}, bytes[3]{}, errors{0}, clones{0};
+  std::atomic<uint64_t> ios[3]{}, bytes[3]{}, errors{0}, clones{0}, flushes{0}, fua_writes{0};
   // NR_STAGES x STAT_HIST_BUCKETS, made at the thread's first sample: threads that never
   // sample (most completion-only threads) carry 40 KiB less.
   std::atomic<std::atomic<uint64_t>*> hist{nullptr};
@@ -41,6 +41,8 @@ void add_block(BlkStatSnapshot* s, const ThreadBlock& b) {
   }
   s->errors += b.errors.load(std::memory_order_relaxed);
   s->clones += b.clones.load(std::memory_order_relaxed);
+  s->flushes += b.flushes.load(std::memory_order_relaxed);
+  s->fua_writes += b.fua_writes.load(std::memory_order_relaxed);
   const std::atomic<uint64_t>* h = b.hist.load(std::memory_order_acquire);
   if (!h) return;
   for (unsigned st = 0; st < NR_STAGES; st++)
@@ -156,11 +158,13 @@ size_t blk_stat_live_threads() {
   return r.live.size();
 }
 
-void blk_stat_account_done(req_op op, uint32_t bytes, bool error) {
+void blk_stat_account_done(req_op op, blk_opf_t flags, uint32_t bytes, bool error) {
   ThreadBlock* b = this_block();
   const int i = op == REQ_OP_READ ? 0 : op == REQ_OP_WRITE ? 1 : 2;
   bump(b->ios[i]);
   bump(b->bytes[i], bytes);
+  if (op == REQ_OP_FLUSH) bump(b->flushes);
+  else if (flags & REQ_FUA) bump(b->fua_writes);
   if (error) [[unlikely]]
     bump(b->errors);
 }

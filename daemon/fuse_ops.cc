@@ -4,8 +4,10 @@
 #include "blockcore/stage_clock.h"
 #include "stats.h"
 
+#include <fcntl.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -285,8 +287,22 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   const StageToken t = stage_request_received();
   note_transport(req);
   FuseContext* ctx = CTX(req);
-  BlkPollGroup group;
   const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
+  // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): the kernel
+  // sends no fsync after a direct write, so the reply waits until the data is durable. A
+  // writeback of cached pages is made durable by the fsync the kernel sends after it.
+  if ((fi->flags & O_DSYNC) && !fi->writepage) {
+    ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
+    const ssize_t n = ctx->fs->write_durable(ino, uint64_t(off), size, buf, (fi->flags & O_SYNC) != O_SYNC,
+                                             may_keep_setid(req));
+    ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
+    if (n < 0) fuse_reply_err(req, int(-n));
+    else fuse_reply_write(req, size_t(n));
+    stage_request_reply(t);
+    if (on_ring) tls_handler_done_ns = stage_now_ns();
+    return;
+  }
+  BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
   ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, receiver = pthread_self()](ssize_t n) {
     end_data_request(req);

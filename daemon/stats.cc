@@ -106,6 +106,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
       {"write_bytes", st.bytes[1]},
       {"errors", st.errors},
       {"clones", st.clones},
+      {"flushes", st.flushes},
+      {"fua_writes", st.fua_writes},
       {"fs_bios", io.bios.load(std::memory_order_relaxed)},
       {"fs_bytes", io.bytes.load(std::memory_order_relaxed)},
       {"fs_errors", io.errors.load(std::memory_order_relaxed)},

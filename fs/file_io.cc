@@ -117,16 +117,21 @@ bool Filesystem::drop_suidgid(Inode& d) {
 
 void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done, bool fsetid,
                              bool buf_stays) {
+  write_async_flags(ino, off, size, data, std::move(done), fsetid, buf_stays, 0);
+}
+
+bool Filesystem::write_async_flags(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done,
+                                   bool fsetid, bool buf_stays, blk_opf_t overwrite_flags) {
   const uint64_t end = off + size;
   if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
     // Times first, as ext4's file_update_time() does before a write: a brief exclusive hold
     // that moves no data, so the first write of each clock tick stays on the fast path too.
-    switch (try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays)) {
-      case Overwrite::submitted: return;
+    switch (try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags)) {
+      case Overwrite::submitted: return true;
       case Overwrite::times_stale:
         if (update_file_times(ino) == 0 &&
-            try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays) == Overwrite::submitted)
-          return;
+            try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags) == Overwrite::submitted)
+          return true;
         break;
       case Overwrite::not_possible: break;
     }
@@ -134,15 +139,17 @@ void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char
   bool handed_off = false;  // to the end-io worker, which answers once the extents are converted
   const ssize_t r = write_locked(ino, off, size, data, fsetid, &done, &handed_off);
   if (!handed_off) done(r);
+  return false;
 }
 
 // Bios writing buf to the blocks that logical blocks first..last map to (all mapped).
-void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch) {
+void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch,
+                              blk_opf_t flags) {
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
     const uint64_t p = map_block(in, l, &run, nullptr);
     run = std::min(run, last + 1 - l);
-    batch->write(p, uint32_t(run), buf + (l - first) * bs_);
+    batch->write(p, uint32_t(run), buf + (l - first) * bs_, flags);
     l += run;
   }
 }
@@ -151,7 +158,8 @@ void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const
 // current. No metadata changes, so the shared lock covers the mapping. `done` is moved from
 // only when the bios were submitted.
 Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* data,
-                                                      WriteDone& done, bool fsetid, bool buf_stays) {
+                                                      WriteDone& done, bool fsetid, bool buf_stays,
+                                                      blk_opf_t flags) {
   const uint64_t end = off + size;
   std::shared_lock shared(lock_);
   InodeObj* in;
@@ -178,7 +186,7 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
     std::memcpy(op->data, data, size);
     io_.write_copies.fetch_add(1, std::memory_order_relaxed);
   }
-  write_mapped(in, first, last, op->data, &op->batch);
+  write_mapped(in, first, last, op->data, &op->batch, flags);
   inode_dio_begin(in);
   shared.unlock();
   op->batch.on_complete([op](int err) {
@@ -371,6 +379,17 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* b
   Waiter w;
   write_async(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); });
   return w.wait();
+}
+
+ssize_t Filesystem::write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync,
+                                  bool fsetid) {
+  Waiter w;
+  const bool fua = write_async_flags(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); }, fsetid,
+                                     /*buf_stays=*/true, REQ_FUA);
+  const ssize_t n = w.wait();
+  if (n < 0) return n;
+  if (int err = fsync(ino, datasync, fua)) return err;
+  return n;
 }
 
 }  // namespace biofs

@@ -197,14 +197,15 @@ int Filesystem::sync() {
 // flushes) only when it changed this inode — for fdatasync, only when it changed more than the
 // inode's times. The root directory commits whatever is pending: `sync MNT` is the mount's
 // durability point, since syncfs(2) does not reach a FUSE daemon (README.md, "Durability").
-int Filesystem::fsync(uint64_t ino, bool datasync) {
+// After FUA data writes (write_durable) the flush is left out when there is nothing to commit.
+int Filesystem::fsync(uint64_t ino, bool datasync, bool data_durable) {
   std::unique_lock ex(lock_);
   if (failed_) return -EROFS;
   auto it = inodes_.find(ino);
   const bool changed = ino == disk::ROOT_INO || it == inodes_.end() ||
                        (datasync ? it->second->datasync_seq : it->second->sync_seq) >= journal_.sequence();
   if (changed && (cache_.dirty_count() || alloc_.pending_blocks())) return commit_locked();
-  return io_.flush();
+  return data_durable ? 0 : io_.flush();
 }
 
 int Filesystem::lookup(uint64_t parent, const std::string& name, struct stat* st) {

@@ -106,6 +106,12 @@ class Filesystem {
   // page-aligned buf then goes to the device from buf itself (no copy).
   void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid = true,
                    bool buf_stays = false);
+  // A write with O_DSYNC (`datasync`) or O_SYNC semantics: it returns once the data, and what
+  // reading it back needs (O_SYNC: the whole inode), is durable. generic_write_sync() after the
+  // write, except that an overwrite goes out with REQ_FUA and then needs neither a flush nor,
+  // unless O_SYNC and its times changed, a commit (iomap's IOMAP_DIO_WRITE_THROUGH).
+  // Synchronous: the caller's thread waits (and may commit). `buf` stays put until it returns.
+  ssize_t write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync, bool fsetid = true);
   // Calls fn(name, ino, type, next_offset) for entries from `off`; fn returns false to stop.
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
@@ -122,7 +128,8 @@ class Filesystem {
   int getxattr(uint64_t ino, const std::string& name, std::string* value);
   int listxattr(uint64_t ino, std::string* names);  // NUL-terminated names, concatenated
   int removexattr(uint64_t ino, const std::string& name);
-  int fsync(uint64_t ino, bool datasync);
+  // `data_durable`: the file's data writes went out with FUA, so only a commit is left to do.
+  int fsync(uint64_t ino, bool datasync, bool data_durable = false);
   int sync();  // commit the running transaction and flush
 
   const disk::SuperBlock& superblock() const { return sb_; }
@@ -224,7 +231,8 @@ class Filesystem {
   int iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out);
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
   static bool times_need_update(const disk::Inode& d);
-  void write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch);
+  void write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch,
+                    blk_opf_t flags = 0);
   enum class Overwrite { submitted, times_stale, not_possible };
   // Aligned writes into fallocated (unwritten) blocks: the data goes out asynchronously and the
   // extents are converted by end_io_ (end_io_work.h) once it is on disk. false: not such a write.
@@ -236,7 +244,10 @@ class Filesystem {
   // converted, size, set-id bits, capabilities, times.
   ssize_t finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid, bool extents_changed);
   Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid,
-                                bool buf_stays);
+                                bool buf_stays, blk_opf_t flags);
+  // write_async with the overwrite's bio flags; true when the write went out as an overwrite.
+  bool write_async_flags(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid,
+                         bool buf_stays, blk_opf_t overwrite_flags);
   int update_file_times(uint64_t ino);
   // convert_done (with handed_off) lets an aligned write into unwritten blocks be answered later
   // by the end-io worker (try_convert_async); null from the synchronous callers.

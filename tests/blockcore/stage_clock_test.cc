@@ -147,8 +147,9 @@ TEST_CASE("counts made by a thread that has exited are kept, and its block is fr
   const BlkStatSnapshot a = blk_stat_snapshot();
   const size_t live = blk_stat_live_threads();
   std::thread([live] {
-    blk_stat_account_done(REQ_OP_WRITE, 512, true);
-    blk_stat_account_done(REQ_OP_FLUSH, 0, false);
+    blk_stat_account_done(REQ_OP_WRITE, REQ_FUA, 512, true);
+    blk_stat_account_done(REQ_OP_FLUSH, 0, 0, false);
+    blk_stat_account_done(REQ_OP_WRITE, 0, 4096, false);
     blk_stat_count_clone();
     blk_stat_record(STAGE_TAG, 100);
     REQUIRE(blk_stat_live_threads() == live + 1);
@@ -156,9 +157,11 @@ TEST_CASE("counts made by a thread that has exited are kept, and its block is fr
   CHECK(blk_stat_live_threads() == live);  // folded into the retired total at exit
   const BlkStatSnapshot b = blk_stat_snapshot();
   CHECK(count(a, b, STAGE_TAG) == 1);
-  CHECK(b.ios[1] - a.ios[1] == 1);
-  CHECK(b.bytes[1] - a.bytes[1] == 512);
+  CHECK(b.ios[1] - a.ios[1] == 2);
+  CHECK(b.bytes[1] - a.bytes[1] == 4608);
   CHECK(b.ios[2] - a.ios[2] == 1);
+  CHECK(b.flushes - a.flushes == 1);
+  CHECK(b.fua_writes - a.fua_writes == 1);
   CHECK(b.errors - a.errors == 1);
   CHECK(b.clones - a.clones == 1);
 }

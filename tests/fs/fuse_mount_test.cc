@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,4 +251,56 @@ TEST_CASE("fuse: ram:SIZE mounts a filesystem in memory, formatted at mount, mkf
   pid = mount_fg("ram:64M", s.mnt, "");
   CHECK_FALSE(stdfs::exists(s.mnt + "/f"));
   unmount(s.mnt, pid);
+}
+
+// The kernel sends no fsync after an O_DSYNC direct write: the daemon makes the write durable
+// before it answers. An overwrite goes out with FUA and needs no flush; RWF_DSYNC on one
+// write does the same; a plain direct write is neither FUA nor flushed.
+TEST_CASE("fuse: O_DSYNC, O_SYNC and RWF_DSYNC direct overwrites reach the device as FUA writes, without a flush") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: no /dev/fuse");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  // A volatile write cache: without one, the block layer drops FUA as the kernel does.
+  const pid_t pid = mount_fg("emu:" + s.img + ",vwc", s.mnt, "commit=0");
+  const std::string path = s.mnt + "/d";
+  write_file(path, pattern(16 * 4096, 3), true);  // allocated and durable
+  void* buf = nullptr;
+  REQUIRE(posix_memalign(&buf, 4096, 4096) == 0);
+  std::memset(buf, 0x5a, 4096);
+  const int n = 8;
+  struct Case {
+    const char* name;
+    int open_flags;
+    int rwf;
+    bool durable;
+  };
+  for (const Case c : {Case{"plain", 0, 0, false}, Case{"O_DSYNC", O_DSYNC, 0, true}, Case{"O_SYNC", O_SYNC, 0, true},
+                       Case{"RWF_DSYNC", 0, RWF_DSYNC, true}}) {
+    CAPTURE(c.name);
+    const int fd = open(path.c_str(), O_WRONLY | O_DIRECT | c.open_flags);
+    REQUIRE(fd >= 0);
+    const std::string before = stats_of(s.mnt);
+    for (int i = 0; i < n; i++) {
+      iovec v{buf, 4096};
+      REQUIRE(pwritev2(fd, &v, 1, off_t(i) * 4096, c.rwf) == 4096);
+    }
+    const std::string after = stats_of(s.mnt);
+    close(fd);
+    const long long fua = stat_number(after, "fua_writes") - stat_number(before, "fua_writes");
+    const long long flushes = stat_number(after, "flushes") - stat_number(before, "flushes");
+    if (c.open_flags == O_SYNC) {
+      // O_SYNC also makes the times durable: a write in a new clock tick commits them (the
+      // commit block is itself a PREFLUSH+FUA write).
+      CHECK(fua >= n);
+    } else {
+      CHECK(fua == (c.durable ? n : 0));
+      CHECK(flushes == 0);
+    }
+  }
+  free(buf);
+  unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }

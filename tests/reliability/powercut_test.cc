@@ -4,7 +4,11 @@
 // Rounds: BIOFS_POWERCUT_ROUNDS (default 6); first seed: BIOFS_POWERCUT_SEED (default 1).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "rel_util.h"
 
@@ -217,4 +221,72 @@ TEST_CASE("powercut: journal replay cut at every command recovers to the same fi
     CHECK_MESSAGE(errs == "", "replay cut at command " << at << ": " << errs);
   }
   MESSAGE(replay_cmds << " cut points in the replaying mount");
+}
+
+// O_DSYNC / O_SYNC writes (Filesystem::write_durable, what the daemon does for them): durable
+// when they return. An overwrite is one FUA write with no flush and, for O_DSYNC, no commit
+// even when its times changed; an allocating write commits; a plain write, unflushed, is lost.
+TEST_CASE("powercut: O_DSYNC and O_SYNC writes are durable when they return, an overwrite as one FUA write") {
+  ScratchDir dir;
+  const std::string img = dir.file("fs.img");
+  make_image(img, kImage);
+  const std::string base = block_of('a') + block_of('a') + block_of('a') + block_of('a');
+  uint64_t ino = 0;
+  struct stat before_cut{};
+  {
+    Mounted m = open_fs("emu:" + img + ",vwc,powercut=0");
+    REQUIRE_MESSAGE(m.fs, m.err);
+    EmuPowerCut* pc = m.dev->emu()->powercut();
+    struct stat st{};
+    REQUIRE(m.fs->mknod(disk::ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, &st) == 0);
+    ino = st.st_ino;
+    REQUIRE(m.fs->write(ino, 0, base.size(), base.data()) == ssize_t(base.size()));
+    REQUIRE(m.fs->fsync(ino, false) == 0);
+
+    // O_DSYNC append of block 4: allocates, so the journal commits (more than one command).
+    uint64_t cmds = pc->commands();
+    const std::string d = block_of('d');
+    CHECK(m.fs->write_durable(ino, 4 * 4096, 4096, d.data(), true) == 4096);
+    CHECK(pc->commands() - cmds > 1);
+
+    // O_SYNC overwrite of block 2 in a new tick: its times must survive too, so it commits.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cmds = pc->commands();
+    const std::string e = block_of('e');
+    CHECK(m.fs->write_durable(ino, 2 * 4096, 4096, e.data(), false) == 4096);
+    CHECK(pc->commands() - cmds > 1);
+    REQUIRE(m.fs->getattr(ino, &before_cut) == 0);
+
+    // O_DSYNC overwrite of block 0, its times stale (a new clock tick): one command, the FUA
+    // write; the new times stay in the running transaction.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cmds = pc->commands();
+    const std::string b = block_of('b');
+    CHECK(m.fs->write_durable(ino, 0, 4096, b.data(), true) == 4096);
+    CHECK(pc->commands() - cmds == 1);
+
+    // A plain overwrite of block 1: not durable (no flush or commit follows).
+    const std::string c = block_of('c');
+    CHECK(m.fs->write(ino, 4096, 4096, c.data()) == 4096);
+
+    pc->cut_now();
+    m.fs->unmount();  // fails after the cut; nothing more reaches the image
+    m.close();
+  }
+  Mounted m = open_fs("emu:" + img);
+  REQUIRE_MESSAGE(m.fs, m.err);
+  struct stat st{};
+  REQUIRE(m.fs->getattr(ino, &st) == 0);
+  CHECK(st.st_size == 5 * 4096);
+  // The O_SYNC write's times, committed; the O_DSYNC write's were not (fdatasync rules).
+  CHECK(st.st_mtim.tv_sec == before_cut.st_mtim.tv_sec);
+  CHECK(st.st_mtim.tv_nsec == before_cut.st_mtim.tv_nsec);
+  std::string back(5 * 4096, '\0');
+  REQUIRE(m.fs->read(ino, 0, back.size(), back.data()) == ssize_t(back.size()));
+  CHECK(back.substr(0, 4096) == block_of('b'));
+  CHECK(back.substr(4096, 4096) == block_of('a'));  // the plain write was in the volatile cache
+  CHECK(back.substr(2 * 4096, 4096) == block_of('e'));
+  CHECK(back.substr(3 * 4096, 4096) == block_of('a'));
+  CHECK(back.substr(4 * 4096, 4096) == block_of('d'));
+  REQUIRE(m.fs->unmount() == 0);
 }
