@@ -162,9 +162,18 @@ bool direct_writer(const fuse_file_info* fi) { return (fi->flags & O_DIRECT) && 
 // O_DIRECT: no page cache in the kernel either, every read and write reaches the device.
 // Otherwise the kernel keeps the file's pages from earlier opens unless a direct writer may
 // have changed the file under them (Filesystem::open).
+// fi->fh marks a handle on which the kernel does direct I/O (FOPEN_DIRECT_IO): it sends no
+// fsync after an O_DSYNC write there (fuse_direct_write_iter), unlike on a cached handle
+// (generic_write_sync after the write), so such a write must itself be durable (op_write).
+constexpr uint64_t FH_DIRECT_IO = 1;
+
 void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
-  if (fi->flags & O_DIRECT) fi->direct_io = 1;
-  else fi->keep_cache = CTX(req)->keep_cache && cache_valid;
+  if (fi->flags & O_DIRECT) {
+    fi->direct_io = 1;
+    fi->fh = FH_DIRECT_IO;
+  } else {
+    fi->keep_cache = CTX(req)->keep_cache && cache_valid;
+  }
 }
 
 // libfuse takes FUSE_CAP_ATOMIC_O_TRUNC by default: the kernel then sends O_TRUNC inside OPEN
@@ -288,10 +297,10 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   note_transport(req);
   FuseContext* ctx = CTX(req);
   const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
-  // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): the kernel
-  // sends no fsync after a direct write, so the reply waits until the data is durable. A
-  // writeback of cached pages is made durable by the fsync the kernel sends after it.
-  if ((fi->flags & O_DSYNC) && !fi->writepage) {
+  // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
+  // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
+  // data is durable. On a cached handle the fsync it sends after the write does that.
+  if ((fi->flags & O_DSYNC) && fi->fh == FH_DIRECT_IO && !fi->writepage) {
     ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
     const ssize_t n = ctx->fs->write_durable(ino, uint64_t(off), size, buf, (fi->flags & O_SYNC) != O_SYNC,
                                              may_keep_setid(req));
