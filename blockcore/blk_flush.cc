@@ -1,6 +1,7 @@
 #include "blk_flush.h"
 
 #include "blk.h"
+#include "percpu_stat.h"
 
 namespace biofs {
 
@@ -31,7 +32,14 @@ bool blk_insert_flush_slow(Bio* bio) {
     bio_endio(bio);
     return true;
   }
-  if (bio_op(bio) == REQ_OP_FLUSH || !(bio->bi_opf & REQ_PREFLUSH) || !bio->bi_iter.bi_size) return false;
+  if (bio_op(bio) == REQ_OP_FLUSH) {
+    blk_stat_count_flush();
+    return false;
+  }
+  if (!(bio->bi_opf & REQ_PREFLUSH) || !bio->bi_iter.bi_size) {
+    if (bio->bi_opf & REQ_FUA) blk_stat_count_fua();  // a sequenced write is counted when it goes on
+    return false;
+  }
   bio->bi_opf &= ~REQ_PREFLUSH;
   Bio* flush = bio_alloc_bioset(bio->bi_bdev, 0, REQ_OP_FLUSH | REQ_PREFLUSH, GFP_KERNEL, &q->bio_flush());
   flush->bi_end_io = flush_end_io;

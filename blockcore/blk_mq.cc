@@ -406,7 +406,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
 // blk_update_request() for a whole request: ends every bio with the request's status.
 static void blk_mq_end_bios(Request* rq, blk_status_t status) {
   stage_rq_completed(rq);
-  blk_stat_account_done(req_op_of(rq), rq->cmd_flags, blk_rq_bytes(rq), status != BLK_STS_OK);  // blk_account_io_done
+  blk_stat_account_done(req_op_of(rq), blk_rq_bytes(rq), status != BLK_STS_OK);  // blk_account_io_done
   Bio* bio = rq->bio;
   rq->bio = rq->biotail = nullptr;
   while (bio) {

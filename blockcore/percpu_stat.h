@@ -53,8 +53,8 @@ struct BlkStatSnapshot {
   uint64_t bytes[3] = {};  // their bytes
   uint64_t errors = 0;     // requests completed with an error status
   uint64_t clones = 0;     // bio_alloc_clone calls (splits and stacking targets)
-  uint64_t flushes = 0;    // of the others, flushes (diskstats' flush count)
-  uint64_t fua_writes = 0; // of the writes, those with REQ_FUA
+  uint64_t flushes = 0;    // flushes submitted to a device with a volatile write cache
+  uint64_t fua_writes = 0; // writes submitted with REQ_FUA to such a device
   std::array<StageHist, NR_STAGES> stages;
 };
 // The whole process's counts: every live thread's block plus the retired total.
@@ -63,8 +63,12 @@ BlkStatSnapshot blk_stat_snapshot();
 size_t blk_stat_live_threads();
 
 // The calling thread's block (hot paths).
-void blk_stat_account_done(req_op op, blk_opf_t flags, uint32_t bytes, bool error);
+void blk_stat_account_done(req_op op, uint32_t bytes, bool error);
 void blk_stat_count_clone();
+// Counted where blk-flush sees them (a slow path: ordinary I/O never gets there): flushes
+// sent to a device with a volatile cache, and writes sent with REQ_FUA.
+void blk_stat_count_flush();
+void blk_stat_count_fua();
 void blk_stat_record(Stage stage, uint64_t ns);
 
 }  // namespace biofs

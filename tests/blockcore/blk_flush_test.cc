@@ -9,6 +9,7 @@
 #include "blockcore/bio_set.h"
 #include "blockcore/blk_flush.h"
 #include "blockcore/blk_mq.h"
+#include "blockcore/percpu_stat.h"
 
 using namespace biofs;
 
@@ -121,4 +122,24 @@ TEST_CASE("blk-flush: a failed pre-flush ends the write with its status, and the
   CHECK(d.submit(REQ_OP_WRITE | REQ_PREFLUSH, true) == BLK_STS_IOERR);
   REQUIRE(d.driver.seen.size() == 1);
   CHECK(d.driver.seen[0].op == REQ_OP_FLUSH);
+}
+
+// The counters the stats export as io.flushes and io.fua_writes: what reaches a device with a
+// write cache, counted on blk-flush's slow path, so ordinary I/O never touches them.
+TEST_CASE("blk-flush: flushes and FUA writes sent to a cached device are counted, ordinary I/O and an uncached device are not") {
+  const BlkStatSnapshot a = blk_stat_snapshot();
+  {
+    Disk cached(true);
+    cached.submit(REQ_OP_WRITE, true);
+    cached.submit(REQ_OP_READ, true);
+    cached.submit(REQ_OP_WRITE | REQ_FUA, true);                 // 1 FUA
+    cached.submit(REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA, true);  // 1 flush + 1 FUA
+    cached.submit(REQ_OP_FLUSH | REQ_PREFLUSH, false);           // 1 flush
+    Disk uncached(false);
+    uncached.submit(REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA, true);
+    uncached.submit(REQ_OP_FLUSH | REQ_PREFLUSH, false);
+  }
+  const BlkStatSnapshot b = blk_stat_snapshot();
+  CHECK(b.flushes - a.flushes == 2);
+  CHECK(b.fua_writes - a.fua_writes == 2);
 }

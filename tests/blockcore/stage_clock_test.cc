@@ -147,9 +147,11 @@ TEST_CASE("counts made by a thread that has exited are kept, and its block is fr
   const BlkStatSnapshot a = blk_stat_snapshot();
   const size_t live = blk_stat_live_threads();
   std::thread([live] {
-    blk_stat_account_done(REQ_OP_WRITE, REQ_FUA, 512, true);
-    blk_stat_account_done(REQ_OP_FLUSH, 0, 0, false);
-    blk_stat_account_done(REQ_OP_WRITE, 0, 4096, false);
+    blk_stat_account_done(REQ_OP_WRITE, 512, true);
+    blk_stat_account_done(REQ_OP_FLUSH, 0, false);
+    blk_stat_account_done(REQ_OP_WRITE, 4096, false);
+    blk_stat_count_flush();
+    blk_stat_count_fua();
     blk_stat_count_clone();
     blk_stat_record(STAGE_TAG, 100);
     REQUIRE(blk_stat_live_threads() == live + 1);
