@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Metadata rates through biofs against ext4 on a loop device of the same size (issue 11 §4):
-# create FILES empty files in one directory, stat them after the kernel's dentry and inode
-# caches are dropped (every stat is a lookup that reaches the filesystem), then unlink them.
-# Layers alternate ext4, biofs, biofs, ext4 per round, each on a fresh image on the same disk;
-# biofs runs on `emu:IMG,vwc` with its default options (plus BIOFS_OPTS). Prints each run, then
-# the medians and biofs/ext4 per phase, and the daemon's CPU per operation. Needs root and
-# build/bin. The file operations come from one Python process (about 1 µs each of its own).
-# Usage: tools/bench-metadata.sh [ROUNDS] [FILES]   (default: 3 15000)
+# Metadata rates, two filesystems A/B (issue 11 §4): create FILES empty files in one directory,
+# stat them after the kernel's dentry and inode caches are dropped (every stat is a lookup that
+# reaches the filesystem), then unlink them. Runs alternate A, B, B, A per round, each on a
+# fresh 2 GiB image on the same disk. Prints each run, then the medians and B/A per phase, and
+# for biofs the daemon's CPU per operation. Needs root and build/bin. The file operations come
+# from one Python process (about 1 µs each of its own).
+#
+# A layer is `ext4` (on a loop device) or `biofs[@BINARY][:OPTIONS]` (on `emu:IMG,vwc`; the
+# binary defaults to build/bin/biofs, the options to none), e.g.
+#   tools/bench-metadata.sh 5 15000                                   # ext4 against biofs
+#   tools/bench-metadata.sh 3 15000 biofs:fuse_uring=off biofs:fuse_uring=on
+#   tools/bench-metadata.sh 4 15000 biofs@/tmp/old-biofs biofs        # two builds
+# Usage: tools/bench-metadata.sh [ROUNDS] [FILES] [LAYER_A] [LAYER_B]   (default: 3 15000 ext4 biofs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}; files=${2:-15000}
-bin=$PWD/build/bin; work=$(mktemp -d /var/tmp/biofs-metadata-XXXXXX); mkdir -p "$work/m"
+rounds=${1:-3}; files=${2:-15000}; layer_a=${3:-ext4}; layer_b=${4:-biofs}
+[ "$layer_a" != "$layer_b" ] || { echo "bench-metadata: the two layers are the same: $layer_a" >&2; exit 2; }
+work=$(mktemp -d /var/tmp/biofs-metadata-XXXXXX); mkdir -p "$work/m"
 loopdev=""
 cleanup() {
   mountpoint -q "$work/m" && { fusermount3 -u "$work/m" 2>/dev/null || umount "$work/m"; }
@@ -44,46 +50,54 @@ print("%.0f %.0f %.0f" % (n / (t1 - t0), n / (t3 - t2), n / (t4 - t3)))
 EOF
 }
 
+# Mounts the layer on $work/m, runs the phases, unmounts; prints "c s u ticks".
+run_layer() {
+  local spec=$1 c s u ticks=""
+  rm -f "$work/img"; truncate -s 2G "$work/img"
+  if [ "$spec" = ext4 ]; then
+    mkfs.ext4 -q -F "$work/img"
+    loopdev=$(losetup -f --show "$work/img")
+    mount "$loopdev" "$work/m"
+    mkdir "$work/m/d"
+    read -r c s u < <(phases "$work/m/d")
+    umount "$work/m"; losetup -d "$loopdev"; loopdev=""
+  elif [[ "$spec" == biofs* ]]; then
+    local rest=${spec#biofs} bin=$PWD/build/bin/biofs opts=""
+    if [[ "$rest" == @* ]]; then bin=${rest#@}; bin=${bin%%:*}; rest=${rest#@"$bin"}; fi
+    [[ "$rest" == :* ]] && opts=${rest#:}
+    "$PWD/build/bin/mkfs.biofs" -q "$work/img"
+    "$bin" "emu:$work/img,vwc" "$work/m" ${opts:+-o "$opts"}
+    local pid; pid=$(pgrep -f -n "emu:$work/img,vwc")
+    mkdir "$work/m/d"
+    local t0; t0=$(cpu "$pid")
+    read -r c s u < <(phases "$work/m/d")
+    ticks=$(( $(cpu "$pid") - t0 ))
+    fusermount3 -u "$work/m"
+    while pgrep -f "emu:$work/img,vwc" >/dev/null; do sleep 0.1; done
+  else
+    echo "bench-metadata: unknown layer '$spec' (ext4 or biofs[@BINARY][:OPTIONS])" >&2; exit 2
+  fi
+  echo "$c $s $u ${ticks:--}"
+}
+
 results=$work/results.txt
 for r in $(seq "$rounds"); do
-  for layer in ext4 biofs biofs ext4; do
-    rm -f "$work/img"; truncate -s 2G "$work/img"
-    if [ "$layer" = ext4 ]; then
-      mkfs.ext4 -q -F "$work/img"
-      loopdev=$(losetup -f --show "$work/img")
-      mount "$loopdev" "$work/m"
-      mkdir "$work/m/d"
-      read -r c s u < <(phases "$work/m/d")
-      umount "$work/m"; losetup -d "$loopdev"; loopdev=""
-      ticks=""
-    else
-      "$bin/mkfs.biofs" -q "$work/img"
-      "$bin/biofs" "emu:$work/img,vwc" "$work/m" ${BIOFS_OPTS:+-o "$BIOFS_OPTS"}
-      pid=$(pgrep -f -n "emu:$work/img,vwc")
-      mkdir "$work/m/d"
-      t0=$(cpu "$pid")
-      read -r c s u < <(phases "$work/m/d")
-      ticks=$(( $(cpu "$pid") - t0 ))
-      fusermount3 -u "$work/m"
-      while pgrep -f "emu:$work/img,vwc" >/dev/null; do sleep 0.1; done
-    fi
-    # Daemon CPU per operation (3 per file): ticks are 10 ms.
-    per_op=${ticks:+$(echo "scale=1; $ticks * 10000 / (3 * $files)" | bc)}
-    printf 'round %s %-6s create %7s/s  stat %7s/s  unlink %7s/s  %s\n' "$r" "$layer" "$c" "$s" "$u" \
-      "${per_op:+daemon cpu ${per_op} us/op}"
-    echo "$layer $c $s $u" >> "$results"
+  for which in A B B A; do
+    spec=$layer_a; [ "$which" = B ] && spec=$layer_b
+    read -r c s u ticks < <(run_layer "$spec")
+    per_op=""  # daemon CPU per operation (3 per file); ticks are 10 ms
+    [ "$ticks" != - ] && per_op="daemon cpu $(echo "scale=1; $ticks * 10000 / (3 * $files)" | bc) us/op"
+    printf 'round %s %s %-24s create %7s/s  stat %7s/s  unlink %7s/s  %s\n' "$r" "$which" "$spec" "$c" "$s" "$u" "$per_op"
+    echo "$which $c $s $u" >> "$results"
   done
 done
 
-python3 - "$results" <<'EOF'
+python3 - "$results" "$layer_a" "$layer_b" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-med = {}
-for layer in ("ext4", "biofs"):
-    cols = [[float(r[i]) for r in rows if r[0] == layer] for i in (1, 2, 3)]
-    med[layer] = [statistics.median(c) for c in cols]
-print("medians      create/s   stat/s  unlink/s")
-for layer in ("ext4", "biofs"):
-    print("%-10s %9.0f %9.0f %9.0f" % (layer, *med[layer]))
-print("%-10s %9.2f %9.2f %9.2f" % ("biofs/ext4", *(b / e for b, e in zip(med["biofs"], med["ext4"]))))
+med = {w: [statistics.median(float(r[i]) for r in rows if r[0] == w) for i in (1, 2, 3)] for w in "AB"}
+print("medians %-24s create/s    stat/s  unlink/s" % "")
+for w, name in (("A", sys.argv[2]), ("B", sys.argv[3])):
+    print("%s %-30s %9.0f %9.0f %9.0f" % (w, name, *med[w]))
+print("%-32s %9.2f %9.2f %9.2f" % ("B/A", *(b / a for b, a in zip(med["B"], med["A"]))))
 EOF
