@@ -17,8 +17,9 @@
 # while replies from other threads, which the API allows, may still come, and a read's reply
 # may still be landing in a ring's payload buffer: a use-after-free when a connection is
 # aborted or unmounted with I/O in flight (upstream libfuse PR #1481/#1522, not merged). The
-# rings now go in fuse_session_destroy(), which the daemon calls once every request is
-# answered).
+# loop now stops only the ring threads (no request is received after it returns); the rings
+# and their buffers go in fuse_session_destroy(), which the daemon calls once every request
+# is answered).
 #
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)
