@@ -126,11 +126,13 @@ bool Filesystem::write_async_flags(uint64_t ino, uint64_t off, size_t size, cons
   if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
     // Times first, as ext4's file_update_time() does before a write: a brief exclusive hold
     // that moves no data, so the first write of each clock tick stays on the fast path too.
-    switch (try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags)) {
+    switch (try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags, true)) {
       case Overwrite::submitted: return true;
       case Overwrite::times_stale:
+        // Once set, the times stand for this write even if the clock ticks again meanwhile.
         if (update_file_times(ino) == 0 &&
-            try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags) == Overwrite::submitted)
+            try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags, false) ==
+                Overwrite::submitted)
           return true;
         break;
       case Overwrite::not_possible: break;
@@ -155,11 +157,11 @@ void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const
 }
 
 // The overwrite fast path: every block mapped and written, inside the file, times already
-// current. No metadata changes, so the shared lock covers the mapping. `done` is moved from
-// only when the bios were submitted.
+// current (or, !check_times, just set by this write). No metadata changes, so the shared lock
+// covers the mapping. `done` is moved from only when the bios were submitted.
 Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* data,
                                                       WriteDone& done, bool fsetid, bool buf_stays,
-                                                      blk_opf_t flags) {
+                                                      blk_opf_t flags, bool check_times) {
   const uint64_t end = off + size;
   std::shared_lock shared(lock_);
   InodeObj* in;
@@ -173,7 +175,7 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
     if (!map_block(in, l, &run, &unwritten) || unwritten) return Overwrite::not_possible;
     l += run;
   }
-  if (times_need_update(in->d)) return Overwrite::times_stale;
+  if (check_times && times_need_update(in->d)) return Overwrite::times_stale;
   // The caller's memory as it is when it stays put until done and is page-aligned (the
   // FUSE-over-io_uring payload buffer); otherwise an aligned copy.
   const bool in_place = buf_stays && reinterpret_cast<uintptr_t>(data) % PAGE_SIZE == 0;
