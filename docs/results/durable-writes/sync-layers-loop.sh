@@ -1,0 +1,28 @@
+#!/bin/bash
+# The same as sync-layers.sh with biofs on a loop device too (emu:/dev/loopN,vwc), so that both
+# daemons flush through a loop device whose worker does the host work. fsync.d small writes: fio 4 KiB random overwrites, psync QD1,
+# direct, O_DSYNC (--sync=dsync) and write+fdatasync, on biofs (emu:IMG,vwc), ext4 on a loop
+# device, passthrough_hp --nopassthrough over that ext4. Daemon CPU per write for the FUSE ones.
+rounds=${1:-3}; secs=${2:-5}
+W=/var/tmp/synclayers; rm -rf $W; mkdir -p $W/b $W/e $W/h
+truncate -s 2G $W/bimg; bloop=$(losetup -f --show $W/bimg); /work/main/build/bin/mkfs.biofs -q $bloop
+truncate -s 2G $W/eimg; mkfs.ext4 -q -F $W/eimg; loop=$(losetup -f --show $W/eimg); mount $loop $W/e
+/work/main/build/bin/biofs "emu:$bloop,vwc" $W/b || exit 1; bpid=$(pgrep -f -n "emu:$bloop,vwc")
+/opt/biofs-libfuse/bin/passthrough_hp --nopassthrough $W/e $W/h & sleep 1; hpid=$(pgrep -f -n "passthrough_hp --nopassthrough $W/e")
+for d in $W/b $W/e; do fio --name=prep --filename=$d/f --size=64M --bs=1M --rw=write --direct=1 --ioengine=psync --end_fsync=1 >/dev/null 2>&1; done
+cpu() { awk '{print $14+$15}' /proc/$1/stat; }
+one() { # layer dir pid mode
+  local a; [ $4 = dsync ] && a=--sync=dsync || a=--fdatasync=1
+  local c0=0 c1=0; [ -n "$3" ] && c0=$(cpu $3)
+  out=$(fio --name=t --filename=$2/f --size=64M --bs=4k --rw=randwrite --direct=1 --ioengine=psync --time_based --runtime=$secs --output-format=terse $a 2>/dev/null)
+  [ -n "$3" ] && c1=$(cpu $3)
+  iops=$(echo "$out" | awk -F';' '{print $49}'); ios=$(echo "$out" | awk -F';' '{print $49*$50/1000}')
+  echo "$1 $4 iops=$iops cpu_us_per_io=$( [ -n "$3" ] && echo "($c1-$c0)*10000/$ios" | bc -l | cut -c1-6 || echo -)"
+}
+for r in $(seq $rounds); do
+  for m in dsync fdatasync; do
+    one biofs $W/b $bpid $m; one hp $W/h $hpid $m; one ext4 $W/e "" $m
+    one ext4 $W/e "" $m; one hp $W/h $hpid $m; one biofs $W/b $bpid $m
+  done
+done
+fusermount3 -u $W/h; fusermount3 -u $W/b; umount $W/e; losetup -d $loop; sleep 1; losetup -d $bloop; rm -rf $W
