@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
   // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
   std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
   if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
+  if (use_uring && opts.fuse_uring_sched_idle) fuse_o += ",io_uring_sched_idle";  // libfuse patch 0003
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;

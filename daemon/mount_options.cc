@@ -64,6 +64,11 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "keep_cache") return on_off(&o->keep_cache);
   if (key == "fuse_uring") return parse_fuse_uring(val, &o->fuse_uring) ? "" : bad("on|off|auto");
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
+  if (key == "fuse_uring_sched") {
+    if (val != "normal" && val != "idle") return bad("normal|idle");
+    o->fuse_uring_sched_idle = val == "idle";
+    return "";
+  }
   if (key == "writeback_cache") {
     if (!has_value) return o->writeback_cache = true, "";
     return on_off(&o->writeback_cache);
@@ -157,6 +162,8 @@ std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
                                    : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
   cl->device = p.positional[0];
   cl->mountpoint = p.positional[1];
+  if (cl->opts.fuse_uring_sched_idle && cl->opts.fuse_uring == FuseUring::off)
+    return "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the FUSE ring threads";
   return "";
 }
 
@@ -166,7 +173,7 @@ std::string usage_text() {
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,ro,\n"
+         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,fuse_uring_sched=normal|idle,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }

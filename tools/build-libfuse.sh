@@ -19,7 +19,9 @@
 # aborted or unmounted with I/O in flight (upstream libfuse PR #1481/#1522, not merged). The
 # loop now stops only the ring threads (no request is received after it returns); the rings
 # and their buffers go in fuse_session_destroy(), which the daemon calls once every request
-# is answered).
+# is answered; 0003: the session option io_uring_sched_idle puts the ring threads in
+# SCHED_IDLE, code libfuse carries switched off (`if (0)`): a CPU that runs only its ring
+# thread then counts as idle, so the scheduler wakes a requester on the ring's own CPU).
 #
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)

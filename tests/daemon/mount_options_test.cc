@@ -62,7 +62,27 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(o.fuse_uring == FuseUring::on);
   CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto)");
   CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
+  CHECK_FALSE(o.fuse_uring_sched_idle);
+  CHECK(parse_mount_options("fuse_uring_sched=idle", &o) == "");
+  CHECK(o.fuse_uring_sched_idle);
+  CHECK(parse_mount_options("fuse_uring_sched=normal", &o) == "");
+  CHECK_FALSE(o.fuse_uring_sched_idle);
+  CHECK(parse_mount_options("fuse_uring_sched=batch", &o) ==
+        "bad value for mount option fuse_uring_sched: 'batch' (expected normal|idle)");
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
+}
+
+TEST_CASE("mount options: fuse_uring_sched=idle without the io_uring transport is refused") {
+  auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
+    return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl);
+  };
+  CommandLine off, on, by_default;
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=off,fuse_uring_sched=idle"}, &off) ==
+        "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the FUSE ring threads");
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle"}, &by_default) ==
+        "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the FUSE ring threads");
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle", "-o", "fuse_uring=auto"}, &on) == "");
+  CHECK(on.opts.fuse_uring_sched_idle);
 }
 
 TEST_CASE("mount options: the FUSE worker count follows the CPUs") {

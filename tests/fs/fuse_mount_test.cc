@@ -6,6 +6,8 @@
 #include "fuse_util.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -158,6 +161,65 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
     const std::string stats = stats_of(s.mnt);
     CHECK(stats.find("\"requested\":\"" + transport + "\"") != std::string::npos);
     CHECK(stats.find(transport == "on" ? "\"transport\":\"io_uring\"" : "\"transport\":\"/dev/fuse\"") != std::string::npos);
+    unmount(s.mnt, pid);
+  }
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+namespace {
+
+// The scheduling policy of each of the daemon's threads, by thread name (fuse-ring-0, ...).
+std::vector<std::pair<std::string, int>> thread_policies(pid_t pid) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::string comm;
+    std::getline(std::ifstream(t.path() / "comm"), comm);
+    out.emplace_back(comm, sched_getscheduler(pid_t(std::stol(t.path().filename()))));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in SCHED_IDLE; requests still complete with every CPU busy") {
+  if (!have_fuse() || access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0 || geteuid() != 0) {
+    MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  for (const std::string sched : {"normal", "idle"}) {
+    CAPTURE(sched);
+    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=" + sched);
+    int rings = 0;
+    for (const auto& [name, policy] : thread_policies(pid)) {
+      CAPTURE(name);
+      const bool ring = name.rfind("fuse-ring-", 0) == 0;
+      rings += ring;
+      CHECK(policy == (ring && sched == "idle" ? SCHED_IDLE : SCHED_OTHER));
+    }
+    CHECK(rings == cpus);  // libfuse: one ring queue and thread per CPU
+    // A SCHED_IDLE thread runs only when its CPU has nothing else to run: with a busy loop
+    // on every CPU the ring threads are starved to the scheduler's minimum share, and every
+    // request must still be answered (slowly), nothing lost.
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> hogs;
+    for (long c = 0; c < cpus; c++)
+      hogs.emplace_back([&stop, c] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(c, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        while (!stop.load(std::memory_order_relaxed)) {
+        }
+      });
+    const std::string dir = s.mnt + "/busy-" + sched;
+    REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+    for (int i = 0; i < 50; i++) write_file(dir + "/f" + std::to_string(i), "file " + std::to_string(i));
+    stop = true;
+    for (std::thread& t : hogs) t.join();
+    for (int i = 0; i < 50; i++) CHECK(read_file(dir + "/f" + std::to_string(i)) == "file " + std::to_string(i));
     unmount(s.mnt, pid);
   }
   std::string out;
