@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace biofs {
@@ -89,14 +91,28 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   reply_entry(req, err, st);
 }
 
+// Over io_uring, forgets (and interrupts) still come through /dev/fuse, to a worker of their
+// own. Each unlink or evicted inode sends one, and a worker waiting in read() is woken for each:
+// a wake-up of the other CPU per unlink. Pausing before the next read lets them gather, so the
+// kernel hands over one BATCH_FORGET per pause (forgets need no answer; an interrupt waits at
+// most the pause).
+constexpr int kForgetGatherUs = 1000;
+void gather_forgets(const FuseContext* ctx) {
+  if (ctx->want_uring) std::this_thread::sleep_for(std::chrono::microseconds(kForgetGatherUs));
+}
+
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  FuseContext* ctx = CTX(req);
   FS(req)->forget(ino, nlookup);
   fuse_reply_none(req);
+  gather_forgets(ctx);
 }
 
 void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  FuseContext* ctx = CTX(req);
   for (size_t i = 0; i < count; i++) FS(req)->forget(forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
+  gather_forgets(ctx);
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
