@@ -249,13 +249,10 @@ void note_transport(fuse_req_t req) {
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
 
-// A ring thread cannot see the requests waiting in its ring behind this one; a request that
-// arrives within RING_BACKLOG_NS of the thread's previous handler was waiting (the thread did
-// not sleep in between). A ring thread runs a request to completion only when none of its
-// last 8 requests had waited: a queue that fills now and then is a deep one.
-constexpr uint64_t RING_BACKLOG_NS = 5000;
-thread_local uint64_t tls_handler_done_ns = 0;
-thread_local uint8_t tls_waited = 0;  // one bit per recent request: it had waited in the ring
+// A ring thread runs a request to completion only when no request waits in its ring behind
+// it (fuse_req_uring_waiting(), libfuse patch 0004), nor did behind any of its last 8: a
+// queue that fills now and then is a deep one, and a thread that polls holds it up.
+thread_local uint8_t tls_backlog = 0;  // one bit per recent request: others waited behind it
 
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
@@ -265,8 +262,8 @@ bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
   if (fuse_req_is_uring(req)) {
-    tls_waited = uint8_t(tls_waited << 1 | (stage_now_ns() - tls_handler_done_ns < RING_BACKLOG_NS));
-    receiver_free = others == 0 && tls_waited == 0;
+    tls_backlog = uint8_t(tls_backlog << 1 | (fuse_req_uring_waiting(req) > 0));
+    receiver_free = others == 0 && tls_backlog == 0;
   } else {
     receiver_free = others + 1 < ctx->threads;
   }
@@ -305,7 +302,6 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     end_callback(ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
-  if (on_ring) tls_handler_done_ns = stage_now_ns();
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
@@ -324,8 +320,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_request_reply(t);
-    if (on_ring) tls_handler_done_ns = stage_now_ns();
-    return;
+      return;
   }
   BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
@@ -345,7 +340,6 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
      // not reused before this handler returns, which a polled write waits for.
      on_ring || poll);
   if (poll) blk_poll_group_wait(&group);
-  if (on_ring) tls_handler_done_ns = stage_now_ns();
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

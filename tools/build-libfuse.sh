@@ -21,7 +21,9 @@
 # and their buffers go in fuse_session_destroy(), which the daemon calls once every request
 # is answered; 0003: the session option io_uring_sched_idle puts the ring threads in
 # SCHED_IDLE, code libfuse carries switched off (`if (0)`): a CPU that runs only its ring
-# thread then counts as idle, so the scheduler wakes a requester on the ring's own CPU).
+# thread then counts as idle, so the scheduler wakes a requester on the ring's own CPU; 0004:
+# fuse_req_uring_waiting(), how many requests wait in the ring queue behind the one being
+# handled, which the daemon's run-to-completion rule needs and the API does not tell).
 #
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)

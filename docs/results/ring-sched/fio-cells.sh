@@ -2,14 +2,18 @@
 # fio 4 KiB direct I/O on biofs (`emu:IMG,vwc`, fresh 2 GiB image per mount) with several mount
 # option sets, alternated A B C C B A per round; prints each cell's IOPS and the daemon's CPU
 # per I/O (utime+stime of the daemon over the cell / I/Os). Needs root, fio and build/bin.
-# Usage: docs/results/ring-sched/fio-cells.sh ROUNDS OPTS_A OPTS_B [OPTS_C]
+# IMG_DIR=/dev/shm puts the image on tmpfs (default /var/tmp, the disk).
+# A set is OPTIONS or BINARY@OPTIONS (another biofs build, e.g. the one before a change).
+# Usage: docs/results/ring-sched/fio-cells.sh ROUNDS SET_A SET_B [SET_C]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 rounds=$1; shift
-cell_run() {  # $1: mount options; prints "opts cell iops cpu_us"
-  local w pid; w=$(mktemp -d /var/tmp/biofs-cells-XXXXXX); mkdir "$w/m"; truncate -s 2G "$w/img"
+cell_run() {  # $1: [BINARY@]OPTIONS; prints "set cell iops cpu_us"
+  local bin=build/bin/biofs opts=$1 w pid
+  if [[ "$opts" == *@* ]]; then bin=${opts%%@*}; opts=${opts#*@}; fi
+  w=$(mktemp -d "${IMG_DIR:-/var/tmp}/biofs-cells-XXXXXX"); mkdir "$w/m"; truncate -s 2G "$w/img"
   build/bin/mkfs.biofs -q "$w/img"
-  build/bin/biofs "emu:$w/img,vwc" "$w/m" -o "$1"
+  "$bin" "emu:$w/img,vwc" "$w/m" -o "$opts"
   pid=$(pgrep -f -n "emu:$w/img,vwc")
   fio --name=pre --filename="$w/m/f" --size=256M --rw=write --bs=1M --direct=1 --output=/dev/null
   for cell in "psync 1 randread" "psync 1 randwrite" "io_uring 1 randread" "io_uring 64 randread" "io_uring 64 randwrite"; do
@@ -22,7 +26,7 @@ cell_run() {  # $1: mount options; prints "opts cell iops cpu_us"
     # terse v3: read kB total field 6, IOPS 8; write kB 47, IOPS 49
     if [ "$3" = randread ]; then kb=$(cut -d';' -f6 <<<"$out"); iops=$(cut -d';' -f8 <<<"$out")
     else kb=$(cut -d';' -f47 <<<"$out"); iops=$(cut -d';' -f49 <<<"$out"); fi
-    awk -v o="$opts" -v n="$1-QD$2-$3" -v i="$iops" -v c=$((c1 - c0)) -v k="$kb" \
+    awk -v o="$1" -v n="$1-QD$2-$3" -v i="$iops" -v c=$((c1 - c0)) -v k="$kb" \
       'BEGIN { printf "%-40s %-22s %7d IOPS %6.1f us/IO\n", o, n, i, c * 10000 / (k / 4) }'
   done
   fusermount3 -u "$w/m"
