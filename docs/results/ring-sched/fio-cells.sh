@@ -4,12 +4,12 @@
 # per I/O (utime+stime of the daemon over the cell / I/Os). Needs root, fio and build/bin.
 # IMG_DIR=/dev/shm puts the image on tmpfs (default /var/tmp, the disk).
 # A set is OPTIONS or BINARY@OPTIONS (another biofs build, e.g. the one before a change).
-# Usage: docs/results/ring-sched/fio-cells.sh ROUNDS SET_A SET_B [SET_C]
+# Usage: docs/results/ring-sched/fio-cells.sh ROUNDS SET_A SET_B [SET_C ...]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 rounds=$1; shift
 cell_run() {  # $1: [BINARY@]OPTIONS; prints "set cell iops cpu_us"
-  local bin=build/bin/biofs opts=$1 w pid
+  local set=$1 bin=build/bin/biofs opts=$1 w pid
   if [[ "$opts" == *@* ]]; then bin=${opts%%@*}; opts=${opts#*@}; fi
   w=$(mktemp -d "${IMG_DIR:-/var/tmp}/biofs-cells-XXXXXX"); mkdir "$w/m"; truncate -s 2G "$w/img"
   build/bin/mkfs.biofs -q "$w/img"
@@ -26,14 +26,14 @@ cell_run() {  # $1: [BINARY@]OPTIONS; prints "set cell iops cpu_us"
     # terse v3: read kB total field 6, IOPS 8; write kB 47, IOPS 49
     if [ "$3" = randread ]; then kb=$(cut -d';' -f6 <<<"$out"); iops=$(cut -d';' -f8 <<<"$out")
     else kb=$(cut -d';' -f47 <<<"$out"); iops=$(cut -d';' -f49 <<<"$out"); fi
-    awk -v o="$1" -v n="$1-QD$2-$3" -v i="$iops" -v c=$((c1 - c0)) -v k="$kb" \
+    awk -v o="$set" -v n="$1-QD$2-$3" -v i="$iops" -v c=$((c1 - c0)) -v k="$kb" \
       'BEGIN { printf "%-40s %-22s %7d IOPS %6.1f us/IO\n", o, n, i, c * 10000 / (k / 4) }'
   done
   fusermount3 -u "$w/m"
   while pgrep -f "emu:$w/img,vwc" >/dev/null; do sleep 0.1; done
   rm -rf "$w"
 }
-sets=("$@"); order=("${sets[@]}")  # A B C C B A
+sets=("$@"); order=("${sets[@]}")  # A B C, then C B A
 for ((i = ${#sets[@]} - 1; i >= 0; i--)); do order+=("${sets[i]}"); done
 raw=$(mktemp)
 for ((r = 1; r <= rounds; r++)); do
