@@ -235,13 +235,16 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 // Reads and writes reply from the completion path: the thread that handled the request submits
 // the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over
-// io_uring, a reply from a thread other than the request's ring thread goes through the reply
-// queue (reply_queue.h says why).
+// io_uring, a thread other than the request's ring thread replies in place only when it gets
+// the ring's lock without waiting (libfuse patch 0005), and otherwise through the reply queue
+// (reply_queue.h says why it must not wait). True: reply here, then call end_reply_here().
 // Both are the ends of a sampled per-stage trace (blockcore/stage_clock.h).
-bool reply_elsewhere(fuse_req_t req, pthread_t receiver) {
+bool may_reply_here(fuse_req_t req, pthread_t receiver) {
   FuseContext* ctx = CTX(req);
-  return ctx->replies && fuse_req_is_uring(req) && !pthread_equal(pthread_self(), receiver);
+  if (!ctx->replies || !fuse_req_is_uring(req) || pthread_equal(pthread_self(), receiver)) return true;
+  return fuse_req_uring_trylock(req);
 }
+void end_reply_here() { fuse_uring_unlock(); }  // releases the ring's lock if this thread took it
 
 void note_transport(fuse_req_t req) {
   FuseContext* ctx = CTX(req);
@@ -292,12 +295,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   if (on_ring && fuse_req_get_payload(req, &payload, &payload_size, nullptr) != 0) payload = nullptr;
   ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
     end_data_request(req);
-    if (reply_elsewhere(req, receiver)) {
-      ctx->replies->read_done(req, n, data, t);
-    } else {
+    if (may_reply_here(req, receiver)) {
       if (n < 0) fuse_reply_err(req, int(-n));
       else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
+      end_reply_here();
       stage_request_reply(t);
+    } else {
+      ctx->replies->read_done(req, n, data, t);
     }
     end_callback(ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
@@ -326,12 +330,13 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   const bool poll = start_data_request(req, size, &group);
   ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, receiver = pthread_self()](ssize_t n) {
     end_data_request(req);
-    if (reply_elsewhere(req, receiver)) {
-      ctx->replies->write_done(req, n, t);
-    } else {
+    if (may_reply_here(req, receiver)) {
       if (n < 0) fuse_reply_err(req, int(-n));
       else fuse_reply_write(req, size_t(n));
+      end_reply_here();
       stage_request_reply(t);
+    } else {
+      ctx->replies->write_done(req, n, t);
     }
     end_callback(ctx);
   }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits

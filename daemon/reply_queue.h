@@ -4,9 +4,11 @@
 // and a reply from any other thread takes that lock. A block-layer completion thread that
 // replied directly would wait for whatever that ring thread is doing, and the ring thread may
 // itself be waiting for an I/O that only the completion thread can end (a write that allocates,
-// a truncate draining direct I/O, a full tag set): a deadlock. So such replies are queued here
-// and sent by one thread of their own; the completion path never waits on libfuse. The ring
-// thread still replies in place to what it completes itself, and /dev/fuse requests always
+// a truncate draining direct I/O, a full tag set): a deadlock. So a completion thread replies
+// in place only when it gets the lock without waiting (fuse_req_uring_trylock(), libfuse patch
+// 0005: the ring thread is waiting for requests, the usual case); otherwise the reply is queued
+// here and sent by one thread of their own. The completion path never waits on libfuse. The
+// ring thread replies in place to what it completes itself, and /dev/fuse requests always
 // reply in place (writing to /dev/fuse takes no lock).
 #pragma once
 
