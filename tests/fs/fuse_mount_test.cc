@@ -332,7 +332,7 @@ TEST_CASE("fuse: small direct reads and writes run to completion on poll queues,
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
-TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread when nothing waits behind it, never when something does") {
+TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread when nothing waits behind it, never when something does; then its completion replies in place") {
   if (!have_fuse() || access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0 || geteuid() != 0) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
@@ -394,6 +394,11 @@ TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread whe
   const std::string after = stats_of(s.mnt);
   CHECK(bad == 0);
   CHECK(stat_number(after, "polled") - stat_number(before, "polled") <= 1);
+  // Their completions come on the completion thread while the ring thread waits for requests,
+  // its lock free: replied in place (fuse_req_uring_trylock), not through the reply queue.
+  const long long queued = stat_number(after, "queued_replies") - stat_number(before, "queued_replies");
+  MESSAGE("replies queued: " << queued << " of " << readers);
+  CHECK(queued < readers / 2);
   unmount(s.mnt, pid);
   free(buf);
   std::string out;
