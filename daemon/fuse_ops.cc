@@ -324,7 +324,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
     stage_request_reply(t);
-      return;
+    return;
   }
   BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
