@@ -481,7 +481,8 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     FuseContext* ctx = CTX(req);
     static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring"};
     const FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
-                         ctx->replies ? ctx->replies->queued() : 0, ctx->polled.load(std::memory_order_relaxed), ctx->fs->commits()};
+                         ctx->ring_sched_idle ? "idle" : "normal", ctx->replies ? ctx->replies->queued() : 0,
+                         ctx->polled.load(std::memory_order_relaxed), ctx->fs->commits()};
     return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse), size);
   }
   std::string v;

@@ -26,6 +26,7 @@ struct FuseContext {
   // the request's ring thread go through `replies` (reply_queue.h).
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
+  bool ring_sched_idle = false;           // fuse_uring_sched=idle, for the stats
   ReplyQueue* replies = nullptr;
   // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring.
   std::atomic<int> transport{0};

@@ -136,6 +136,7 @@ int main(int argc, char** argv) {
   ctx.want_uring = use_uring;
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
+  ctx.ring_sched_idle = use_uring && opts.fuse_uring_sched_idle;
   std::unique_ptr<ReplyQueue> replies;
   if (use_uring) replies = std::make_unique<ReplyQueue>();
   ctx.replies = replies.get();

@@ -54,8 +54,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
   j["time_s"] = mono_s();
   j["rss_bytes"] = rss_bytes();
   if (fuse)
-    j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"queued_replies", fuse->queued_replies},
-                 {"polled", fuse->polled}};
+    j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
+                 {"queued_replies", fuse->queued_replies}, {"polled", fuse->polled}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
 
   const BioSetStats bs = io.bio_set().stats();

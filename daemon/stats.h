@@ -22,6 +22,7 @@ inline bool is_stats_xattr(uint64_t ino, const char* name) {
 // through the reply queue (daemon/reply_queue.h).
 struct FuseStats {
   std::string requested, transport;
+  std::string ring_sched;  // the ring threads' scheduling class: normal or idle (fuse_uring_sched=)
   uint64_t queued_replies = 0;
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
   uint64_t journal_commits = 0;

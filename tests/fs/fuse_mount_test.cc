@@ -200,6 +200,7 @@ TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in 
       CHECK(policy == (ring && sched == "idle" ? SCHED_IDLE : SCHED_OTHER));
     }
     CHECK(rings == cpus);  // libfuse: one ring queue and thread per CPU
+    CHECK(stats_of(s.mnt).find("\"ring_sched\":\"" + sched + "\"") != std::string::npos);
     // A SCHED_IDLE thread runs only when its CPU has nothing else to run: with a busy loop
     // on every CPU the ring threads are starved to the scheduler's minimum share, and every
     // request must still be answered (slowly), nothing lost.

@@ -731,6 +731,7 @@ class Mount(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("bio cache on", p.stdout)
         self.assertIn("tags/call", p.stdout)
+        self.assertIn("fuse      transport /dev/fuse (fuse_uring=off, ring threads normal)", p.stdout)
         p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
         self.assertEqual(p.returncode, 1)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
