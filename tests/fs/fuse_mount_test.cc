@@ -129,13 +129,7 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
     return;
   }
   FuseScratch s(64 << 20);
-  const std::string param = "/sys/module/fuse/parameters/enable_uring";
-  const bool uring_possible = access(param.c_str(), R_OK) == 0 && geteuid() == 0;
-  for (const std::string transport : {"off", "on"}) {
-    if (transport == "on" && !uring_possible) {
-      MESSAGE("skipped fuse_uring=on: no " << param << " here, or not root");
-      continue;
-    }
+  for (const std::string& transport : fuse_transports()) {
     CAPTURE(transport);
     const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=" + transport);
     const std::string data = pattern(1 << 20, transport == "on" ? 7 : 8);
@@ -183,7 +177,7 @@ std::vector<std::pair<std::string, int>> thread_policies(pid_t pid) {
 }  // namespace
 
 TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in SCHED_IDLE; requests still complete with every CPU busy") {
-  if (!have_fuse() || access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0 || geteuid() != 0) {
+  if (!have_fuse() || !fuse_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
   }
@@ -208,10 +202,7 @@ TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in 
     std::vector<std::thread> hogs;
     for (long c = 0; c < cpus; c++)
       hogs.emplace_back([&stop, c] {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(c, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        pin_to_cpu(int(c));
         while (!stop.load(std::memory_order_relaxed)) {
         }
       });
@@ -235,12 +226,7 @@ TEST_CASE("fuse: unlinked files give their inodes and blocks back once the kerne
     return;
   }
   FuseScratch s(64 << 20);
-  const bool uring_possible = access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
-  for (const std::string transport : {"off", "on"}) {
-    if (transport == "on" && !uring_possible) {
-      MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here, or not root");
-      continue;
-    }
+  for (const std::string& transport : fuse_transports()) {
     CAPTURE(transport);
     const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=" + transport);
     // The root directory's first entry gives it a block, which it keeps (as ext4's directories
@@ -334,7 +320,7 @@ TEST_CASE("fuse: small direct reads and writes run to completion on poll queues,
 }
 
 TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread when nothing waits behind it, never when something does; then its completion replies in place") {
-  if (!have_fuse() || access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0 || geteuid() != 0) {
+  if (!have_fuse() || !fuse_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
   }
@@ -378,10 +364,7 @@ TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread whe
   std::vector<std::thread> threads;
   for (int t = 0; t < readers; t++)
     threads.emplace_back([&, t] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(0, &set);
-      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+      pin_to_cpu(0);
       void* b = nullptr;
       if (posix_memalign(&b, 4096, 4096) != 0) return (void)bad++;
       const int fd = open((s.mnt + "/q-idle").c_str(), O_RDONLY | O_DIRECT);

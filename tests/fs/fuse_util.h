@@ -8,6 +8,8 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace biofs::test {
 
@@ -130,6 +133,27 @@ struct FuseScratch {
 };
 
 inline bool have_fuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
+
+// Whether a mount may ask for FUSE-over-io_uring: the kernel has it, and as root the daemon
+// can switch the fuse module's enable_uring on.
+inline bool fuse_uring_possible() {
+  return access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
+}
+
+// The fuse_uring= values a test mounts with here: off, and on where possible (else it says so).
+inline std::vector<std::string> fuse_transports() {
+  if (fuse_uring_possible()) return {"off", "on"};
+  MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here, or not root");
+  return {"off"};
+}
+
+// Pins the calling thread to one CPU: its FUSE requests then go to that CPU's ring queue.
+inline void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
 
 inline constexpr uid_t kNobody = 65534;
 
