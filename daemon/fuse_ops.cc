@@ -235,16 +235,13 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 // Reads and writes reply from the completion path: the thread that handled the request submits
 // the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over
-// io_uring, a thread other than the request's ring thread replies in place only when it gets
-// the ring's lock without waiting (libfuse patch 0005), and otherwise through the reply queue
-// (reply_queue.h says why it must not wait). True: reply here, then call end_reply_here().
-// Both are the ends of a sampled per-stage trace (blockcore/stage_clock.h).
-bool may_reply_here(fuse_req_t req, pthread_t receiver) {
-  FuseContext* ctx = CTX(req);
-  if (!ctx->replies || !fuse_req_is_uring(req) || pthread_equal(pthread_self(), receiver)) return true;
-  return fuse_req_uring_trylock(req);
+// io_uring, such a reply from a thread other than the request's ring thread never waits for the
+// ring (libfuse patch 0005): when the ring thread is busy, its commit goes out with the ring
+// thread's batch. Both are the ends of a sampled per-stage trace (blockcore/stage_clock.h).
+void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
+  if (on_ring && !pthread_equal(pthread_self(), receiver))
+    ctx->replies_elsewhere.fetch_add(1, std::memory_order_relaxed);
 }
-void end_reply_here() { fuse_uring_unlock(); }  // releases the ring's lock if this thread took it
 
 void note_transport(fuse_req_t req) {
   FuseContext* ctx = CTX(req);
@@ -293,16 +290,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   char* payload = nullptr;
   size_t payload_size = 0;
   if (on_ring && fuse_req_get_payload(req, &payload, &payload_size, nullptr) != 0) payload = nullptr;
-  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, receiver = pthread_self()](ssize_t n, const uint8_t* data) {
+  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, receiver = pthread_self()](ssize_t n,
+                                                                                                 const uint8_t* data) {
     end_data_request(req);
-    if (may_reply_here(req, receiver)) {
-      if (n < 0) fuse_reply_err(req, int(-n));
-      else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
-      end_reply_here();
-      stage_request_reply(t);
-    } else {
-      ctx->replies->read_done(req, n, data, t);
-    }
+    count_reply_elsewhere(ctx, on_ring, receiver);
+    if (n < 0) fuse_reply_err(req, int(-n));
+    else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
+    stage_request_reply(t);
     end_callback(ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
@@ -328,16 +322,12 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   }
   BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
-  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, receiver = pthread_self()](ssize_t n) {
+  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, receiver = pthread_self()](ssize_t n) {
     end_data_request(req);
-    if (may_reply_here(req, receiver)) {
-      if (n < 0) fuse_reply_err(req, int(-n));
-      else fuse_reply_write(req, size_t(n));
-      end_reply_here();
-      stage_request_reply(t);
-    } else {
-      ctx->replies->write_done(req, n, t);
-    }
+    count_reply_elsewhere(ctx, on_ring, receiver);
+    if (n < 0) fuse_reply_err(req, int(-n));
+    else fuse_reply_write(req, size_t(n));
+    stage_request_reply(t);
     end_callback(ctx);
   }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
      // The data stays put until the reply: the ring's payload buffer is the request's until
@@ -481,7 +471,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     FuseContext* ctx = CTX(req);
     static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring"};
     const FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
-                         ctx->ring_sched_idle ? "idle" : "normal", ctx->replies ? ctx->replies->queued() : 0,
+                         ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed),
                          ctx->polled.load(std::memory_order_relaxed), ctx->fs->commits()};
     return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse), size);
   }

@@ -6,7 +6,6 @@
 
 #include <atomic>
 
-#include "daemon/reply_queue.h"
 #include "fs/filesystem.h"
 
 namespace biofs {
@@ -22,12 +21,13 @@ struct FuseContext {
   // the block layer).
   bool keep_cache = true;
   bool posix_acl = false;  // the kernel took FUSE_CAP_POSIX_ACL (op_init)
-  // FUSE-over-io_uring (fuse_transport.h): asked for at INIT; replies from threads other than
-  // the request's ring thread go through `replies` (reply_queue.h).
+  // FUSE-over-io_uring (fuse_transport.h): asked for at INIT.
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle, for the stats
-  ReplyQueue* replies = nullptr;
+  // Replies to io_uring requests sent by a thread other than the request's ring thread (the
+  // completion path's), for the stats.
+  std::atomic<uint64_t> replies_elsewhere{0};
   // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring.
   std::atomic<int> transport{0};
   // Run to completion (blockcore/blk_poll.h): a worker waits for the I/O of a read or write of

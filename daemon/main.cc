@@ -137,9 +137,6 @@ int main(int argc, char** argv) {
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   ctx.ring_sched_idle = use_uring && opts.fuse_uring_sched_idle;
-  std::unique_ptr<ReplyQueue> replies;
-  if (use_uring) replies = std::make_unique<ReplyQueue>();
-  ctx.replies = replies.get();
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
   // are escaped to stay inside fsname.
   std::string fsname;
@@ -186,9 +183,8 @@ int main(int argc, char** argv) {
   }
   lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
   // Completion threads may still be answering (aborted) requests through the session's fd:
-  // let them finish, and the reply queue send what they queued, before it is closed.
+  // let them finish before it is closed.
   wait_for_callbacks(ctx);
-  replies.reset();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

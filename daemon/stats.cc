@@ -55,7 +55,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
   j["rss_bytes"] = rss_bytes();
   if (fuse)
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
-                 {"queued_replies", fuse->queued_replies}, {"polled", fuse->polled}};
+                 {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
 
   const BioSetStats bs = io.bio_set().stats();

@@ -18,12 +18,12 @@ inline bool is_stats_xattr(uint64_t ino, const char* name) {
 }
 
 // What the FUSE side reports: the transport asked for (fuse_uring=), the one the latest read or
-// write came through ("/dev/fuse", "io_uring", or "none yet"), and how many replies went
-// through the reply queue (daemon/reply_queue.h).
+// write came through ("/dev/fuse", "io_uring", or "none yet"), and how many io_uring replies
+// came from a thread other than the request's ring thread (the completion path's).
 struct FuseStats {
   std::string requested, transport;
   std::string ring_sched;  // the ring threads' scheduling class: normal or idle (fuse_uring_sched=)
-  uint64_t queued_replies = 0;
+  uint64_t replies_elsewhere = 0;
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
   uint64_t journal_commits = 0;
 };

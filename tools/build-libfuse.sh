@@ -23,9 +23,10 @@
 # SCHED_IDLE, code libfuse carries switched off (`if (0)`): a CPU that runs only its ring
 # thread then counts as idle, so the scheduler wakes a requester on the ring's own CPU; 0004:
 # fuse_req_uring_waiting(), how many requests wait in the ring queue behind the one being
-# handled, which the daemon's run-to-completion rule needs and the API does not tell; 0005:
-# fuse_req_uring_trylock()/fuse_uring_unlock(), so that a thread which must never wait (the
-# block layer's completion thread) replies in place when a ring's lock is free).
+# handled, which the daemon's run-to-completion rule needs and the API does not tell; 0005: a
+# reply from a thread other than the ring's own never waits for the ring's lock, whose holder
+# may be waiting for that thread (the block layer's completion thread): when the lock is
+# taken, the commit is left to its holder, which submits it before letting go).
 #
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)

@@ -332,7 +332,7 @@ class Cost(unittest.TestCase):
 
     def test_thread_roles(self):
         role = biofs_tools.thread_role
-        for comm in ("biofs", "fuse_worker", "fuse-ring-0", "fuse-ring-12", "biofs-reply"):
+        for comm in ("biofs", "fuse_worker", "fuse-ring-0", "fuse-ring-12"):
             self.assertEqual(role(comm), "fuse", comm)
         for comm in ("biofs-cq", "biofs-cq1", "biofs-nullcq"):
             self.assertEqual(role(comm), "completion", comm)
