@@ -94,7 +94,7 @@ static void* pool_alloc(Mempool& pool, gfp_t gfp) {
   void* p = pool.alloc(GFP_NOWAIT);
   if (p || gfp == GFP_NOWAIT) [[likely]]
     return p;
-  if (BlkPlug* plug = current_plug()) blk_flush_plug(plug);
+  blk_flush_plug_before_sleep();
   return pool.alloc(gfp);
 }
 

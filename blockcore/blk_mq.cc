@@ -195,7 +195,7 @@ static int blk_mq_get_tag(BlkMqAllocData* data, unsigned* cpu) {
     return tag;
   if (data->cmd_flags & REQ_NOWAIT) return -1;
   data->counters->tag_waits++;
-  if (tls_plug) blk_flush_plug(tls_plug);
+  blk_flush_plug_before_sleep();
   if (!data->hctx->polled) return sbitmap_queue_get_wait(sbq, cpu);
   // A poll queue has no completion thread to free tags: whoever waits for one reaps.
   for (;;) {
@@ -260,6 +260,11 @@ static void blk_mq_free_request(Request* rq) {
 // ---- plugging ------------------------------------------------------------------------------
 
 BlkPlug* current_plug() { return tls_plug; }
+
+void blk_flush_plug_before_sleep() {
+  if (tls_plug) [[unlikely]]
+    blk_flush_plug(tls_plug);
+}
 
 void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios) {
   if (tls_plug) return;  // nested plugs are ignored; the outermost one flushes

@@ -171,6 +171,11 @@ void blk_mq_flush_plug_list(BlkPlug* plug);
 // current->plug: the calling thread's outermost started plug, or nullptr. A nested
 // blk_start_plug() is ignored, so this is the plug that will flush.
 BlkPlug* current_plug();
+// What the kernel's sched_submit_work() does for a task about to sleep: dispatch what its plug
+// holds, which may be what it, or whoever it waits for, is waiting for. Every place that may
+// block a thread that submits I/O calls it first (a plug can outlive one submission: a FUSE
+// ring thread keeps one across a batch of requests).
+void blk_flush_plug_before_sleep();
 
 // struct io_comp_batch: completions gathered so that tags are freed in batches.
 struct IoCompBatch {

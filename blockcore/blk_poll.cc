@@ -36,6 +36,7 @@ int blk_mq_poll(BlkMqHwCtx* hctx, bool wait) {
 void blk_poll_group_wait(BlkPollGroup* g) {
   if (tls_group == g) tls_group = nullptr;
   if (!g->pending.load(std::memory_order_acquire)) return;
+  blk_flush_plug_before_sleep();
   BlkMqHwCtx* hctx = g->q->map_queue(REQ_POLLED);
   while (g->pending.load(std::memory_order_acquire)) {
     if (blk_mq_poll(hctx, false)) continue;

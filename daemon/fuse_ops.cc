@@ -1,5 +1,6 @@
 #include "fuse_ops.h"
 
+#include "blockcore/blk_mq.h"
 #include "blockcore/blk_poll.h"
 #include "blockcore/stage_clock.h"
 #include "stats.h"
@@ -254,6 +255,20 @@ void note_transport(fuse_req_t req) {
 // queue that fills now and then is a deep one, and a thread that polls holds it up.
 thread_local uint8_t tls_backlog = 0;  // one bit per recent request: others waited behind it
 
+// Plugging across a ring batch, as the kernel's io_uring plugs across a batch of SQEs
+// (io_submit_sqes: blk_start_plug_nr_ios(submit_nr) at the first request that plugs,
+// blk_finish_plug when the batch is in). A ring thread that handles a read or write with
+// requests waiting behind it in its ring starts a plug sized for them, and keeps it, as its
+// current plug, until the batch ends (fuse_ring_batch_end(), libfuse patch 0006): the batch's bios
+// reach the driver in one queue_rqs() call and take their tags in batches (tag_batch=). Every
+// place that may block flushes it first (blk_flush_plug_before_sleep()).
+thread_local BlkPlug tls_batch_plug;
+
+void plug_ring_batch(int waiting) {
+  if (waiting > 0 && !current_plug())
+    blk_start_plug_nr_ios(&tls_batch_plug, uint16_t(std::min(waiting + 1, int(BLK_MAX_REQUEST_COUNT))));
+}
+
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
@@ -262,8 +277,10 @@ bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
   if (fuse_req_is_uring(req)) {
-    tls_backlog = uint8_t(tls_backlog << 1 | (fuse_req_uring_waiting(req) > 0));
+    const int waiting = fuse_req_uring_waiting(req);
+    tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
     receiver_free = others == 0 && tls_backlog == 0;
+    if (ctx->ring_plug) plug_ring_batch(waiting);
   } else {
     receiver_free = others + 1 < ctx->threads;
   }
@@ -593,6 +610,10 @@ fuse_lowlevel_ops make_ops() {
 const fuse_lowlevel_ops kOps = make_ops();
 
 }  // namespace
+
+void fuse_ring_batch_end(void*) {
+  if (current_plug() == &tls_batch_plug) blk_finish_plug(&tls_batch_plug);
+}
 
 const fuse_lowlevel_ops* biofs_fuse_ops() { return &kOps; }
 

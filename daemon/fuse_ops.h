@@ -25,6 +25,7 @@ struct FuseContext {
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle, for the stats
+  bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
   // Replies to io_uring requests sent by a thread other than the request's ring thread (the
   // completion path's), for the stats.
   std::atomic<uint64_t> replies_elsewhere{0};
@@ -53,5 +54,8 @@ void wait_for_callbacks(const FuseContext& ctx);
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.
 const fuse_lowlevel_ops* biofs_fuse_ops();
+// What a FUSE ring thread runs when it has handled a batch of requests (libfuse patch 0006,
+// fuse_session_uring_set_batch_end): dispatches the plug its reads and writes gathered.
+void fuse_ring_batch_end(void* userdata);
 
 }  // namespace biofs

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   ctx.ring_sched_idle = use_uring && opts.fuse_uring_sched_idle;
+  ctx.ring_plug = opts.fuse_uring_plug;
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
   // are escaped to stay inside fsname.
   std::string fsname;
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
   fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
   fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
   if (!se) fail(32, "cannot create the FUSE session");
+  fuse_session_uring_set_batch_end(se, fuse_ring_batch_end);
   if (fuse_set_signal_handlers(se)) fail(32, "cannot set signal handlers");
   if (fuse_session_mount(se, mnt.c_str())) {
     fuse_remove_signal_handlers(se);

@@ -64,6 +64,7 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "keep_cache") return on_off(&o->keep_cache);
   if (key == "fuse_uring") return parse_fuse_uring(val, &o->fuse_uring) ? "" : bad("on|off|auto");
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
+  if (key == "fuse_uring_plug") return on_off(&o->fuse_uring_plug);
   if (key == "fuse_uring_sched") {
     if (val != "normal" && val != "idle") return bad("normal|idle");
     o->fuse_uring_sched_idle = val == "idle";
@@ -173,7 +174,8 @@ std::string usage_text() {
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,fuse_uring_sched=normal|idle,ro,\n"
+         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,fuse_uring_sched=normal|idle,\n"
+         "     fuse_uring_plug=on|off,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }

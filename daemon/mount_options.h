@@ -34,6 +34,9 @@ struct DaemonOptions {
   bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
   FuseUring fuse_uring = FuseUring::off;  // fuse_uring=on|off|auto: the FUSE transport (fuse_transport.h)
   unsigned fuse_uring_qd = 64;   // fuse_uring_qd=N: requests in flight per FUSE ring queue
+  // fuse_uring_plug=on|off: a ring thread keeps its block plug across a batch of requests
+  // (daemon/README.md, "Plugging across a ring batch"); no effect on /dev/fuse.
+  bool fuse_uring_plug = true;
   // fuse_uring_sched=normal|idle: idle puts the ring threads in SCHED_IDLE, so a woken requester
   // stays on its ring's CPU (daemon/README.md, "Ring threads in SCHED_IDLE").
   bool fuse_uring_sched_idle = false;

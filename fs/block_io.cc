@@ -155,6 +155,7 @@ void IoBatch::submit() {
 
 int IoBatch::wait() {
   if (!queued_.empty()) submit();
+  blk_flush_plug_before_sleep();  // an outer plug (a FUSE ring batch's) kept the bios
   {
     std::unique_lock g(lock_);
     cv_.wait(g, [this] { return finished_; });

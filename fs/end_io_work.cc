@@ -1,5 +1,7 @@
 #include "end_io_work.h"
 
+#include "blockcore/blk_mq.h"
+
 #include <pthread.h>
 
 namespace biofs {
@@ -37,6 +39,7 @@ void EndIoWork::end() {
 }
 
 void EndIoWork::drain() {
+  blk_flush_plug_before_sleep();
   std::unique_lock g(lock_);
   idle_.wait(g, [this] { return outstanding_ == 0; });
 }

@@ -32,7 +32,7 @@ struct Filesystem::FileIo {
   WriteDone write_done;
 };
 
-int Filesystem::iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out) {
+int Filesystem::iget_shared(std::shared_lock<FsLock>& shared, uint64_t ino, InodeObj** out) {
   if (auto it = inodes_.find(ino); it != inodes_.end()) {
     *out = it->second.get();
     return 0;
@@ -292,7 +292,7 @@ struct Filesystem::ConvertIo : EndIoWork::Item {
 
 // Under write_locked's exclusive hold: an aligned write whose blocks are all mapped, some of
 // them unwritten, goes out asynchronously and is answered by end_io_ after the conversion.
-bool Filesystem::try_convert_async(std::unique_lock<std::shared_mutex>& ex, InodeObj* in, uint64_t first,
+bool Filesystem::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, uint64_t first,
                                    uint64_t last, uint64_t end, const char* data, bool fsetid, WriteDone& done) {
   if (!end_io_ || failed_) return false;
   bool any_unwritten = false;
@@ -361,6 +361,7 @@ struct Waiter {
     cv.notify_all();
   }
   ssize_t wait() {
+    blk_flush_plug_before_sleep();
     std::unique_lock g(lock);
     cv.wait(g, [this] { return done; });
     return result;

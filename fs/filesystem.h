@@ -31,6 +31,7 @@
 #include "block_io.h"
 #include "end_io_work.h"
 #include "format.h"
+#include "fs_lock.h"
 #include "journal.h"
 #include "meta_cache.h"
 
@@ -225,10 +226,11 @@ class Filesystem {
     if (in->dio.fetch_sub(1, std::memory_order_acq_rel) == 1) in->dio.notify_all();
   }
   static void inode_dio_wait(InodeObj* in) {
+    if (in->dio.load(std::memory_order_acquire) != 0) blk_flush_plug_before_sleep();
     for (int v; (v = in->dio.load(std::memory_order_acquire)) != 0;) in->dio.wait(v);
   }
   // The inode, taking the exclusive lock for a moment if it is not in memory yet.
-  int iget_shared(std::shared_lock<std::shared_mutex>& shared, uint64_t ino, InodeObj** out);
+  int iget_shared(std::shared_lock<FsLock>& shared, uint64_t ino, InodeObj** out);
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
   static bool times_need_update(const disk::Inode& d);
   void write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uint8_t* buf, IoBatch* batch,
@@ -237,7 +239,7 @@ class Filesystem {
   // Aligned writes into fallocated (unwritten) blocks: the data goes out asynchronously and the
   // extents are converted by end_io_ (end_io_work.h) once it is on disk. false: not such a write.
   struct ConvertIo;
-  bool try_convert_async(std::unique_lock<std::shared_mutex>& ex, InodeObj* in, uint64_t first, uint64_t last,
+  bool try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, uint64_t first, uint64_t last,
                          uint64_t end, const char* buf, bool fsetid, WriteDone& done);
   void finish_conversions(std::vector<EndIoWork::Item*>& items);
   // The metadata of a write whose data is on disk, under the exclusive lock: unwritten extents
@@ -302,7 +304,7 @@ class Filesystem {
   MetaCache cache_;
   FsAllocator alloc_;
   uint32_t bs_;
-  std::shared_mutex lock_;
+  FsLock lock_;
   std::unordered_map<uint64_t, std::unique_ptr<InodeObj>> inodes_;
   int replayed_ = 0;
   // A failed commit leaves memory ahead of the disk: from then on nothing more is written

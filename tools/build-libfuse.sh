@@ -26,7 +26,9 @@
 # handled, which the daemon's run-to-completion rule needs and the API does not tell; 0005: a
 # reply from a thread other than the ring's own never waits for the ring's lock, whose holder
 # may be waiting for that thread (the block layer's completion thread): when the lock is
-# taken, the commit is left to its holder, which submits it before letting go).
+# taken, the commit is left to its holder, which submits it before letting go; 0006:
+# fuse_session_uring_set_batch_end(), a function each ring thread calls when it has handled a
+# batch of requests, where the daemon dispatches the block plug its reads and writes shared).
 #
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)

@@ -162,6 +162,25 @@ TEST_CASE("a plug dispatches in submission order, in one driver call per flush, 
   CHECK(sbitmap_weight(&tags_of(qu.q.get())->sb) == 0);
 }
 
+TEST_CASE("a thread about to sleep dispatches its plug (sched_submit_work), which stays its plug") {
+  Queue qu;
+  Done done;
+  blk_flush_plug_before_sleep();  // no plug: nothing to do
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 8);
+  for (int i = 0; i < 3; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  CHECK(done.count == 0);
+  blk_flush_plug_before_sleep();
+  CHECK(done.count == 3);
+  CHECK(current_plug() == &plug);
+  submit_bio(make_read(&qu.bdev, qu.bs, 64, 4096, &done));
+  CHECK(done.count == 3);
+  blk_finish_plug(&plug);
+  CHECK(done.count == 4);
+  CHECK(current_plug() == nullptr);
+  CHECK(qu.q->counters().plug_flushes == 2);
+}
+
 TEST_CASE("without a plug each bio is dispatched at once") {
   Queue qu;
   Done done;

@@ -69,6 +69,12 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK_FALSE(o.fuse_uring_sched_idle);
   CHECK(parse_mount_options("fuse_uring_sched=batch", &o) ==
         "bad value for mount option fuse_uring_sched: 'batch' (expected normal|idle)");
+  CHECK(o.fuse_uring_plug);  // a plug across each ring batch unless asked otherwise
+  CHECK(parse_mount_options("fuse_uring_plug=off", &o) == "");
+  CHECK_FALSE(o.fuse_uring_plug);
+  CHECK(parse_mount_options("fuse_uring_plug=on", &o) == "");
+  CHECK(o.fuse_uring_plug);
+  CHECK(parse_mount_options("fuse_uring_plug=1", &o).find("fuse_uring_plug") != std::string::npos);
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
 }
 
