@@ -238,7 +238,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 // the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over
 // io_uring, such a reply from a thread other than the request's ring thread never waits for the
 // ring (libfuse patch 0005): when the ring thread is busy, its commit goes out with the ring
-// thread's batch. Both are the ends of a sampled per-stage trace (blockcore/stage_clock.h).
+// thread's batch. The reply ends the request's sampled per-stage trace (blockcore/stage_clock.h).
 void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
   if (on_ring && !pthread_equal(pthread_self(), receiver))
     ctx->replies_elsewhere.fetch_add(1, std::memory_order_relaxed);

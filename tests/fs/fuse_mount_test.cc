@@ -451,10 +451,7 @@ TEST_CASE("fuse: over io_uring, the completion thread's replies never wait for a
     if (fd >= 0) close(fd);
     finished++;
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (finished.load() < readers + 1 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const bool hung = finished.load() < readers + 1;
+  const bool hung = !wait_for_count(finished, readers + 1, std::chrono::steady_clock::now() + std::chrono::seconds(30));
   if (hung) kill(pid, SIGKILL);  // the aborted connection ends the waiting calls
   for (std::thread& t : threads) t.join();
   REQUIRE_MESSAGE(!hung, "reads and a hole punch through one ring still waiting after 30 s");
@@ -520,13 +517,10 @@ TEST_CASE("fuse: over io_uring, reads and writes plugged across a ring batch bes
     finished++;
   });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (finished.load() < writers && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_for_count(finished, writers, deadline);
   stop = true;
-  while (finished.load() < writers + 1 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const bool hung = finished.load() < writers + 1;
-  if (hung) kill(pid, SIGKILL);
+  const bool hung = !wait_for_count(finished, writers + 1, deadline);
+  if (hung) kill(pid, SIGKILL);  // the aborted connection ends the waiting calls
   for (std::thread& t : threads) t.join();
   REQUIRE_MESSAGE(!hung, "I/O through one ring still waiting after 120 s");
   CHECK(bad == 0);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -153,6 +154,14 @@ inline void pin_to_cpu(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+// Waits until `count` reaches `want` or the deadline passes; true if it did. For threads blocked
+// in calls on a mount: after false, killing the daemon ends those calls (the connection aborts).
+inline bool wait_for_count(const std::atomic<int>& count, int want, std::chrono::steady_clock::time_point deadline) {
+  while (count.load() < want && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return count.load() >= want;
 }
 
 inline constexpr uid_t kNobody = 65534;
