@@ -490,7 +490,8 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     const FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
                          ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed),
                          ctx->polled.load(std::memory_order_relaxed), ctx->fs->commits()};
-    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse), size);
+    const DeviceStats device = ctx->device_stats ? ctx->device_stats() : DeviceStats{};
+    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr), size);
   }
   std::string v;
   const int err = FS(req)->getxattr(ino, name, &v);

@@ -5,8 +5,10 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <functional>
 
 #include "fs/filesystem.h"
+#include "stats.h"
 
 namespace biofs {
 
@@ -26,6 +28,8 @@ struct FuseContext {
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle, for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
+  // The device's counters for the stats, from main (which opened it); unset: none to report.
+  std::function<DeviceStats()> device_stats;
   // Replies to io_uring requests sent by a thread other than the request's ring thread (the
   // completion path's), for the stats.
   std::atomic<uint64_t> replies_elsewhere{0};

@@ -20,6 +20,7 @@
 #include "daemon/mount_options.h"
 #include "devices/open_device.h"
 #include "fs/mkfs.h"
+#include "nvme/emu_ns.h"
 
 using namespace biofs;
 
@@ -138,6 +139,11 @@ int main(int argc, char** argv) {
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   ctx.ring_sched_idle = use_uring && opts.fuse_uring_sched_idle;
   ctx.ring_plug = opts.fuse_uring_plug;
+  if (const EmuNamespace* emu = dev->emu()) {
+    ctx.device_stats = [emu] {
+      return DeviceStats{emu->name(), emu->inline_io(), emu->inline_commands(), emu->host_retries()};
+    };
+  }
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
   // are escaped to stay inside fsname.
   std::string fsname;

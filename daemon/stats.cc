@@ -47,7 +47,7 @@ uint64_t mono_s() {
 
 }  // namespace
 
-std::string stats_json(BlockIo& io, const FuseStats* fuse) {
+std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* device) {
   Json j;
   j["version"] = 1;
   j["pid"] = uint64_t(getpid());
@@ -57,6 +57,9 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse) {
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
                  {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
+  if (device)
+    j["device"] = {{"name", device->name}, {"inline", device->inline_io},
+                   {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries}};
 
   const BioSetStats bs = io.bio_set().stats();
   const BioCacheCounters& c = bs.total;

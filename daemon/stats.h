@@ -28,9 +28,19 @@ struct FuseStats {
   uint64_t journal_commits = 0;
 };
 
+// What the device reports, where it has something to say (an emulated namespace): its
+// name, whether its queues run commands inline on the submitting thread (nvme/emu_ns.h,
+// `inline=`), how many they did, and the commands run again after a transient host answer.
+struct DeviceStats {
+  std::string name;
+  bool inline_io = false;
+  uint64_t inline_commands = 0;
+  uint64_t host_retries = 0;
+};
+
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident
 // size and the per-stage histograms (count, p50, p99 and the non-empty buckets) as JSON; with
-// `fuse`, a "fuse" object after "rss_bytes".
-std::string stats_json(BlockIo& io, const FuseStats* fuse = nullptr);
+// `fuse`, a "fuse" object after "rss_bytes"; with `device`, a "device" object after it.
+std::string stats_json(BlockIo& io, const FuseStats* fuse = nullptr, const DeviceStats* device = nullptr);
 
 }  // namespace biofs

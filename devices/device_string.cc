@@ -76,6 +76,13 @@ std::vector<SubOption> emu_options(DeviceSpec* out) {
        }},
       flag("vwc", &e->vwc),
       flag("buffered", &e->buffered),
+      {"inline", Takes::value, [e](std::string_view v) {
+         if (v == "on") e->inline_io = EmuInline::on;
+         else if (v == "off") e->inline_io = EmuInline::off;
+         else if (v == "auto") e->inline_io = EmuInline::automatic;
+         else return std::string("expected inline=on, off or auto");
+         return std::string();
+       }},
       {"powercut", Takes::value, [e](std::string_view v) {
          if (!parse_uint(v, &e->powercut.cut_after))
            return std::string("expected powercut=N (cut at the Nth write or flush; 0: count only)");

@@ -77,7 +77,11 @@ EmuNamespace::EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {
     dealloc_mode_ = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
     zeroes_mode_ = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
     struct statfs sfs;
-    if (!block_device_ && fstatfs(buffered_fd_, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC) zeroes_mode_ = dealloc_mode_;
+    if (!block_device_ && fstatfs(buffered_fd_, &sfs) == 0) {
+      if (sfs.f_type == TMPFS_MAGIC) zeroes_mode_ = dealloc_mode_;
+      memory_backed_ = sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
+    }
+    inline_io_ = cfg_.inline_io == EmuInline::on || (cfg_.inline_io == EmuInline::automatic && memory_backed_);
 
     if (!cfg_.buffered) {
       direct_fd_ = open(cfg_.path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);

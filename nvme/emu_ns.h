@@ -13,6 +13,14 @@
 // Durability: without a volatile write cache (the default) every write is durable when it
 // completes (RWF_DSYNC) and Flush has nothing to do; with `vwc`, writes complete from the
 // host's caches and Flush (fdatasync) makes them durable, as FUA does for one write.
+//
+// Inline execution (`inline=`): a backing file in memory (tmpfs, ramfs) has no nowait I/O, so
+// io_uring would hand every command to an io-wq worker thread: a hand-off and a wake-up per
+// command for a 4 KiB memory copy. There the queue runs each command with a plain system call
+// on the submitting thread and posts its completion through the ring, as brd copies in its
+// submit_bio (drivers/block/brd.c) and as nvmet's file back-end runs a buffered command inline
+// before it punts one to its workqueue (nvmet_file_execute_rw). The submitter's own reap then
+// finds the completion: the I/O runs to completion where it started.
 #pragma once
 
 #include <atomic>
@@ -39,12 +47,19 @@ struct EmuHostFault {
   bool short_xfer = false;
 };
 
+enum class EmuInline : uint8_t {
+  automatic,  // inline when the backing file is in memory (tmpfs, ramfs)
+  on,         // always: the submitter also waits for a disk (a synchronous device)
+  off,        // never: every command through io_uring
+};
+
 struct EmuConfig {
   std::string path;
   unsigned lba_size = 512;   // 512 or 4096: the namespace's one LBA format in use
   unsigned mdts = 5;         // MDTS: 4 KiB << mdts per command (5: 128 KiB); 0 = no limit
   bool vwc = false;          // volatile write cache present
   bool buffered = false;     // never use O_DIRECT
+  EmuInline inline_io = EmuInline::automatic;  // inline=on|off|auto (above)
   uint64_t create_size = 0;  // create the file with this size if it does not exist
   PowerCutConfig powercut;   // power-cut emulation (emu_powercut.h); off by default
   EmuHostFault host_fault;   // tests only: injected host answers (above); off by default
@@ -74,6 +89,10 @@ class EmuNamespace final : public NvmeTransport {
   uint32_t dio_offset_align() const { return dio_offset_align_; }
   int zeroes_mode() const { return zeroes_mode_; }  // fallocate mode for Write Zeroes
   int dealloc_mode() const { return dealloc_mode_; }  // fallocate mode for deallocate
+  bool memory_backed() const { return memory_backed_; }  // tmpfs or ramfs
+  // Commands run by the submitting thread (inline=, above); the queues still take the ring
+  // while injected host answers (tests) are on, since those stand for io_uring's.
+  bool inline_io() const { return inline_io_; }
 
   // Tests: the injected host answers from now on (EmuConfig::host_fault at the start).
   void set_host_fault(const EmuHostFault& f) {
@@ -86,6 +105,10 @@ class EmuNamespace final : public NvmeTransport {
     return EmuHostFault{host_fault_every(), fault_res_.load(std::memory_order_relaxed),
                         fault_short_.load(std::memory_order_relaxed)};
   }
+
+  // Commands the queues ran inline (inline=).
+  uint64_t inline_commands() const { return inline_commands_.load(std::memory_order_relaxed); }
+  void count_inline_command() { inline_commands_.fetch_add(1, std::memory_order_relaxed); }
 
   // Commands run again synchronously because the host answered one of their file operations
   // with a transient error or a short count (emu_queue.cc, EmuQueue::execute_sync).
@@ -108,8 +131,11 @@ class EmuNamespace final : public NvmeTransport {
   uint32_t dio_mem_align_ = 0, dio_offset_align_ = 0;
   int zeroes_mode_ = 0, dealloc_mode_ = 0;
   bool block_device_ = false;
+  bool memory_backed_ = false;
+  bool inline_io_ = false;
   std::unique_ptr<EmuPowerCut> powercut_;
   std::atomic<uint64_t> host_retries_{0};
+  std::atomic<uint64_t> inline_commands_{0};
   std::atomic<unsigned> fault_every_{0};
   std::atomic<int> fault_res_{0};
   std::atomic<bool> fault_short_{false};

@@ -5,6 +5,8 @@
 //
 // Every command completes through the ring: commands that fail the controller's checks post
 // their status through a NOP, so a completion always comes from the reaper, as from hardware.
+// So do the commands the queue runs inline (emu_ns.h, `inline=`): executed with plain system
+// calls on the submitting thread (run_sync), their status posted through a NOP.
 //
 // The host's transient answers are not media errors. io_uring hands a read or write it cannot
 // issue without blocking (the RWF_DSYNC O_DIRECT writes below often are) to an io-wq worker
@@ -73,7 +75,13 @@ class EmuQueue final : public NvmeQueue {
   uint8_t choose_xfer(const NvmeIod* iod, uint64_t off) const;
   void finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed);
   int inject_host_fault(const NvmeIod* iod, int res, unsigned every);
+  bool run_inline() const { return inline_ && !ns_->host_fault_every(); }
   uint16_t execute_sync(NvmeIod* iod);
+  uint16_t run_sync(NvmeIod* iod);
+  void execute_inline(NvmeIod* iod) {
+    ns_->count_inline_command();
+    post(iod, run_sync(iod));
+  }
   uint16_t sync_rw(NvmeIod* iod);
 
   EmuNamespace* ns_;
@@ -85,6 +93,7 @@ class EmuQueue final : public NvmeQueue {
   const uint32_t max_transfer_;  // 0: no MDTS
   const unsigned depth_;
   const bool vwc_;
+  const bool inline_;  // EmuNamespace::inline_io()
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
   EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
   uint64_t fault_seen_ = 0;      // tests: file operations reaped while host answers are injected
@@ -99,6 +108,7 @@ EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
       max_transfer_(ns->max_transfer()),
       depth_(p.depth),
       vwc_(ns->config().vwc),
+      inline_(ns->inline_io()),
       mem_mask_(ns->direct() ? ns->dio_mem_align() - 1 : 0),
       off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0),
       powercut_(ns->powercut()) {
@@ -210,6 +220,10 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 
   const bool write = c.opcode == nvme_cmd_write;
   const uint64_t off = slba << lba_shift_;
+  if (run_inline()) {  // the caller's memory, through the page cache: no alignment to keep
+    iod->xfer = EMU_XFER_BUFFERED;
+    return execute_inline(iod);
+  }
   iod->xfer = choose_xfer(iod, off);
   iod->pending = 1;
   const int fd = iod->xfer == EMU_XFER_BUFFERED ? EMU_FD_BUFFERED : EMU_FD_DIRECT;
@@ -242,6 +256,7 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 // nvmet_file_execute_flush(): with no volatile cache there is nothing to make durable.
 void EmuQueue::queue_flush(NvmeIod* iod) {
   if (!vwc_) return post(iod, NVME_SC_SUCCESS);
+  if (run_inline()) return execute_inline(iod);
   iod->pending = 1;
   iod->xfer = EMU_XFER_NONE;
   NVME_TSAN_RELEASE(iod);
@@ -259,6 +274,7 @@ void EmuQueue::queue_write_zeroes(NvmeIod* iod) {
   const uint32_t nlb = nvme_cmd_nlb(c);
   if (!lba_range_ok(slba, nlb)) [[unlikely]]
     return post(iod, NVME_SC_LBA_RANGE | NVME_STATUS_DNR);
+  if (run_inline()) return execute_inline(iod);
   const bool sync = !vwc_ || (c.cdw12 & NVME_RW_FUA);
   iod->pending = sync ? 2 : 1;
   iod->xfer = EMU_XFER_NONE;
@@ -289,6 +305,7 @@ void EmuQueue::queue_dsm(NvmeIod* iod) {
     work += ranges[i].nlb != 0;
   }
   if (!(c.cdw11 & NVME_DSMGMT_AD) || !work) return post(iod, NVME_SC_SUCCESS);  // hints only
+  if (run_inline()) return execute_inline(iod);
   iod->pending = uint16_t(work);
   iod->xfer = EMU_XFER_NONE;
   NVME_TSAN_RELEASE(iod);
@@ -320,6 +337,11 @@ int EmuQueue::inject_host_fault(const NvmeIod* iod, int res, unsigned every) {
 // file). Only after every sub-operation has completed: nothing of it is still in flight.
 uint16_t EmuQueue::execute_sync(NvmeIod* iod) {
   ns_->count_host_retry();
+  return run_sync(iod);
+}
+
+// A checked command, whole, with plain system calls on the calling thread.
+uint16_t EmuQueue::run_sync(NvmeIod* iod) {
   const NvmeCommand& c = iod->cmd;
   const int fd = ns_->buffered_fd();
   // A system call that is interrupted or told "not now" is tried again, a bounded number of

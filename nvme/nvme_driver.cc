@@ -223,7 +223,10 @@ blk_status_t NvmeDriver::queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(&one, last);
   }
-  if (one.empty()) return BLK_STS_OK;
+  if (one.empty()) [[likely]] {
+    if (last) reap(nq, false);  // as submit_run(): an inline command (emu_ns.h) has completed already
+    return BLK_STS_OK;
+  }
   nq->inflight.fetch_sub(1, std::memory_order_relaxed);
   return BLK_STS_RESOURCE;
 }

@@ -53,6 +53,13 @@ TEST_CASE("device strings: the kinds and their options") {
   CHECK(ds.emu.vwc);
   CHECK(ds.emu.buffered);
   CHECK(ds.emu.create_size == (2ull << 30));
+  CHECK(ds.emu.inline_io == EmuInline::automatic);
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=on", &ds, &err));
+  CHECK(ds.emu.inline_io == EmuInline::on);
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off", &ds, &err));
+  CHECK(ds.emu.inline_io == EmuInline::off);
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off,inline=auto", &ds, &err));
+  CHECK(ds.emu.inline_io == EmuInline::automatic);
 
   REQUIRE(parse_device_spec("/var/tmp/plain.img", &ds, &err));
   CHECK(ds.kind == DeviceSpec::Kind::emu);
@@ -105,6 +112,8 @@ TEST_CASE("device strings: each error names the part that is wrong") {
   CHECK(contains(parse_error("stripe:17"), "stripe:17"));
   CHECK(contains(parse_error("emu:/x,vwc,"), "unknown option"));
   CHECK(contains(parse_error("emu:/x,lba"), "lba: needs a value"));
+  CHECK(contains(parse_error("emu:/x,inline=yes"), "inline=yes: expected inline=on, off or auto"));
+  CHECK(contains(parse_error("emu:/x,inline"), "inline: needs a value"));
 }
 
 TEST_CASE("open_device: missing and unusable backing files") {

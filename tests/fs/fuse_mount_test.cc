@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -122,6 +124,12 @@ std::string stats_of(const std::string& mnt) {
   return out;
 }
 
+// A number in the stats JSON, by key ("polled": 12 -> 12); -1 if absent.
+long long stat_number(const std::string& stats, const std::string& key) {
+  const size_t at = stats.find("\"" + key + "\":");
+  return at == std::string::npos ? -1 : std::atoll(stats.c_str() + at + key.size() + 3);
+}
+
 }  // namespace
 
 TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works on an O_DIRECT file") {
@@ -156,6 +164,14 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
     const std::string stats = stats_of(s.mnt);
     CHECK(stats.find("\"requested\":\"" + transport + "\"") != std::string::npos);
     CHECK(stats.find(transport == "on" ? "\"transport\":\"io_uring\"" : "\"transport\":\"/dev/fuse\"") != std::string::npos);
+    // The emulated namespace runs its commands inline where the image is in memory
+    // (BIOFS_SCRATCH_DIR=/dev/shm), through io_uring on a disk.
+    struct statfs sfs;
+    REQUIRE(statfs(s.dir.c_str(), &sfs) == 0);
+    const bool in_memory = sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
+    CHECK((stats.find("\"inline\":true") != std::string::npos) == in_memory);
+    if (in_memory) CHECK(stat_number(stats, "inline_commands") >= 2);
+    else CHECK(stat_number(stats, "inline_commands") == 0);
     unmount(s.mnt, pid);
   }
   std::string out;
@@ -254,12 +270,6 @@ TEST_CASE("fuse: unlinked files give their inodes and blocks back once the kerne
   }
   std::string out;
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
-}
-
-// A number in the stats JSON, by key ("polled": 12 -> 12); -1 if absent.
-long long stat_number(const std::string& stats, const std::string& key) {
-  const size_t at = stats.find("\"" + key + "\":");
-  return at == std::string::npos ? -1 : std::atoll(stats.c_str() + at + key.size() + 3);
 }
 
 TEST_CASE("fuse: small direct reads and writes run to completion on poll queues, poll_queues=0 turns it off") {

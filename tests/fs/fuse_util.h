@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -113,12 +114,15 @@ inline std::string read_file(const std::string& path) {
 
 
 // A scratch directory with an image of `bytes` made by mkfs.biofs and an empty mount point;
-// removed (unmounting first if needed) at scope exit.
+// removed (unmounting first if needed) at scope exit. Under $BIOFS_SCRATCH_DIR (default /tmp):
+// /dev/shm puts the images in memory, where the emulated namespace runs its commands inline
+// (nvme/emu_ns.h), so the same tests cover both of its paths.
 struct FuseScratch {
   std::string dir, img, mnt;
   explicit FuseScratch(uint64_t bytes, const std::string& mkfs_args = "") {
-    char tmpl[] = "/tmp/biofs-fuse-XXXXXX";
-    REQUIRE(mkdtemp(tmpl));
+    const char* base = std::getenv("BIOFS_SCRATCH_DIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/biofs-fuse-XXXXXX";
+    REQUIRE(mkdtemp(tmpl.data()));
     dir = tmpl, img = dir + "/img", mnt = dir + "/mnt";
     std::filesystem::create_directory(mnt);
     { std::ofstream(img).close(); }

@@ -4,7 +4,10 @@
 // zeroes and deallocate, and a submitter that polls.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <pthread.h>
 
@@ -78,10 +81,12 @@ TEST_CASE("emu: Identify answers from the configuration and the driver sets its 
 }
 
 TEST_CASE("emu: data written through bios reads back, for both LBA sizes and I/O larger than MDTS") {
-  for (const char* lba : {"512", "4096"}) {
+  for (const char* lba : {"512", "4096"})
+  for (const char* mode : {",inline=off", ",inline=on"}) {
     CAPTURE(lba);
+    CAPTURE(mode);
     TempPath tmp("rw");
-    auto dev = open_emu(tmp, std::string(",lba=") + lba + ",mdts=2");  // 16 KiB per command
+    auto dev = open_emu(tmp, std::string(",lba=") + lba + ",mdts=2" + mode);  // 16 KiB per command
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
     const uint32_t block = std::strcmp(lba, "512") == 0 ? 512 : 4096;
     const uint32_t sizes[] = {block, 4096, 12288, 65536, 1u << 20};
@@ -119,7 +124,7 @@ TEST_CASE("emu: the data lands at SLBA x LBA size in the backing file") {
 }
 
 TEST_CASE("emu: unaligned user buffers (as FUSE hands them) go through bounce slots or the page cache") {
-  for (const char* opts : {"", ",buffered"}) {
+  for (const char* opts : {",inline=off", ",buffered,inline=off", ",inline=on"}) {
     CAPTURE(opts);
     TempPath tmp("unaligned");
     auto dev = open_emu(tmp, opts);
@@ -144,16 +149,19 @@ TEST_CASE("emu: unaligned user buffers (as FUSE hands them) go through bounce sl
 
 TEST_CASE("emu: an I/O past the end of the namespace fails with LBA Out of Range (BLK_STS_TARGET)") {
   nvme_set_error_log_limit(-1);
-  TempPath tmp("range");
-  auto dev = open_emu(tmp, ",lba=4096");
-  BioSet bs(16, 0, BIOSET_NEED_BVECS);
-  AlignedBuf buf(8192);
-  const sector_t cap = dev->bdev()->capacity;
-  CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 8192) == BLK_STS_TARGET);  // straddles the end
-  CHECK(sync_io(*dev, bs, REQ_OP_WRITE, cap, buf.p, 4096) == BLK_STS_TARGET);
-  CHECK(sync_io(*dev, bs, REQ_OP_WRITE_ZEROES, cap, nullptr, 4096) == BLK_STS_TARGET);
-  CHECK(sync_io(*dev, bs, REQ_OP_DISCARD, cap - 8, nullptr, 8192) == BLK_STS_TARGET);
-  CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 4096) == BLK_STS_OK);  // the last block is fine
+  for (const char* mode : {",inline=off", ",inline=on"}) {
+    CAPTURE(mode);
+    TempPath tmp("range");
+    auto dev = open_emu(tmp, std::string(",lba=4096") + mode);
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    AlignedBuf buf(8192);
+    const sector_t cap = dev->bdev()->capacity;
+    CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 8192) == BLK_STS_TARGET);  // straddles the end
+    CHECK(sync_io(*dev, bs, REQ_OP_WRITE, cap, buf.p, 4096) == BLK_STS_TARGET);
+    CHECK(sync_io(*dev, bs, REQ_OP_WRITE_ZEROES, cap, nullptr, 4096) == BLK_STS_TARGET);
+    CHECK(sync_io(*dev, bs, REQ_OP_DISCARD, cap - 8, nullptr, 8192) == BLK_STS_TARGET);
+    CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 4096) == BLK_STS_OK);  // the last block is fine
+  }
   nvme_set_error_log_limit(32);
 }
 
@@ -236,48 +244,52 @@ blk_status_t raw_io(RawHost& host, BioSet& bs, blk_opf_t op, sector_t sector, vo
 
 TEST_CASE("emu controller: MDTS, namespace id, opcode and data length are checked as a controller does") {
   nvme_set_error_log_limit(-1);
-  TempPath tmp("raw");
-  EmuConfig cfg;
-  cfg.path = tmp.path;
-  cfg.create_size = 16 << 20;
-  cfg.mdts = 3;  // 32 KiB
-  EmuNamespace ns(cfg);
-  RawHost host(&ns);
-  BioSet bs(16, 0, BIOSET_NEED_BVECS);
-  AlignedBuf buf(1 << 20);
-  fill_pattern(buf.p, 1 << 20, 5);
+  for (const EmuInline mode : {EmuInline::off, EmuInline::on}) {
+    CAPTURE(int(mode));
+    TempPath tmp("raw");
+    EmuConfig cfg;
+    cfg.path = tmp.path;
+    cfg.create_size = 16 << 20;
+    cfg.mdts = 3;  // 32 KiB
+    cfg.inline_io = mode;
+    EmuNamespace ns(cfg);
+    RawHost host(&ns);
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    AlignedBuf buf(1 << 20);
+    fill_pattern(buf.p, 1 << 20, 5);
 
-  CHECK(raw_io(host, bs, REQ_OP_WRITE, 0, buf.p, 32768) == BLK_STS_OK);       // exactly MDTS
-  CHECK(raw_io(host, bs, REQ_OP_WRITE, 0, buf.p, 32768 + 512) == BLK_STS_NOTSUPP);  // Invalid Field
-  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 1 << 20) == BLK_STS_NOTSUPP);
-  host.tweak = [](NvmeIod* iod) { iod->cmd.nsid = 2; };
-  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_NOTSUPP);  // Invalid Namespace
-  host.tweak = [](NvmeIod* iod) { iod->cmd.opcode = 0x7F; };
-  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_NOTSUPP);  // Invalid Opcode
-  host.tweak = [](NvmeIod* iod) { iod->cmd.cdw12 = 15; };                    // NLB says 8 KiB
-  CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_IOERR);    // Data SGL Length Invalid
-  host.tweak = [](NvmeIod* iod) { iod->cmd.cdw11 = 0; };                     // DSM without deallocate
-  CHECK(raw_io(host, bs, REQ_OP_DISCARD, 0, nullptr, 4096) == BLK_STS_OK);  // a hint: nothing happens
-  host.tweak = nullptr;
-  std::vector<uint8_t> back(32768);
-  CHECK(raw_io(host, bs, REQ_OP_READ, 0, back.data(), 32768) == BLK_STS_OK);
-  CHECK(std::memcmp(back.data(), buf.p, 32768) == 0);
+    CHECK(raw_io(host, bs, REQ_OP_WRITE, 0, buf.p, 32768) == BLK_STS_OK);       // exactly MDTS
+    CHECK(raw_io(host, bs, REQ_OP_WRITE, 0, buf.p, 32768 + 512) == BLK_STS_NOTSUPP);  // Invalid Field
+    CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 1 << 20) == BLK_STS_NOTSUPP);
+    host.tweak = [](NvmeIod* iod) { iod->cmd.nsid = 2; };
+    CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_NOTSUPP);  // Invalid Namespace
+    host.tweak = [](NvmeIod* iod) { iod->cmd.opcode = 0x7F; };
+    CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_NOTSUPP);  // Invalid Opcode
+    host.tweak = [](NvmeIod* iod) { iod->cmd.cdw12 = 15; };                    // NLB says 8 KiB
+    CHECK(raw_io(host, bs, REQ_OP_READ, 0, buf.p, 4096) == BLK_STS_IOERR);    // Data SGL Length Invalid
+    host.tweak = [](NvmeIod* iod) { iod->cmd.cdw11 = 0; };                     // DSM without deallocate
+    CHECK(raw_io(host, bs, REQ_OP_DISCARD, 0, nullptr, 4096) == BLK_STS_OK);  // a hint: nothing happens
+    host.tweak = nullptr;
+    std::vector<uint8_t> back(32768);
+    CHECK(raw_io(host, bs, REQ_OP_READ, 0, back.data(), 32768) == BLK_STS_OK);
+    CHECK(std::memcmp(back.data(), buf.p, 32768) == 0);
 
-  NvmeIdCtrl idc;
-  CHECK(ns.admin_cmd(nvme_identify_cmd(0x7, 0), &idc, sizeof(idc)) == (NVME_SC_INVALID_FIELD | NVME_STATUS_DNR));
-  CHECK(ns.admin_cmd(nvme_identify_cmd(NVME_ID_CNS_NS, 9), &idc, sizeof(idc)) == (NVME_SC_INVALID_NS | NVME_STATUS_DNR));
-  NvmeCommand bad{};
-  bad.opcode = 0x7F;
-  CHECK(ns.admin_cmd(bad, &idc, sizeof(idc)) == (NVME_SC_INVALID_OPCODE | NVME_STATUS_DNR));
+    NvmeIdCtrl idc;
+    CHECK(ns.admin_cmd(nvme_identify_cmd(0x7, 0), &idc, sizeof(idc)) == (NVME_SC_INVALID_FIELD | NVME_STATUS_DNR));
+    CHECK(ns.admin_cmd(nvme_identify_cmd(NVME_ID_CNS_NS, 9), &idc, sizeof(idc)) == (NVME_SC_INVALID_NS | NVME_STATUS_DNR));
+    NvmeCommand bad{};
+    bad.opcode = 0x7F;
+    CHECK(ns.admin_cmd(bad, &idc, sizeof(idc)) == (NVME_SC_INVALID_OPCODE | NVME_STATUS_DNR));
+  }
   nvme_set_error_log_limit(32);
 }
 
 TEST_CASE("emu: flush, FUA and the volatile write cache") {
-  for (const char* opts : {"", ",vwc"}) {
+  for (const char* opts : {",inline=off", ",vwc,inline=off", ",inline=on", ",vwc,inline=on"}) {
     CAPTURE(opts);
     TempPath tmp("flush");
     auto dev = open_emu(tmp, opts);
-    CHECK(dev->nvme()->write_cache() == (std::string(opts) == ",vwc"));
+    CHECK(dev->nvme()->write_cache() == (std::string(opts).find("vwc") != std::string::npos));
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
     AlignedBuf w(65536), r(65536);
     fill_pattern(w.p, 65536, 3);
@@ -297,7 +309,7 @@ TEST_CASE("emu: flush, FUA and the volatile write cache") {
 }
 
 TEST_CASE("emu: write zeroes and deallocate read back as zeroes, the rest is untouched") {
-  for (const char* opts : {"", ",vwc,lba=4096"}) {
+  for (const char* opts : {",inline=off", ",vwc,lba=4096,inline=off", ",inline=on", ",vwc,lba=4096,inline=on"}) {
     CAPTURE(opts);
     TempPath tmp("zeroes");
     auto dev = open_emu(tmp, opts);
@@ -349,6 +361,95 @@ TEST_CASE("emu: a submitter without a completion thread reaps with poll") {
   CHECK(rw.status.load() == BLK_STS_OK);
   CHECK(std::memcmp(w.p, r.p, n * 4096) == 0);
   CHECK(dev->nvme()->inflight() == 0);
+}
+
+TEST_CASE("emu: inline=on runs a command on the submitting thread, which reaps its completion itself") {
+  for (const char* opts : {",inline=on", ",inline=on,vwc", ",inline=on,lba=4096"}) {
+    CAPTURE(opts);
+    TempPath tmp("inline");
+    DeviceOptions o;
+    o.completion_thread = false;  // nobody else reaps: what completes, the submitter reaped
+    auto dev = open_emu(tmp, opts, o);
+    REQUIRE(dev->emu()->inline_io());
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    AlignedBuf w(8192), r(8192);
+    fill_pattern(w.p, 8192, 77);
+    uint64_t commands = 0;
+    for (const blk_opf_t op : {blk_opf_t(REQ_OP_WRITE), blk_opf_t(REQ_OP_WRITE | REQ_FUA), blk_opf_t(REQ_OP_READ)}) {
+      CAPTURE(op);
+      IoWait iw;
+      std::memset(r.p, 0, 8192);
+      void* buf = op == REQ_OP_READ ? r.p : w.p;
+      submit_bio(make_bio(*dev, bs, op, 16, buf, 8192, &iw));  // no plug: queue_rq()
+      CHECK(iw.done.load() == 1);  // ended inside submit_bio
+      CHECK(iw.status.load() == BLK_STS_OK);
+      commands++;
+    }
+    CHECK(std::memcmp(w.p, r.p, 8192) == 0);
+    IoWait plugged;
+    {
+      BlkPlug plug;
+      blk_start_plug_nr_ios(&plug, 4);
+      for (int i = 0; i < 4; i++)
+        submit_bio(make_bio(*dev, bs, REQ_OP_WRITE, sector_t(64 + 16 * i), w.p, 4096, &plugged));
+      blk_finish_plug(&plug);  // queue_rqs(): one run, then the submitter's reap
+    }
+    CHECK(plugged.done.load() == 4);
+    commands += 4;
+    IoWait fl;
+    submit_bio(make_bio(*dev, bs, REQ_OP_FLUSH, 0, nullptr, 0, &fl));
+    CHECK(fl.done.load() == 1);
+    if (dev->nvme()->write_cache()) commands++;  // without a volatile cache the flush never reaches the queue
+    CHECK(dev->emu()->inline_commands() == commands);
+    CHECK(dev->nvme()->inflight() == 0);
+    // The data is in the backing file for any other reader.
+    std::vector<uint8_t> file(8192);
+    const int fd = open(tmp.path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    CHECK(pread(fd, file.data(), 8192, 16 * 512) == 8192);
+    close(fd);
+    CHECK(std::memcmp(file.data(), w.p, 8192) == 0);
+  }
+}
+
+TEST_CASE("emu: inline=auto is on for a backing file in memory (tmpfs) and off on a disk file system") {
+  struct statfs shm;
+  if (statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC) {
+    const std::string path = "/dev/shm/biofs-emu-inline-" + std::to_string(getpid());
+    unlink(path.c_str());
+    {
+      auto dev = open_device("emu:" + path + ",size=16M", DeviceOptions{});
+      CHECK(dev->emu()->memory_backed());
+      CHECK(dev->emu()->inline_io());
+      BioSet bs(16, 0, BIOSET_NEED_BVECS);
+      AlignedBuf w(4096);
+      fill_pattern(w.p, 4096, 5);
+      CHECK(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
+      CHECK(dev->emu()->inline_commands() == 1);
+      auto off = open_device("emu:" + path + ",inline=off", DeviceOptions{});
+      CHECK_FALSE(off->emu()->inline_io());
+      CHECK(sync_io(*off, bs, REQ_OP_READ, 8, w.p, 4096) == BLK_STS_OK);
+      CHECK(off->emu()->inline_commands() == 0);
+    }
+    unlink(path.c_str());
+  }
+  for (const char* dir : {"/var/tmp", "/tmp"}) {
+    struct statfs sfs;
+    if (statfs(dir, &sfs) != 0 || sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) continue;
+    const std::string path = std::string(dir) + "/biofs-emu-inline-" + std::to_string(getpid());
+    unlink(path.c_str());
+    {
+      auto dev = open_device("emu:" + path + ",size=16M", DeviceOptions{});
+      CHECK_FALSE(dev->emu()->memory_backed());
+      CHECK_FALSE(dev->emu()->inline_io());
+      BioSet bs(16, 0, BIOSET_NEED_BVECS);
+      AlignedBuf w(4096);
+      CHECK(sync_io(*dev, bs, REQ_OP_READ, 8, w.p, 4096) == BLK_STS_OK);
+      CHECK(dev->emu()->inline_commands() == 0);
+    }
+    unlink(path.c_str());
+    break;
+  }
 }
 
 namespace {
@@ -556,6 +657,7 @@ TEST_CASE("emu: a read that stays short (the backing file shrank) still fails wi
   cfg.path = tmp.path;
   cfg.create_size = 16 << 20;
   cfg.buffered = true;  // the page cache: a read past the end is short, not refused
+  cfg.inline_io = EmuInline::off;  // through the ring: the short read is run again once
   auto owned = std::make_unique<EmuNamespace>(cfg);
   EmuNamespace* ns = owned.get();
   NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
@@ -568,4 +670,27 @@ TEST_CASE("emu: a read that stays short (the backing file shrank) still fails wi
   CHECK(ns->host_retries() == 1);  // tried again once, synchronously; still short
   CHECK(driver_io(drv, bs, REQ_OP_READ, 0, buf.p, 32768) == BLK_STS_OK);
   nvme_set_error_log_limit(32);
+}
+
+TEST_CASE("emu: with injected host answers an inline namespace still takes the ring (they stand for io_uring's)") {
+  TempPath tmp("inline-fault");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 16 << 20;
+  cfg.inline_io = EmuInline::on;
+  cfg.host_fault = EmuHostFault{1, -EAGAIN, false};
+  auto owned = std::make_unique<EmuNamespace>(cfg);
+  EmuNamespace* ns = owned.get();
+  NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf w(4096), r(4096);
+  fill_pattern(w.p, 4096, 8);
+  CHECK(driver_io(drv, bs, REQ_OP_WRITE, 0, w.p, 4096) == BLK_STS_OK);
+  CHECK(driver_io(drv, bs, REQ_OP_READ, 0, r.p, 4096) == BLK_STS_OK);
+  CHECK(std::memcmp(w.p, r.p, 4096) == 0);
+  CHECK(ns->host_retries() == 2);
+  CHECK(ns->inline_commands() == 0);
+  ns->set_host_fault(EmuHostFault{});  // answers back to normal: inline again
+  CHECK(driver_io(drv, bs, REQ_OP_READ, 0, r.p, 4096) == BLK_STS_OK);
+  CHECK(ns->inline_commands() == 1);
 }
