@@ -17,10 +17,10 @@
 // Inline execution (`inline=`): a backing file in memory (tmpfs, ramfs) has no nowait I/O, so
 // io_uring would hand every command to an io-wq worker thread: a hand-off and a wake-up per
 // command for a 4 KiB memory copy. There the queue runs each command with a plain system call
-// on the submitting thread and posts its completion through the ring, as brd copies in its
-// submit_bio (drivers/block/brd.c) and as nvmet's file back-end runs a buffered command inline
-// before it punts one to its workqueue (nvmet_file_execute_rw). The submitter's own reap then
-// finds the completion: the I/O runs to completion where it started.
+// on the submitting thread, as brd copies in its submit_bio (drivers/block/brd.c) and as
+// nvmet's file back-end runs a buffered command inline before it punts one to its workqueue
+// (nvmet_file_execute_rw). The command is done when submit() returns and the submitter reaps
+// it (NvmeQueue::completed_in_submit()): the I/O runs to completion where it started.
 #pragma once
 
 #include <atomic>

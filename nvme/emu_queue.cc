@@ -3,10 +3,11 @@
 // _flush, _dsm, _write_zeroes) and of its I/O command checks (nvmet_check_transfer_len,
 // the LBA range check): one emulated I/O queue pair, executed through one io_uring.
 //
-// Every command completes through the ring: commands that fail the controller's checks post
-// their status through a NOP, so a completion always comes from the reaper, as from hardware.
-// So do the commands the queue runs inline (emu_ns.h, `inline=`): executed with plain system
-// calls on the submitting thread (run_sync), their status posted through a NOP.
+// Every command completes through the reaper, as from hardware: commands that fail the
+// controller's checks post their status through a NOP. The commands the queue runs inline
+// (emu_ns.h, `inline=`: plain system calls on the submitting thread, run_sync) are done when
+// submit() returns: they wait on a list of their own (done_), which reap() takes first and
+// which the submitter reaps itself (completed_in_submit()); no CQE, so no waiter is woken.
 //
 // The host's transient answers are not media errors. io_uring hands a read or write it cannot
 // issue without blocking (the RWF_DSYNC O_DIRECT writes below often are) to an io-wq worker
@@ -23,6 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -58,7 +60,10 @@ class EmuQueue final : public NvmeQueue {
   void submit(RqList* rqs, bool commit) override;
   void commit() override { uring_submit(&ring_); }
   int reap(IoCompBatch* iob, RqList* failed) override;
-  void wait() override { uring_wait(&ring_); }
+  bool completed_in_submit() const override { return done_.load(std::memory_order_relaxed) != nullptr; }
+  void wait() override {
+    if (!completed_in_submit()) uring_wait(&ring_);
+  }
   void wake() override;
 
  private:
@@ -78,10 +83,7 @@ class EmuQueue final : public NvmeQueue {
   bool run_inline() const { return inline_ && !ns_->host_fault_every(); }
   uint16_t execute_sync(NvmeIod* iod);
   uint16_t run_sync(NvmeIod* iod);
-  void execute_inline(NvmeIod* iod) {
-    ns_->count_inline_command();
-    post(iod, run_sync(iod));
-  }
+  void execute_inline(NvmeIod* iod, uint8_t xfer);
   uint16_t sync_rw(NvmeIod* iod);
 
   EmuNamespace* ns_;
@@ -97,6 +99,9 @@ class EmuQueue final : public NvmeQueue {
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
   EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
   uint64_t fault_seen_ = 0;      // tests: file operations reaped while host answers are injected
+  // Inline commands done and not yet reaped: a stack through Request::rq_next (free while the
+  // request is with the device), pushed by submitters, taken whole by the reaper.
+  std::atomic<Request*> done_{nullptr};
 };
 
 EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
@@ -148,6 +153,16 @@ void EmuQueue::post(NvmeIod* iod, uint16_t status) {
   io_uring_sqe* sqe = get_sqe();
   io_uring_prep_nop(sqe);
   io_uring_sqe_set_data(sqe, iod);
+}
+
+void EmuQueue::execute_inline(NvmeIod* iod, uint8_t xfer) {
+  ns_->count_inline_command();
+  iod->xfer = xfer;
+  iod->status = run_sync(iod);
+  Request* rq = nvme_iod_to_rq(iod);
+  rq->rq_next = done_.load(std::memory_order_relaxed);
+  while (!done_.compare_exchange_weak(rq->rq_next, rq, std::memory_order_release, std::memory_order_relaxed)) {
+  }
 }
 
 void EmuQueue::wake() {
@@ -220,10 +235,7 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 
   const bool write = c.opcode == nvme_cmd_write;
   const uint64_t off = slba << lba_shift_;
-  if (run_inline()) {  // the caller's memory, through the page cache: no alignment to keep
-    iod->xfer = EMU_XFER_BUFFERED;
-    return execute_inline(iod);
-  }
+  if (run_inline()) return execute_inline(iod, EMU_XFER_BUFFERED);  // the caller's memory, any alignment
   iod->xfer = choose_xfer(iod, off);
   iod->pending = 1;
   const int fd = iod->xfer == EMU_XFER_BUFFERED ? EMU_FD_BUFFERED : EMU_FD_DIRECT;
@@ -256,7 +268,7 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 // nvmet_file_execute_flush(): with no volatile cache there is nothing to make durable.
 void EmuQueue::queue_flush(NvmeIod* iod) {
   if (!vwc_) return post(iod, NVME_SC_SUCCESS);
-  if (run_inline()) return execute_inline(iod);
+  if (run_inline()) return execute_inline(iod, EMU_XFER_NONE);
   iod->pending = 1;
   iod->xfer = EMU_XFER_NONE;
   NVME_TSAN_RELEASE(iod);
@@ -274,7 +286,7 @@ void EmuQueue::queue_write_zeroes(NvmeIod* iod) {
   const uint32_t nlb = nvme_cmd_nlb(c);
   if (!lba_range_ok(slba, nlb)) [[unlikely]]
     return post(iod, NVME_SC_LBA_RANGE | NVME_STATUS_DNR);
-  if (run_inline()) return execute_inline(iod);
+  if (run_inline()) return execute_inline(iod, EMU_XFER_NONE);
   const bool sync = !vwc_ || (c.cdw12 & NVME_RW_FUA);
   iod->pending = sync ? 2 : 1;
   iod->xfer = EMU_XFER_NONE;
@@ -305,7 +317,7 @@ void EmuQueue::queue_dsm(NvmeIod* iod) {
     work += ranges[i].nlb != 0;
   }
   if (!(c.cdw11 & NVME_DSMGMT_AD) || !work) return post(iod, NVME_SC_SUCCESS);  // hints only
-  if (run_inline()) return execute_inline(iod);
+  if (run_inline()) return execute_inline(iod, EMU_XFER_NONE);
   iod->pending = uint16_t(work);
   iod->xfer = EMU_XFER_NONE;
   NVME_TSAN_RELEASE(iod);
@@ -432,7 +444,14 @@ uint16_t EmuQueue::sync_rw(NvmeIod* iod) {
 }
 
 int EmuQueue::reap(IoCompBatch* iob, RqList* failed) {
-  return uring_reap(&ring_, [&](void* data, int res) {
+  int n = 0;
+  for (Request* rq = done_.exchange(nullptr, std::memory_order_acquire); rq; n++) {
+    Request* next = rq->rq_next;
+    rq->rq_next = nullptr;
+    finish(nvme_iod(rq), iob, failed);
+    rq = next;
+  }
+  return n + uring_reap(&ring_, [&](void* data, int res) {
     auto* iod = static_cast<NvmeIod*>(data);
     NVME_TSAN_ACQUIRE(iod);
     if (const unsigned every = ns_->host_fault_every(); every && iod->xfer != EMU_XFER_POSTED) [[unlikely]]

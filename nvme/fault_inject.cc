@@ -126,6 +126,7 @@ class FaultQueue final : public NvmeQueue {
   void submit(RqList* rqs, bool commit) override;
   void commit() override { inner_->commit(); }
   int reap(IoCompBatch* iob, RqList* failed) override;
+  bool completed_in_submit() const override { return inner_->completed_in_submit(); }
   void wait() override;
   void wake() override;
 

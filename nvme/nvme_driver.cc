@@ -180,7 +180,7 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
     nq->q->submit(run, true);
   }
   if (run->empty()) [[likely]] {
-    reap(nq, false);  // what the device finished meanwhile, while this thread is here anyway
+    reap_own(nq);
     return;
   }
   unsigned left = 0;
@@ -224,7 +224,7 @@ blk_status_t NvmeDriver::queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) {
     nq->q->submit(&one, last);
   }
   if (one.empty()) [[likely]] {
-    if (last) reap(nq, false);  // as submit_run(): an inline command (emu_ns.h) has completed already
+    if (last || nq->q->completed_in_submit()) reap_own(nq);
     return BLK_STS_OK;
   }
   nq->inflight.fetch_sub(1, std::memory_order_relaxed);
@@ -233,8 +233,11 @@ blk_status_t NvmeDriver::queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) {
 
 void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
   auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
-  std::lock_guard guard(nq->sq_lock);
-  nq->q->commit();
+  {
+    std::lock_guard guard(nq->sq_lock);
+    nq->q->commit();
+  }
+  reap_own(nq);
 }
 
 // nvme_poll(): successes go to iob for the caller to end; failures are ended here.
@@ -257,6 +260,13 @@ int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
 void NvmeDriver::poll_wait(BlkMqHwCtx* hctx) {
   auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
   if (nq->inflight.load(std::memory_order_acquire)) nq->q->wait();
+}
+
+// After a submission: what the device finished meanwhile, while this thread is here anyway.
+// Commands it finished inside submit() (completed_in_submit()) post nothing that would wake
+// another reaper, so if the reap's lock is taken this thread waits for it and ends them itself.
+void NvmeDriver::reap_own(NvmeHctx* nq) {
+  if (reap(nq, false) < 0 && nq->q->completed_in_submit()) reap(nq, true);
 }
 
 int NvmeDriver::reap(NvmeHctx* nq, bool block) {

@@ -108,6 +108,7 @@ class NvmeDriver : public BlkMqOps {
   QueueLimits limits() const;
   void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
+  void reap_own(NvmeHctx* nq);         // a submitter's reap of what it may have completed itself
   void completion_thread(NvmeHctx* nq);
   static void follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns, uint32_t* seen_changes);
 

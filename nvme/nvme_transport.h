@@ -60,6 +60,10 @@ class NvmeQueue {
   // blk_mq_end_request() once it holds no lock: ending runs bio callbacks). Returns the
   // requests completed. The caller serialises reap().
   virtual int reap(IoCompBatch* iob, RqList* failed) = 0;
+  // True while commands that completed during submit() (a device that executes them inline,
+  // emu_ns.h) wait to be reaped. They post nothing a wait() would see, so the submitter reaps
+  // them itself, blocking for the reap's lock if it must (NvmeDriver::reap_own()).
+  virtual bool completed_in_submit() const { return false; }
   // Blocks until a completion is ready to reap, a wake(), or REAP_WAIT_MS (uring_util.h).
   // Consumes nothing; may run while another thread reaps.
   virtual void wait() = 0;
