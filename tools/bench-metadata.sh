@@ -2,7 +2,7 @@
 # Metadata rates, two filesystems A/B (issue 11 §4): create FILES empty files in one directory,
 # stat them after the kernel's dentry and inode caches are dropped (every stat is a lookup that
 # reaches the filesystem), then unlink them. Runs alternate A, B, B, A per round, each on a
-# fresh 2 GiB image on the same disk. Prints each run, then the medians and B/A per phase, and
+# fresh 2 GiB image on the same disk (WORK_DIR=/dev/shm: in memory). Prints each run, then the medians and B/A per phase, and
 # for biofs the daemon's CPU per operation. Needs root and build/bin. The file operations come
 # from one Python process (about 1 µs each of its own).
 #
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}; files=${2:-15000}; layer_a=${3:-ext4}; layer_b=${4:-biofs}
 [ "$layer_a" != "$layer_b" ] || { echo "bench-metadata: the two layers are the same: $layer_a" >&2; exit 2; }
-work=$(mktemp -d /var/tmp/biofs-metadata-XXXXXX); mkdir -p "$work/m"
+work=$(mktemp -d "${WORK_DIR:-/var/tmp}/biofs-metadata-XXXXXX"); mkdir -p "$work/m"
 loopdev=""
 cleanup() {
   mountpoint -q "$work/m" && { fusermount3 -u "$work/m" 2>/dev/null || umount "$work/m"; }
