@@ -35,6 +35,16 @@ struct AlignedBuf {
   ~AlignedBuf() { std::free(p); }
 };
 
+// `len` bytes of the backing file at `off`, as any other reader sees them.
+std::vector<uint8_t> file_bytes(const std::string& path, off_t off, size_t len) {
+  std::vector<uint8_t> out(len);
+  const int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(pread(fd, out.data(), len, off) == ssize_t(len));
+  close(fd);
+  return out;
+}
+
 std::unique_ptr<Device> open_emu(const TempPath& tmp, const std::string& opts, DeviceOptions o = {}) {
   return open_device("emu:" + tmp.path + ",size=16M" + opts, o);
 }
@@ -115,12 +125,7 @@ TEST_CASE("emu: the data lands at SLBA x LBA size in the backing file") {
   fill_pattern(wbuf.p, 8192, 99);
   REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 3 * 8, wbuf.p, 8192) == BLK_STS_OK);  // LBA 3
   dev.reset();
-  std::vector<uint8_t> file(8192);
-  const int fd = open(tmp.path.c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
-  CHECK(pread(fd, file.data(), 8192, 3 * 4096) == 8192);
-  close(fd);
-  CHECK(std::memcmp(file.data(), wbuf.p, 8192) == 0);
+  CHECK(std::memcmp(file_bytes(tmp.path, 3 * 4096, 8192).data(), wbuf.p, 8192) == 0);
 }
 
 TEST_CASE("emu: unaligned user buffers (as FUSE hands them) go through bounce slots or the page cache") {
@@ -300,11 +305,7 @@ TEST_CASE("emu: flush, FUA and the volatile write cache") {
     CHECK(std::memcmp(w.p, r.p, 65536) == 0);
     // What a flush made durable is in the file for any other reader.
     dev.reset();
-    std::vector<uint8_t> file(65536);
-    const int fd = open(tmp.path.c_str(), O_RDONLY);
-    REQUIRE(pread(fd, file.data(), 65536, 128 * 512) == 65536);
-    close(fd);
-    CHECK(std::memcmp(file.data(), w.p, 65536) == 0);
+    CHECK(std::memcmp(file_bytes(tmp.path, 128 * 512, 65536).data(), w.p, 65536) == 0);
   }
 }
 
@@ -402,52 +403,41 @@ TEST_CASE("emu: inline=on runs a command on the submitting thread, which reaps i
     if (dev->nvme()->write_cache()) commands++;  // without a volatile cache the flush never reaches the queue
     CHECK(dev->emu()->inline_commands() == commands);
     CHECK(dev->nvme()->inflight() == 0);
-    // The data is in the backing file for any other reader.
-    std::vector<uint8_t> file(8192);
-    const int fd = open(tmp.path.c_str(), O_RDONLY);
-    REQUIRE(fd >= 0);
-    CHECK(pread(fd, file.data(), 8192, 16 * 512) == 8192);
-    close(fd);
-    CHECK(std::memcmp(file.data(), w.p, 8192) == 0);
+    CHECK(std::memcmp(file_bytes(tmp.path, 16 * 512, 8192).data(), w.p, 8192) == 0);
   }
 }
 
 TEST_CASE("emu: inline=auto is on for a backing file in memory (tmpfs) and off on a disk file system") {
-  struct statfs shm;
-  if (statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC) {
-    const std::string path = "/dev/shm/biofs-emu-inline-" + std::to_string(getpid());
+  // A file in `dir`: with auto, run inline exactly when `dir` is in memory; with off, never.
+  const auto check = [](const std::string& dir, bool in_memory) {
+    CAPTURE(dir);
+    const std::string path = dir + "/biofs-emu-inline-" + std::to_string(getpid());
     unlink(path.c_str());
     {
       auto dev = open_device("emu:" + path + ",size=16M", DeviceOptions{});
-      CHECK(dev->emu()->memory_backed());
-      CHECK(dev->emu()->inline_io());
+      CHECK(dev->emu()->memory_backed() == in_memory);
+      CHECK(dev->emu()->inline_io() == in_memory);
       BioSet bs(16, 0, BIOSET_NEED_BVECS);
       AlignedBuf w(4096);
       fill_pattern(w.p, 4096, 5);
       CHECK(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
-      CHECK(dev->emu()->inline_commands() == 1);
+      CHECK(dev->emu()->inline_commands() == (in_memory ? 1u : 0u));
+      dev.reset();
       auto off = open_device("emu:" + path + ",inline=off", DeviceOptions{});
       CHECK_FALSE(off->emu()->inline_io());
       CHECK(sync_io(*off, bs, REQ_OP_READ, 8, w.p, 4096) == BLK_STS_OK);
       CHECK(off->emu()->inline_commands() == 0);
     }
     unlink(path.c_str());
-  }
-  for (const char* dir : {"/var/tmp", "/tmp"}) {
+  };
+  const auto in_memory = [](const char* dir) {
     struct statfs sfs;
-    if (statfs(dir, &sfs) != 0 || sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) continue;
-    const std::string path = std::string(dir) + "/biofs-emu-inline-" + std::to_string(getpid());
-    unlink(path.c_str());
-    {
-      auto dev = open_device("emu:" + path + ",size=16M", DeviceOptions{});
-      CHECK_FALSE(dev->emu()->memory_backed());
-      CHECK_FALSE(dev->emu()->inline_io());
-      BioSet bs(16, 0, BIOSET_NEED_BVECS);
-      AlignedBuf w(4096);
-      CHECK(sync_io(*dev, bs, REQ_OP_READ, 8, w.p, 4096) == BLK_STS_OK);
-      CHECK(dev->emu()->inline_commands() == 0);
-    }
-    unlink(path.c_str());
+    return statfs(dir, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
+  };
+  if (in_memory("/dev/shm")) check("/dev/shm", true);
+  for (const char* dir : {"/var/tmp", "/tmp"}) {
+    if (in_memory(dir)) continue;
+    check(dir, false);
     break;
   }
 }

@@ -91,7 +91,10 @@ TEST_CASE("nvme stress: 4 submitters, 2 hardware queues, completion threads") {
   DeviceOptions o;
   o.queues = 2;
   o.qd = 64;
-  run(",mdts=3,inline=off", o, 4, false);
+  for (const char* mode : {",inline=off", ",inline=on"}) {  // through the ring, or run inline
+    CAPTURE(mode);
+    run(std::string(",mdts=3") + mode, o, 4, false);
+  }
 }
 
 TEST_CASE("nvme stress: 3 submitters on one queue that they poll themselves") {
@@ -100,13 +103,6 @@ TEST_CASE("nvme stress: 3 submitters on one queue that they poll themselves") {
   o.qd = 128;  // three threads x at most 16 + a plug's 16 in flight each: within the tags
   o.completion_thread = false;
   run(",lba=4096,vwc,inline=off", o, 3, true);
-}
-
-TEST_CASE("nvme stress: 4 submitters, 2 hardware queues of an inline namespace, completion threads beside them") {
-  DeviceOptions o;
-  o.queues = 2;
-  o.qd = 64;
-  run(",mdts=3,inline=on", o, 4, false);
 }
 
 TEST_CASE("nvme stress: submitters of an inline namespace end every command themselves, none is left behind") {
