@@ -78,37 +78,52 @@ void Filesystem::punch_extents(InodeObj* in, uint64_t lblk, uint64_t count) {
   in->ext = std::move(out);
 }
 
+// Rewrites only the run of extents that meet [lblk, lblk + count), with one neighbour on each
+// side so that pieces which become alike merge with them: a random write into a large
+// fallocated file costs a search and one splice of the map, not a pass over all of it.
 bool Filesystem::set_unwritten(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten) {
   const uint32_t want = unwritten ? EXTENT_UNWRITTEN : 0;
-  const auto differs = [&](const Extent& e) {
-    return (e.flags & EXTENT_UNWRITTEN) != want && e.lblk < lblk + count && lblk < e.lblk + e.len;
-  };
-  if (std::none_of(in->ext.begin(), in->ext.end(), differs)) return false;
+  const uint64_t end = lblk + count;
+  std::vector<Extent>& ext = in->ext;
+  // Sorted and not overlapping: the extents meeting the range are one run [lo, hi).
+  size_t lo = size_t(std::partition_point(ext.begin(), ext.end(),
+                                          [&](const Extent& e) { return e.lblk + e.len <= lblk; }) - ext.begin());
+  size_t hi = lo;
+  bool differs = false;
+  for (; hi < ext.size() && ext[hi].lblk < end; hi++) differs |= (ext[hi].flags & EXTENT_UNWRITTEN) != want;
+  if (!differs) return false;
+  if (lo > 0) lo--;
+  if (hi < ext.size()) hi++;
   std::vector<Extent> out;
-  for (const Extent& e : in->ext) {
-    const uint64_t e_end = e.lblk + e.len;
-    if (!differs(e)) {
-      out.push_back(e);
-      continue;
-    }
-    const uint64_t a = std::max(e.lblk, lblk), b = std::min(e_end, lblk + count);
-    if (e.lblk < a) out.push_back(Extent{e.lblk, e.pblk, uint32_t(a - e.lblk), e.flags});
-    out.push_back(Extent{a, e.pblk + (a - e.lblk), uint32_t(b - a), (e.flags & ~EXTENT_UNWRITTEN) | want});
-    if (b < e_end) out.push_back(Extent{b, e.pblk + (b - e.lblk), uint32_t(e_end - b), e.flags});
-  }
-  // Merge neighbours that are contiguous on both sides and alike.
-  in->ext.clear();
-  for (const Extent& e : out) {
-    if (!in->ext.empty()) {
-      Extent& p = in->ext.back();
+  out.reserve(hi - lo + 2);
+  const auto add = [&](const Extent& e) {  // merges with the previous piece when contiguous and alike
+    if (!out.empty()) {
+      Extent& p = out.back();
       if (p.lblk + p.len == e.lblk && p.pblk + p.len == e.pblk && p.flags == e.flags &&
           uint64_t(p.len) + e.len <= UINT32_MAX) {
         p.len += e.len;
-        continue;
+        return;
       }
     }
-    in->ext.push_back(e);
+    out.push_back(e);
+  };
+  for (size_t k = lo; k < hi; k++) {
+    const Extent& e = ext[k];
+    const uint64_t e_end = e.lblk + e.len;
+    if ((e.flags & EXTENT_UNWRITTEN) == want || e_end <= lblk || e.lblk >= end) {
+      add(e);
+      continue;
+    }
+    const uint64_t a = std::max(e.lblk, lblk), b = std::min(e_end, end);
+    if (e.lblk < a) add(Extent{e.lblk, e.pblk, uint32_t(a - e.lblk), e.flags});
+    add(Extent{a, e.pblk + (a - e.lblk), uint32_t(b - a), (e.flags & ~EXTENT_UNWRITTEN) | want});
+    if (b < e_end) add(Extent{b, e.pblk + (b - e.lblk), uint32_t(e_end - b), e.flags});
   }
+  // Splice: overwrite the old run, then insert or erase the difference (one move of the tail).
+  const size_t old_n = hi - lo, common = std::min(old_n, out.size());
+  std::copy(out.begin(), out.begin() + common, ext.begin() + lo);
+  if (out.size() > old_n) ext.insert(ext.begin() + lo + old_n, out.begin() + common, out.end());
+  else ext.erase(ext.begin() + lo + common, ext.begin() + hi);
   return true;
 }
 

@@ -269,13 +269,19 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
 
 ssize_t Filesystem::finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid,
                                  bool extents_changed) {
-  const bool converted = set_unwritten(in, first, n, false);
+  if (int err = update_after_write(in, first, n, end, fsetid, &extents_changed)) return err;
+  const int err = extents_changed ? save_extents(in) : isave(in);
+  return err ? err : ssize_t(size);
+}
+
+int Filesystem::update_after_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, bool fsetid,
+                                   bool* extents_changed) {
+  if (set_unwritten(in, first, n, false)) *extents_changed = true;
   if (end > in->d.size) in->d.size = end;
   if (!fsetid) drop_suidgid(in->d);
   if (int err = kill_caps(in)) return err;
   touch(in->d, false, true, true);
-  const int err = (converted || extents_changed) ? save_extents(in) : isave(in);
-  return err ? err : ssize_t(size);
+  return 0;
 }
 
 // One aligned write into unwritten blocks, from submission to its conversion (end_io_work.h).
@@ -326,17 +332,34 @@ bool Filesystem::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, u
 }
 
 // end_io_'s batch: every queued conversion under one hold of the lock, then the replies.
+// Every write of the batch is applied first and each inode saved once at the end, as ext4's
+// ext4_end_io_rsv_work() converts a whole list of io_ends in one pass: a fragmented extent map
+// is rewritten once per batch, not once per write.
 void Filesystem::finish_conversions(std::vector<EndIoWork::Item*>& items) {
   std::vector<ssize_t> results(items.size());
   {
     std::unique_lock ex(lock_);
+    std::vector<InodeObj*> item_inode(items.size(), nullptr);
+    std::vector<std::pair<InodeObj*, bool>> touched;  // each inode once, and whether its extents changed
     for (size_t i = 0; i < items.size(); i++) {
       auto* w = static_cast<ConvertIo*>(items[i]);
       InodeObj* in;
       if (w->io_err) results[i] = w->io_err;
       else if (failed_) results[i] = -EROFS;
       else if (int err = iget(w->ino, &in)) results[i] = err;
-      else results[i] = finish_write(in, w->first, w->n, w->end, w->size, w->fsetid, false);
+      else {
+        auto t = std::find_if(touched.begin(), touched.end(), [in](const auto& p) { return p.first == in; });
+        if (t == touched.end()) t = touched.insert(touched.end(), {in, false});
+        const int e = update_after_write(in, w->first, w->n, w->end, w->fsetid, &t->second);
+        results[i] = e ? e : ssize_t(w->size);
+        if (!e) item_inode[i] = in;
+      }
+    }
+    for (const auto& [in, extents_changed] : touched) {
+      const int err = extents_changed ? save_extents(in) : isave(in);
+      if (!err) continue;
+      for (size_t i = 0; i < items.size(); i++)
+        if (item_inode[i] == in) results[i] = err;
     }
   }
   for (size_t i = 0; i < items.size(); i++) {

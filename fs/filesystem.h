@@ -245,6 +245,8 @@ class Filesystem {
   // The metadata of a write whose data is on disk, under the exclusive lock: unwritten extents
   // converted, size, set-id bits, capabilities, times.
   ssize_t finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid, bool extents_changed);
+  // finish_write() without the save: sets *extents_changed when it converted extents.
+  int update_after_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, bool fsetid, bool* extents_changed);
   Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid,
                                 bool buf_stays, blk_opf_t flags, bool check_times);
   // write_async with the overwrite's bio flags; true when the write went out as an overwrite.

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -427,6 +428,53 @@ TEST_CASE("fs core: fallocate makes unwritten extents that read as zeros until w
   CHECK(st.st_size == 64 * 4096);
   r.remount();
   CHECK(read_all(*r.fs, ino, 64 * 4096) == want);
+}
+
+TEST_CASE("fs core: random writes into a fallocated file convert just their blocks, and the map merges back to one extent") {
+  // A model of each block (written or not, and its byte) against the filesystem: the data, the
+  // unwritten blocks seen as holes by SEEK_DATA/SEEK_HOLE, fsck, and at the end, every block
+  // written in random order, one extent again (no tree block left in st_blocks).
+  Rig r(64 << 20);
+  const uint64_t ino = r.create(disk::ROOT_INO, "f");
+  const uint64_t nblk = 2048;
+  REQUIRE(r.fs->fallocate(ino, 0, 0, nblk * 4096) == 0);
+  std::vector<int> model(nblk, -1);  // -1: unwritten, else the byte written
+  std::vector<uint64_t> order(nblk);
+  for (uint64_t i = 0; i < nblk; i++) order[i] = i;
+  std::mt19937_64 rng(11);
+  std::shuffle(order.begin(), order.end(), rng);
+  const auto check_model = [&] {
+    for (uint64_t b = 0; b < nblk; b += 37) {  // a sample of the blocks' contents
+      std::string got(4096, '\1');
+      REQUIRE(r.fs->read(ino, b * 4096, 4096, got.data()) == 4096);
+      CHECK(got == std::string(4096, char(model[b] < 0 ? 0 : model[b])));
+    }
+    for (uint64_t b = 0; b < nblk;) {  // every run of written blocks is data, every other a hole
+      const bool written = model[b] >= 0;
+      uint64_t e = b;
+      while (e < nblk && (model[e] >= 0) == written) e++;
+      CHECK(r.fs->lseek(ino, off_t(b * 4096), written ? SEEK_HOLE : SEEK_DATA) ==
+            (e == nblk && !written ? -ENXIO : off_t(e * 4096)));
+      b = e;
+    }
+  };
+  for (uint64_t k = 0; k < nblk; k++) {
+    const uint64_t b = order[k];
+    const int byte = int(1 + k % 250);
+    // Now and then two blocks at once, across a neighbour that may be either.
+    const uint64_t n = (k % 7 == 0 && b + 1 < nblk) ? 2 : 1;
+    const std::string data(n * 4096, char(byte));
+    REQUIRE(r.fs->write(ino, b * 4096, data.size(), data.data()) == ssize_t(data.size()));
+    for (uint64_t i = 0; i < n; i++) model[b + i] = byte;
+    if (k % 256 == 0) check_model();
+    if (k == nblk / 2) check_fsck_clean(r);  // half converted: a deep, fragmented map
+  }
+  check_model();
+  struct stat st;
+  REQUIRE(r.fs->getattr(ino, &st) == 0);
+  CHECK(st.st_blocks == off_t(nblk * 8));  // data only: the map is back inside the inode
+  check_fsck_clean(r);
+  check_model();
 }
 
 TEST_CASE("fs core: SEEK_DATA and SEEK_HOLE over a sparse file") {
