@@ -379,14 +379,13 @@ TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread whe
     for (int t = 0; t < readers; t++)
       threads.emplace_back([&, t] {
         pin_to_cpu(0);
-        void* b = nullptr;
-        if (posix_memalign(&b, 4096, 4096) != 0) return (void)bad++;
+        DirectBlock b;
+        if (!b.p) return (void)bad++;
         const int fd = open((s.mnt + "/q-idle").c_str(), O_RDONLY | O_DIRECT);
         opened++;
         while (!go.load()) std::this_thread::yield();
-        if (fd < 0 || pread(fd, b, 4096, off_t(t) * 4096) != 4096 || static_cast<uint8_t*>(b)[0] != uint8_t(0x80 + t)) bad++;
+        if (fd < 0 || pread(fd, b.p, 4096, off_t(t) * 4096) != 4096 || b.p[0] != uint8_t(0x80 + t)) bad++;
         if (fd >= 0) close(fd);
-        free(b);
       });
     while (opened.load() < readers) std::this_thread::yield();
     const std::string before = stats_of(s.mnt);
@@ -439,13 +438,12 @@ TEST_CASE("fuse: over io_uring, the completion thread's replies never wait for a
   for (int t = 0; t < readers; t++)
     threads.emplace_back([&, t] {
       pin_to_cpu(0);
-      void* b = nullptr;
-      if (posix_memalign(&b, 4096, 4096) != 0) return (void)bad++;
+      DirectBlock b;
+      if (!b.p) return (void)bad++;
       const int fd = open((s.mnt + "/f").c_str(), O_RDONLY | O_DIRECT);
       started++;
-      if (fd < 0 || pread(fd, b, 4096, off_t(t) * 4096) != 4096 || static_cast<char*>(b)[100] != char('a' + t % 26)) bad++;
+      if (fd < 0 || pread(fd, b.p, 4096, off_t(t) * 4096) != 4096 || char(b.p[100]) != char('a' + t % 26)) bad++;
       if (fd >= 0) close(fd);
-      free(b);
       finished++;
     });
   int punch_err = -1;
@@ -494,9 +492,9 @@ TEST_CASE("fuse: over io_uring, reads and writes plugged across a ring batch bes
   for (int t = 0; t < writers; t++)
     threads.emplace_back([&, t] {
       pin_to_cpu(0);
-      void* b = nullptr;
-      if (posix_memalign(&b, 4096, 4096) != 0) return (void)bad++;
-      auto* p = static_cast<uint8_t*>(b);
+      DirectBlock b;
+      if (!b.p) return (void)bad++;
+      uint8_t* p = b.p;
       const int fd = open(f.c_str(), O_RDWR | O_DIRECT);
       if (fd < 0) bad++;
       for (int r = 0; fd >= 0 && r < rounds; r++)
@@ -508,7 +506,6 @@ TEST_CASE("fuse: over io_uring, reads and writes plugged across a ring batch bes
           if (pread(fd, p, 4096, off) != 4096 || p[0] != ((t * 31 + r * 7 + k) & 0xff) || p[4095] != p[0]) bad++;
         }
       if (fd >= 0) close(fd);
-      free(b);
       finished++;
     });
   int meta_errors = 0;

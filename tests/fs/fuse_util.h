@@ -113,6 +113,15 @@ inline std::string read_file(const std::string& path) {
 }
 
 
+// One 4 KiB block aligned for O_DIRECT, freed at scope exit; p is null if allocation failed.
+struct DirectBlock {
+  uint8_t* p = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));
+  DirectBlock() = default;
+  DirectBlock(const DirectBlock&) = delete;
+  DirectBlock& operator=(const DirectBlock&) = delete;
+  ~DirectBlock() { std::free(p); }
+};
+
 // A scratch directory with an image of `bytes` made by mkfs.biofs and an empty mount point;
 // removed (unmounting first if needed) at scope exit. Under $BIOFS_SCRATCH_DIR (default /tmp):
 // /dev/shm puts the images in memory, where the emulated namespace runs its commands inline
