@@ -28,12 +28,13 @@ uint64_t Filesystem::map_block(const InodeObj* in, uint64_t lblk, uint64_t* run,
 
 void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint64_t len, uint32_t flags) {
   auto& v = in->ext;
-  if (flags) {  // unwritten extents are kept apart, merged only by mark_written's rebuild
-    auto at = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
-    v.insert(at, Extent{lblk, pblk, uint32_t(len), flags});
+  auto it = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
+  const size_t at = size_t(it - v.begin());
+  if (flags) {  // unwritten extents are kept apart, merged only by set_unwritten
+    v.insert(it, Extent{lblk, pblk, uint32_t(len), flags});
+    in->edits.splice(at, 0, 1);
     return;
   }
-  auto it = std::upper_bound(v.begin(), v.end(), lblk, [](uint64_t l, const Extent& e) { return l < e.lblk; });
   // Merge with the previous extent when both sides are contiguous.
   if (it != v.begin()) {
     Extent& p = *std::prev(it);
@@ -43,6 +44,9 @@ void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint6
           uint64_t(p.len) + it->len <= UINT32_MAX) {
         p.len += it->len;
         v.erase(it);
+        in->edits.splice(at - 1, 2, 1);
+      } else {
+        in->edits.splice(at - 1, 1, 1);
       }
       return;
     }
@@ -52,30 +56,35 @@ void Filesystem::insert_extent(InodeObj* in, uint64_t lblk, uint64_t pblk, uint6
     it->lblk = lblk;
     it->pblk = pblk;
     it->len += uint32_t(len);
+    in->edits.splice(at, 1, 1);
     return;
   }
   v.insert(it, Extent{lblk, pblk, uint32_t(len), 0});
+  in->edits.splice(at, 0, 1);
 }
 
 void Filesystem::punch_extents(InodeObj* in, uint64_t lblk, uint64_t count) {
   inode_dio_wait(in);  // a block freed here may be reused: nothing may still be reading or writing it
   const uint64_t end = count > UINT64_MAX - lblk ? UINT64_MAX : lblk + count;
-  std::vector<Extent> out;
-  out.reserve(in->ext.size() + 1);
-  for (const Extent& e : in->ext) {
+  std::vector<Extent>& ext = in->ext;
+  // Sorted and not overlapping: the extents meeting the range are one run [lo, hi), which
+  // becomes at most a head and a tail piece.
+  const size_t lo = size_t(std::partition_point(ext.begin(), ext.end(),
+                                                [&](const Extent& e) { return e.lblk + e.len <= lblk; }) - ext.begin());
+  size_t hi = lo;
+  Extent pieces[2];
+  size_t kept = 0;
+  for (; hi < ext.size() && ext[hi].lblk < end; hi++) {
+    const Extent& e = ext[hi];
     const uint64_t e_end = e.lblk + e.len;
-    if (e_end <= lblk || e.lblk >= end) {
-      out.push_back(e);
-      continue;
-    }
     const uint64_t cut_from = std::max(e.lblk, lblk), cut_to = std::min(e_end, end);
     alloc_.free_blocks_later(e.pblk + (cut_from - e.lblk), cut_to - cut_from);
     in->d.blocks -= cut_to - cut_from;
-    if (e.lblk < cut_from) out.push_back(Extent{e.lblk, e.pblk, uint32_t(cut_from - e.lblk), e.flags});
-    if (cut_to < e_end)
-      out.push_back(Extent{cut_to, e.pblk + (cut_to - e.lblk), uint32_t(e_end - cut_to), e.flags});
+    if (e.lblk < cut_from) pieces[kept++] = Extent{e.lblk, e.pblk, uint32_t(cut_from - e.lblk), e.flags};
+    if (cut_to < e_end) pieces[kept++] = Extent{cut_to, e.pblk + (cut_to - e.lblk), uint32_t(e_end - cut_to), e.flags};
   }
-  in->ext = std::move(out);
+  if (hi == lo) return;
+  splice_extents(in, lo, hi, pieces, kept);
 }
 
 // Rewrites only the run of extents that meet [lblk, lblk + count), with one neighbour on each
@@ -119,12 +128,19 @@ bool Filesystem::set_unwritten(InodeObj* in, uint64_t lblk, uint64_t count, bool
     add(Extent{a, e.pblk + (a - e.lblk), uint32_t(b - a), (e.flags & ~EXTENT_UNWRITTEN) | want});
     if (b < e_end) add(Extent{b, e.pblk + (b - e.lblk), uint32_t(e_end - b), e.flags});
   }
-  // Splice: overwrite the old run, then insert or erase the difference (one move of the tail).
-  const size_t old_n = hi - lo, common = std::min(old_n, out.size());
-  std::copy(out.begin(), out.begin() + common, ext.begin() + lo);
-  if (out.size() > old_n) ext.insert(ext.begin() + lo + old_n, out.begin() + common, out.end());
-  else ext.erase(ext.begin() + lo + common, ext.begin() + hi);
+  splice_extents(in, lo, hi, out.data(), out.size());
   return true;
+}
+
+// Replaces entries [lo, hi) of the map with `n` others: overwrites the old run, then inserts or
+// erases the difference (one move of the tail), and notes the change for save_extents.
+void Filesystem::splice_extents(InodeObj* in, size_t lo, size_t hi, const Extent* with, size_t n) {
+  std::vector<Extent>& ext = in->ext;
+  const size_t old_n = hi - lo, common = std::min(old_n, n);
+  std::copy(with, with + common, ext.begin() + lo);
+  if (n > old_n) ext.insert(ext.begin() + hi, with + common, with + n);
+  else ext.erase(ext.begin() + lo + common, ext.begin() + hi);
+  in->edits.splice(lo, old_n, n);
 }
 
 int Filesystem::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten,

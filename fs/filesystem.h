@@ -30,6 +30,7 @@
 #include "allocator.h"
 #include "block_io.h"
 #include "end_io_work.h"
+#include "extent_tree.h"
 #include "format.h"
 #include "fs_lock.h"
 #include "journal.h"
@@ -146,8 +147,11 @@ class Filesystem {
   struct InodeObj {
     uint64_t ino = 0;
     disk::Inode d{};
-    std::vector<disk::Extent> ext;     // the whole extent map, sorted by lblk
-    std::vector<uint64_t> tree;        // extent tree blocks in use (root first)
+    // The whole extent map, sorted by lblk. Changed only by extent.cc, which notes each change
+    // in `edits`, so that save_extents rewrites only the tree leaves that changed.
+    std::vector<disk::Extent> ext;
+    ExtentTreeShape tree;              // its tree blocks as last written (empty: inline)
+    ExtentEdits edits;
     std::atomic<uint64_t> nlookup{0};  // raised under the shared lock by lookups, lowered under the exclusive one
     uint32_t open = 0;
     // The kernel's page cache of this file is stale once a direct-I/O writer (FUSE direct_io
@@ -180,6 +184,7 @@ class Filesystem {
   // fdatasync need not commit.
   int isave(InodeObj* in, bool times_only = false);
   int save_extents(InodeObj* in);   // extent map into the inode or its tree, then isave
+  int save_extent_tree(InodeObj* in);
   int load_extents(InodeObj* in);
   int new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out);
   // nlink 0, no lookups, not open: free everything. nlink 0 but still in use: put it on the
@@ -201,6 +206,7 @@ class Filesystem {
   bool set_unwritten(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten);
   // Unmaps [lblk, lblk + count) and frees its blocks (after the next commit).
   void punch_extents(InodeObj* in, uint64_t lblk, uint64_t count);
+  void splice_extents(InodeObj* in, size_t lo, size_t hi, const disk::Extent* with, size_t n);
   // Fills the holes in a range with new blocks (marked unwritten when `unwritten`).
   // `added`, if given, receives the (lblk, count) ranges newly mapped.
   int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten = false,

@@ -48,14 +48,8 @@ bool dir_record_fits(const void* block, uint32_t block_size, uint32_t off) {
 }
 
 bool extent_node_ok(const ExtentNode& n, uint64_t owner, uint32_t block_size, bool root) {
-  return n.owner == owner && n.nr <= extents_per_node(block_size) && (root ? n.level <= 1 : n.level == 0);
-}
-
-uint64_t extent_tree_blocks(uint64_t extents, uint32_t block_size) {
-  if (extents <= INLINE_EXTENTS) return 0;
-  const uint64_t per = extents_per_node(block_size);
-  const uint64_t leaves = (extents + per - 1) / per;
-  return leaves == 1 ? 1 : 1 + leaves;
+  return n.owner == owner && n.nr <= extents_per_node(block_size) &&
+         (root ? n.level <= MAX_EXTENT_DEPTH : n.level < MAX_EXTENT_DEPTH);
 }
 
 std::string check_superblock(const SuperBlock& sb, uint64_t device_bytes) {

@@ -29,11 +29,15 @@ inline constexpr uint32_t FEATURE_INCOMPAT_INLINE_XATTR = 1u << 3;
 // attribute that spills on an older image (a reader without it would miss the block, could
 // write inline entries over its address, and its fsck would free it).
 inline constexpr uint32_t FEATURE_INCOMPAT_XATTR_BLOCK = 1u << 4;
+// Extent trees may have index levels below the root (a root of level 2 or more): set by the
+// first such tree (a reader that knows only a root over leaves would call it damaged).
+inline constexpr uint32_t FEATURE_INCOMPAT_DEEP_EXTENTS = 1u << 5;
 inline constexpr uint32_t FEATURE_INCOMPAT_KNOWN = FEATURE_INCOMPAT_JOURNAL |
                                                    FEATURE_INCOMPAT_EXTENT_TREE |
                                                    FEATURE_INCOMPAT_DIR_HTREE |
                                                    FEATURE_INCOMPAT_INLINE_XATTR |
-                                                   FEATURE_INCOMPAT_XATTR_BLOCK;
+                                                   FEATURE_INCOMPAT_XATTR_BLOCK |
+                                                   FEATURE_INCOMPAT_DEEP_EXTENTS;
 inline constexpr uint32_t FEATURE_RO_COMPAT_KNOWN = 0;
 
 inline constexpr uint32_t STATE_CLEAN = 1;   // unmounted cleanly: counts in the superblock exact
@@ -200,6 +204,7 @@ struct ExtentIndex {
 };
 static_assert(sizeof(ExtentIndex) == 24);
 inline constexpr uint32_t extents_per_node(uint32_t block_size) { return (block_size - 32) / 24; }
+inline constexpr uint16_t MAX_EXTENT_DEPTH = 5;  // index levels at most (EXT4_MAX_EXTENT_DEPTH)
 
 // ---- directories -----------------------------------------------------------------------------
 // A directory's data blocks (extent-mapped as a file's) each hold a DirBlock header and then
@@ -275,10 +280,10 @@ inline constexpr uint8_t dirent_type(uint32_t mode) { return uint8_t((mode >> 12
 bool dir_record_fits(const void* block, uint32_t block_size, uint32_t off);
 
 // An extent tree node (a block that passed block_header_ok) is consistent: `owner`'s, no more
-// entries than a node holds, a leaf (level 0), or for the root a leaf or an index over leaves.
+// entries than a node holds, a level of MAX_EXTENT_DEPTH at most (below it for a non-root).
 bool extent_node_ok(const ExtentNode& n, uint64_t owner, uint32_t block_size, bool root);
-// The tree blocks a map of `extents` extents takes, written as the filesystem writes it: none
-// up to INLINE_EXTENTS (they live in the inode), else one leaf, or a root over leaves.
+// The tree blocks a map of `extents` extents takes packed full (fsck's rewrite, mkfs): none up
+// to INLINE_EXTENTS (they live in the inode), else its leaves and the index over them.
 uint64_t extent_tree_blocks(uint64_t extents, uint32_t block_size);
 
 // The longest size a symlink inode may have: its inline data, or what readlink accepts (4095).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "extent_tree.h"
 #include "format.h"
 #include "fsck_read.h"
 #include "journal.h"
@@ -139,9 +140,11 @@ struct Checker {
     if (!bad.empty()) error(bad);
   }
 
-  // The extents of inode `ino` (inline or from its tree; tree blocks are claimed here).
-  bool extents_of(uint64_t ino, const Inode& d, std::vector<Extent>* out) {
+  // The extents of inode `ino` (inline or from its tree; tree blocks are claimed here and
+  // counted in *tree_blocks).
+  bool extents_of(uint64_t ino, const Inode& d, std::vector<Extent>* out, uint64_t* tree_blocks) {
     const std::string who = "inode " + std::to_string(ino);
+    *tree_blocks = 0;
     if (d.flags & INODE_INLINE_DATA) return true;
     if (!(d.flags & INODE_EXTENT_TREE)) {
       if (d.nr_extents > INLINE_EXTENTS) {
@@ -152,35 +155,31 @@ struct Checker {
       return true;
     }
     std::vector<uint8_t> buf;
-    if (d.extent_root >= sb.block_count || !headered(d.extent_root, BLK_EXTENT, buf, who + " extent tree root")) return false;
-    own(d.extent_root, 1, who + " (extent tree)");
-    const auto* root = reinterpret_cast<const ExtentNode*>(buf.data());
-    if (!extent_node_ok(*root, ino, bs, true)) {
-      error(who + " extent tree root is inconsistent");
+    bool reported = false;  // headered() reported the block itself
+    const ExtentBlockReader read = [&](uint64_t blk, std::string* why) -> const uint8_t* {
+      if (blk >= sb.block_count) {
+        *why = "extent tree block " + std::to_string(blk) + " is outside the filesystem";
+        return nullptr;
+      }
+      if (!headered(blk, BLK_EXTENT, buf, who + " extent tree block")) {
+        reported = true;
+        return nullptr;
+      }
+      own(blk, 1, who + " (extent tree)");
+      return buf.data();
+    };
+    ExtentTreeShape shape;
+    const std::string why = read_extent_tree(d.extent_root, ino, bs, read, out, &shape);
+    if (!why.empty()) {
+      if (!reported) error(who + " " + why);
       return false;
     }
-    auto leaf = [&](const std::vector<uint8_t>& b) {
-      const auto* n = reinterpret_cast<const ExtentNode*>(b.data());
-      const auto* e = reinterpret_cast<const Extent*>(b.data() + sizeof(ExtentNode));
-      out->insert(out->end(), e, e + n->nr);
-    };
-    if (root->level == 0) {
-      leaf(buf);
-      return true;
-    }
-    const auto* first = reinterpret_cast<const ExtentIndex*>(buf.data() + sizeof(ExtentNode));
-    const std::vector<ExtentIndex> idx(first, first + root->nr);  // nr may be 0: no memcpy(nullptr)
-    for (const ExtentIndex& x : idx) {
-      std::vector<uint8_t> lb;
-      if (x.child >= sb.block_count || !headered(x.child, BLK_EXTENT, lb, who + " extent leaf")) return false;
-      own(x.child, 1, who + " (extent tree)");
-      const auto* n = reinterpret_cast<const ExtentNode*>(lb.data());
-      if (!extent_node_ok(*n, ino, bs, false)) {
-        error(who + " extent leaf " + std::to_string(x.child) + " is inconsistent");
-        return false;
-      }
-      leaf(lb);
-    }
+    *tree_blocks = shape.blocks();
+    if (shape.index.size() != extent_index_blocks(shape.leaves.size(), extents_per_node(bs)))
+      error(who + " extent tree has " + std::to_string(shape.index.size()) + " index blocks over " +
+            std::to_string(shape.leaves.size()) + " leaves");
+    if (shape.index.size() > 1 && !(sb.feature_incompat & FEATURE_INCOMPAT_DEEP_EXTENTS))
+      error(who + " extent tree is deeper than a root over leaves: the superblock lacks the deep extent feature");
     return true;
   }
 
@@ -227,7 +226,8 @@ struct Checker {
       if (S_ISLNK(d.mode) && d.size > symlink_max_size(d))
         error("symlink " + std::to_string(ino) + " has size " + std::to_string(d.size) + ", longer than its target can be");
       std::vector<Extent> ext;
-      if (!extents_of(ino, d, &ext)) continue;
+      uint64_t tree_blocks;
+      if (!extents_of(ino, d, &ext, &tree_blocks)) continue;
       uint64_t blocks = 0;
       uint64_t prev_end = 0;
       for (const Extent& e : ext) {
@@ -237,9 +237,7 @@ struct Checker {
         own(e.pblk, e.len, who);
         blocks += e.len;
       }
-      // blocks counts data and tree blocks (a tree in the shape the filesystem writes).
-      const uint64_t tree_blocks =
-          (d.flags & INODE_EXTENT_TREE) ? std::max<uint64_t>(1, extent_tree_blocks(ext.size(), bs)) : 0;
+      // blocks counts data and tree blocks.
       if (d.blocks != blocks + tree_blocks + xattr_blocks)
         error(who + " says " + std::to_string(d.blocks) + " blocks but owns " +
               std::to_string(blocks + tree_blocks + xattr_blocks));

@@ -1,10 +1,11 @@
-// Extent maps written as the filesystem writes them (inode.cc's save_extents: inline up to four
-// extents, else a root over leaves), the twin of e2fsck/extents.c's rebuilding of extent trees:
+// Extent maps written in a shape the filesystem writes (inode_extents.cc: inline up to four
+// extents, else a tree; here its leaves packed full), the twin of e2fsck/extents.c's rebuilding of extent trees:
 // the maps pass 1 cut or found in an unusual shape, and directories that grow when lost+found
 // takes entries.
 #include <algorithm>
 #include <cstring>
 
+#include "extent_tree.h"
 #include "fsck_internal.h"
 #include "xattr_block.h"
 
@@ -45,32 +46,30 @@ bool Repair::set_map(uint64_t ino) {
     std::copy(v.begin(), v.end(), d.extents);
     return true;
   }
-  auto node = [&](uint64_t blk, uint16_t level, uint16_t nr) {
+  // t: the index blocks (root first), then the leaves, packed full.
+  const uint64_t leaves = (v.size() + per - 1) / per, index_n = need - leaves;
+  auto node = [&](uint64_t blk, uint16_t level, size_t nr, const void* entries, size_t entry_size) {
     IoBuf b(bs);
     auto* n = reinterpret_cast<ExtentNode*>(b.data());
     n->h.magic = BLK_EXTENT;
     n->h.blocknr = blk;
-    n->owner = ino;
-    n->level = level;
-    n->nr = nr;
-    n->max = uint16_t(per);
-    return b;
+    init_extent_node(b.data(), ino, level, nr, bs);
+    std::memcpy(b.data() + sizeof(ExtentNode), entries, nr * entry_size);
+    tree_out[blk] = std::move(b);
   };
-  if (need == 1) {
-    IoBuf b = node(t[0], 0, uint16_t(v.size()));
-    std::memcpy(b.data() + sizeof(ExtentNode), v.data(), v.size() * sizeof(Extent));
-    tree_out[t[0]] = std::move(b);
-  } else {
-    IoBuf root = node(t[0], 1, uint16_t(need - 1));
-    auto* idx = reinterpret_cast<ExtentIndex*>(root.data() + sizeof(ExtentNode));
-    for (size_t i = 0; i + 1 < need; i++) {
-      const size_t first = i * per, count = std::min<size_t>(per, v.size() - first);
-      idx[i] = ExtentIndex{v[first].lblk, t[i + 1], 0};
-      IoBuf b = node(t[i + 1], 0, uint16_t(count));
-      std::memcpy(b.data() + sizeof(ExtentNode), &v[first], count * sizeof(Extent));
-      tree_out[t[i + 1]] = std::move(b);
-    }
-    tree_out[t[0]] = std::move(root);
+  std::vector<ExtentIndex> children;
+  for (uint64_t l = 0; l < leaves; l++) {
+    const size_t first = l * per, count = std::min<size_t>(per, v.size() - first);
+    node(t[index_n + l], 0, count, &v[first], sizeof(Extent));
+    children.push_back(ExtentIndex{v[first].lblk, t[index_n + l], 0});
+  }
+  const std::vector<uint64_t> index(t.begin(), t.begin() + index_n);
+  write_extent_index(std::move(children), index, per, [&](uint64_t blk, uint16_t level, const ExtentIndex* e, size_t nr) {
+    node(blk, level, nr, e, sizeof(ExtentIndex));
+  });
+  if (index_n > 1 && !(sb.feature_incompat & FEATURE_INCOMPAT_DEEP_EXTENTS)) {
+    sb.feature_incompat |= FEATURE_INCOMPAT_DEEP_EXTENTS;
+    sb_fix = true;
   }
   d.flags |= INODE_EXTENT_TREE;
   d.extent_root = t[0];

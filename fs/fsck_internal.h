@@ -48,7 +48,8 @@ struct Repair {
   IoBuf table;                                  // the whole inode table
   std::vector<uint8_t> state, dirty_ino;        // per inode number
   std::vector<std::vector<disk::Extent>> ext;   // per inode: its extents (valid ones only)
-  std::vector<std::vector<uint64_t>> tree;      // per inode: its extent tree blocks
+  std::vector<std::vector<uint64_t>> tree;      // per inode: its extent tree blocks (index, then leaves)
+  std::vector<uint8_t> odd_tree;                // per inode: its tree is not in a shape the filesystem writes
   std::vector<uint8_t> map_dirty;               // per inode: the extent map must be rewritten
   std::vector<uint8_t> owned;                   // per block
   std::map<uint64_t, IoBuf> tree_out;           // extent tree blocks to write
@@ -101,7 +102,7 @@ struct Repair {
   bool load_inodes();                                                       // fsck_pass1_inodes.cc
   void pass1();
   void dir_shape(uint64_t ino);
-  std::string tree_block(uint64_t ino, uint64_t blk, bool root, IoBuf* out);  // fsck_pass1_extents.cc
+  std::string tree_block(uint64_t blk, IoBuf* out);  // fsck_pass1_extents.cc
   std::string read_map(uint64_t ino);
   void xattr_block(uint64_t ino);                                           // fsck_pass1_xattr.cc
 

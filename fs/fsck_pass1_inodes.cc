@@ -22,6 +22,7 @@ bool Repair::load_inodes() {
   dirty_ino.assign(n, 0);
   ext.assign(n, {});
   tree.assign(n, {});
+  odd_tree.assign(n, 0);
   map_dirty.assign(n, 0);
   parent.assign(n, 0);
   touched.assign(n, 0);
@@ -146,17 +147,17 @@ void Repair::pass1() {
     if (S_ISDIR(d.mode)) dir_shape(ino);
     xattr_block(ino);
     if (r.fatal) return;
-    // The block count, and a tree in the shape the filesystem writes.
+    // The block count, and a tree in a shape the filesystem writes (any fill of its leaves,
+    // the index over them as small as it can be, a tree only above INLINE_EXTENTS extents).
     if (!map_dirty[ino]) {
-      const uint64_t canon = had_tree ? std::max<uint64_t>(1, extent_tree_blocks(v.size(), bs)) : 0;
       const uint64_t xb = xattr::block_of(d) ? 1 : 0;
-      if (had_tree && old_tree != canon) {
+      if (had_tree && odd_tree[ino]) {
         fix(true, who + " extent tree is not in its usual shape (" + num(old_tree) + " blocks for " + num(v.size()) + " extents)",
             "rewritten");
         map_dirty[ino] = 1;
-      } else if (d.blocks != old_data + canon + xb) {
-        fix(true, who + " says " + num(d.blocks) + " blocks but owns " + num(old_data + canon + xb), "corrected");
-        d.blocks = old_data + canon + xb;
+      } else if (d.blocks != old_data + old_tree + xb) {
+        fix(true, who + " says " + num(d.blocks) + " blocks but owns " + num(old_data + old_tree + xb), "corrected");
+        d.blocks = old_data + old_tree + xb;
         dirty_ino[ino] = 1;
       }
     }

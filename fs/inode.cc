@@ -1,5 +1,5 @@
 // Inodes: reading them from the table (checked), writing them back through the journal,
-// their extent maps (inline or in an extent tree), creating and freeing them.
+// creating and freeing them. Their extent maps are read and written in inode_extents.cc.
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -59,120 +59,6 @@ int Filesystem::isave(InodeObj* in, bool times_only) {
   std::memcpy(b->data.data() + off, &in->d, INODE_SIZE);
   cache_.mark_dirty(b);
   return 0;
-}
-
-// The extent code trusts a map to be sorted, non-overlapping, non-empty and inside the data
-// area (a damaged one could make a punch walk 2^32 blocks, or free metadata blocks).
-static int check_extents(const std::vector<Extent>& v, const SuperBlock& sb) {
-  uint64_t next = 0;
-  for (const Extent& e : v) {
-    if (e.len == 0 || (e.flags & ~EXTENT_UNWRITTEN) || e.lblk < next || e.lblk + e.len < e.lblk ||
-        e.pblk < sb.data_start || e.pblk >= sb.block_count || e.len > sb.block_count - e.pblk)
-      return -EUCLEAN;
-    next = e.lblk + e.len;
-  }
-  return 0;
-}
-
-int Filesystem::load_extents(InodeObj* in) {
-  in->ext.clear();
-  in->tree.clear();
-  if (in->d.flags & INODE_INLINE_DATA) return 0;
-  if (!(in->d.flags & INODE_EXTENT_TREE)) {
-    if (in->d.nr_extents > INLINE_EXTENTS) return -EUCLEAN;
-    in->ext.assign(in->d.extents, in->d.extents + in->d.nr_extents);
-    return check_extents(in->ext, sb_);
-  }
-  Buffer* b;
-  if (int err = cache_.get(in->d.extent_root, BLK_EXTENT, &b)) return err;
-  auto* root = reinterpret_cast<const ExtentNode*>(b->data.data());
-  if (!extent_node_ok(*root, in->ino, bs_, true)) return -EUCLEAN;
-  in->tree.push_back(in->d.extent_root);
-  auto load_leaf = [&](const uint8_t* node) {
-    const auto* n = reinterpret_cast<const ExtentNode*>(node);
-    const auto* e = reinterpret_cast<const Extent*>(node + sizeof(ExtentNode));
-    in->ext.insert(in->ext.end(), e, e + n->nr);
-  };
-  if (root->level == 0) {
-    load_leaf(b->data.data());
-    return check_extents(in->ext, sb_);
-  }
-  // Copy the index: reading the leaves may evict nothing (trim runs between operations only),
-  // but keep it simple and safe.
-  const auto* first = reinterpret_cast<const ExtentIndex*>(b->data.data() + sizeof(ExtentNode));
-  const std::vector<ExtentIndex> idx(first, first + root->nr);  // nr may be 0: no memcpy(nullptr)
-  for (const ExtentIndex& x : idx) {
-    Buffer* leaf;
-    if (int err = cache_.get(x.child, BLK_EXTENT, &leaf)) return err;
-    auto* n = reinterpret_cast<const ExtentNode*>(leaf->data.data());
-    if (!extent_node_ok(*n, in->ino, bs_, false)) return -EUCLEAN;
-    in->tree.push_back(x.child);
-    load_leaf(leaf->data.data());
-  }
-  return check_extents(in->ext, sb_);
-}
-
-int Filesystem::save_extents(InodeObj* in) {
-  Inode& d = in->d;
-  if (d.flags & INODE_INLINE_DATA) return isave(in);  // the extent area holds data
-  const size_t n = in->ext.size();
-  const uint32_t per = extents_per_node(bs_);
-  const size_t need = extent_tree_blocks(n, bs_);
-  if (need > 1 + per) return -EFBIG;  // a root indexes `per` leaves at most
-  // Every tree block is rewritten (and logged) when the map changes: a tree the journal could
-  // not log in one transaction would wedge the next commit.
-  if (need > journal_.capacity() / 4) return -ENOSPC;
-  // Grow or shrink the set of tree blocks to what the map needs.
-  while (in->tree.size() > need) {
-    alloc_.free_blocks_later(in->tree.back(), 1);
-    in->tree.pop_back();
-    d.blocks--;
-  }
-  while (in->tree.size() < need) {
-    uint64_t start, got;
-    const uint64_t goal = in->ext.empty() ? 0 : in->ext.back().pblk + in->ext.back().len;
-    if (int err = alloc_.alloc_blocks(goal, 1, &start, &got)) return err;
-    in->tree.push_back(start);
-    d.blocks++;
-  }
-  if (need == 0) {
-    d.flags &= ~INODE_EXTENT_TREE;
-    d.extent_root = 0;
-    d.nr_extents = uint16_t(n);
-    std::memset(d.extents, 0, sizeof(d.extents));
-    std::copy(in->ext.begin(), in->ext.end(), d.extents);
-    return isave(in);
-  }
-  auto write_leaf = [&](uint64_t blk, size_t first, size_t count) {
-    Buffer* b = cache_.get_new(blk, BLK_EXTENT);
-    auto* node = reinterpret_cast<ExtentNode*>(b->data.data());
-    node->owner = in->ino;
-    node->level = 0;
-    node->nr = uint16_t(count);
-    node->max = uint16_t(per);
-    std::memcpy(b->data.data() + sizeof(ExtentNode), &in->ext[first], count * sizeof(Extent));
-  };
-  if (need == 1) {
-    write_leaf(in->tree[0], 0, n);
-  } else {
-    Buffer* r = cache_.get_new(in->tree[0], BLK_EXTENT);
-    auto* root = reinterpret_cast<ExtentNode*>(r->data.data());
-    root->owner = in->ino;
-    root->level = 1;
-    root->nr = uint16_t(need - 1);
-    root->max = uint16_t(per);
-    auto* idx = reinterpret_cast<ExtentIndex*>(r->data.data() + sizeof(ExtentNode));
-    for (size_t i = 0; i + 1 < need; i++) {
-      const size_t first = i * per;
-      idx[i] = ExtentIndex{in->ext[first].lblk, in->tree[i + 1], 0};
-      write_leaf(in->tree[i + 1], first, std::min<size_t>(per, n - first));
-    }
-  }
-  d.flags |= INODE_EXTENT_TREE;
-  d.extent_root = in->tree[0];
-  d.nr_extents = 0;
-  std::memset(d.extents, 0, sizeof(d.extents));
-  return isave(in);
 }
 
 int Filesystem::new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out) {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 
 #include <algorithm>
@@ -475,6 +476,64 @@ TEST_CASE("fs core: random writes into a fallocated file convert just their bloc
   CHECK(st.st_blocks == off_t(nblk * 8));  // data only: the map is back inside the inode
   check_fsck_clean(r);
   check_model();
+}
+
+TEST_CASE("fs core: a map of thousands of extents grows a deep tree leaf by leaf and shrinks back inline") {
+  // 1 KiB blocks (41 extents to a tree block) and the smallest journal (a save may log 16
+  // blocks): 1500 single-block extents need a root over index nodes over ~50 leaves, which the
+  // journal could not take in one save if every save rewrote the whole tree. Random writes and
+  // hole punches against a model of each block, fsck clean on the way, then a truncate frees
+  // every tree block.
+  MkfsOptions mo;
+  mo.block_size = 1024;
+  mo.journal_blocks = 64;
+  Rig r(64 << 20, mo);
+  const uint64_t ino = r.create(disk::ROOT_INO, "f");
+  const uint64_t nblk = 6000;
+  std::vector<int> model(nblk, 0);  // 0: a hole, else the block's byte
+  struct stat st, at{};
+  at.st_size = off_t(nblk * 1024);
+  REQUIRE(r.fs->setattr(ino, SETATTR_SIZE, at, &st) == 0);
+  struct statvfs before;
+  REQUIRE(r.fs->statfs(&before) == 0);
+  std::mt19937_64 rng(23);
+  const auto check_model = [&] {
+    std::string got(nblk * 1024, '\1');
+    REQUIRE(r.fs->read(ino, 0, got.size(), got.data()) == ssize_t(got.size()));
+    for (uint64_t b = 0; b < nblk; b++)
+      if (got.compare(b * 1024, 1024, std::string(1024, char(model[b]))) != 0) FAIL("block " << b << " differs");
+  };
+  for (int k = 0; k < 4000; k++) {
+    if (k % 10 == 9) {  // a punch of 1 to 8 blocks (leaves shrink, neighbours fold in)
+      const uint64_t b = rng() % nblk, n = std::min<uint64_t>(1 + rng() % 8, nblk - b);
+      REQUIRE(r.fs->fallocate(ino, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, b * 1024, n * 1024) == 0);
+      for (uint64_t i = b; i < b + n; i++) model[i] = 0;
+    } else {  // one block at an even place: neighbours stay apart, so each is an extent
+      const uint64_t b = 2 * (rng() % (nblk / 2));
+      const int byte = int(1 + k % 250);
+      const std::string data(1024, char(byte));
+      REQUIRE(r.fs->write(ino, b * 1024, 1024, data.data()) == 1024);
+      model[b] = byte;
+    }
+    if (k % 1000 == 999) {
+      check_model();
+      check_fsck_clean(r);
+    }
+  }
+  CHECK((r.fs->superblock().feature_incompat & disk::FEATURE_INCOMPAT_DEEP_EXTENTS) != 0);
+  uint64_t data_blocks = 0;
+  for (int m : model) data_blocks += m != 0;
+  REQUIRE(r.fs->getattr(ino, &st) == 0);
+  CHECK(uint64_t(st.st_blocks) > data_blocks * 2 + 40);  // the tree's blocks are counted
+  r.remount();
+  check_model();
+  at.st_size = 0;
+  REQUIRE(r.fs->setattr(ino, SETATTR_SIZE, at, &st) == 0);
+  CHECK(st.st_blocks == 0);
+  check_fsck_clean(r);  // every tree block back in the bitmap
+  struct statvfs after;
+  REQUIRE(r.fs->statfs(&after) == 0);
+  CHECK(after.f_bfree == before.f_bfree);
 }
 
 TEST_CASE("fs core: SEEK_DATA and SEEK_HOLE over a sparse file") {

@@ -334,6 +334,45 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
   g.verify(keep);
 }
 
+TEST_CASE("fsck repair: a deep extent tree is clean, and the deep tree feature missing from the superblock is set by -y") {
+  // 1 KiB blocks: 3000 single-block extents take a root over index nodes over leaves.
+  BrdDevice dev{16 << 20};
+  BlockIo io{dev.bdev(), 4096};
+  MkfsOptions mo;
+  mo.block_size = 1024;
+  REQUIRE(make_filesystem(io, mo) == "");
+  const std::string block = pattern(1024, 9);
+  {
+    auto fs = test::mount_for_test(io);
+    struct stat st;
+    REQUIRE(fs->mknod(ROOT_INO, "deep", S_IFREG | 0644, 0, 0, 0, &st) == 0);
+    for (uint64_t i = 0; i < 3000; i++) REQUIRE(fs->write(st.st_ino, 2 * i * 1024, 1024, block.data()) == 1024);
+    REQUIRE(fs->unmount() == 0);
+  }
+  SuperBlock s;
+  dev.peek(0, &s, sizeof(s));
+  REQUIRE(s.magic == SB_MAGIC);
+  REQUIRE((s.feature_incompat & FEATURE_INCOMPAT_DEEP_EXTENTS) != 0);
+  const FsckRun clean = collect_fsck(io);
+  CHECK_MESSAGE(clean.r.errors == 0, clean.text());
+  s.feature_incompat &= ~FEATURE_INCOMPAT_DEEP_EXTENTS;
+  s.checksum = superblock_crc(s);
+  dev.poke(0, &s, sizeof(s));
+  CHECK(collect_fsck(io).has("the superblock lacks the deep extent feature"));
+  const FsckRun y = collect_fsck(io, FsckMode::yes);
+  INFO(y.text());
+  CHECK(y.has("feature set"));
+  CHECK(collect_fsck(io).r.errors == 0);
+  auto fs = test::mount_for_test(io);
+  struct stat st;
+  REQUIRE(fs->lookup(ROOT_INO, "deep", &st) == 0);
+  for (uint64_t i = 0; i < 3000; i += 97) {
+    std::string got(2048, '\1');
+    REQUIRE(fs->read(st.st_ino, 2 * i * 1024, 2048, got.data()) == 2048);
+    CHECK(got == block + std::string(1024, '\0'));
+  }
+}
+
 TEST_CASE("fsck repair: a damaged inline xattr area is cut after its last whole entry, an overlong symlink cut") {
   Rig g;
   {
