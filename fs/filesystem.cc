@@ -244,7 +244,11 @@ void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
   InodeObj* in = it->second.get();
   const uint64_t had = in->nlookup.load(std::memory_order_relaxed);
   in->nlookup.store(nlookup >= had ? 0 : had - nlookup, std::memory_order_relaxed);
-  maybe_free_inode(in);
+  // Freeing an unlinked inode dirties its table block, the bitmaps and its predecessor on the
+  // orphan list: thousands of forgets in a row must commit as they go, as every other
+  // operation does, or their transaction outgrows the journal. (A failed commit stops writing
+  // and says so; forget has no one to tell.)
+  if (maybe_commit() == 0) maybe_free_inode(in);
 }
 
 int Filesystem::getattr(uint64_t ino, struct stat* st) {
@@ -565,6 +569,7 @@ int Filesystem::release(uint64_t ino, bool direct_writer) {
   InodeObj* in = it->second.get();
   if (in->open) in->open--;
   if (direct_writer && in->direct_writers) in->direct_writers--;
+  if (int err = maybe_commit()) return err;  // as forget(): a run of last closes commits as it goes
   maybe_free_inode(in);
   return 0;
 }

@@ -164,6 +164,9 @@ class Filesystem {
     // that changed what reading its data back needs: size, blocks, not only times
     // (i_datasync_tid). An inode loaded from disk may have changed in the running one.
     uint64_t sync_seq = 0, datasync_seq = 0;
+    // On the orphan list: the inode before it (0: the superblock's head), kept in memory only,
+    // so that taking it off is one step (ext4's in-memory s_orphan list beside the on-disk one).
+    uint64_t orphan_prev = 0;
     // Directories: name -> entry, loaded on first use.
     struct DirLoc {
       uint64_t ino;

@@ -103,30 +103,43 @@ int Filesystem::orphan_add(InodeObj* in) {
   if (in->d.flags & INODE_ORPHAN) return 0;
   in->d.flags |= INODE_ORPHAN;
   in->d.next_orphan = sb_.orphan_head;
+  in->orphan_prev = 0;
+  if (auto it = inodes_.find(sb_.orphan_head); it != inodes_.end()) it->second->orphan_prev = in->ino;
   sb_.orphan_head = in->ino;
   if (int err = isave(in)) return err;
   return save_superblock_journaled();
 }
 
+// Takes `in` off the on-disk list: its predecessor (the superblock, or the inode orphan_prev
+// names; a walk from the head if that does not point at it, as for a list read from disk)
+// is linked to its successor.
 int Filesystem::orphan_remove(InodeObj* in) {
   if (!(in->d.flags & INODE_ORPHAN)) return 0;
   in->d.flags &= ~INODE_ORPHAN;
-  const uint64_t next = in->d.next_orphan;
+  const uint64_t next = in->d.next_orphan, hint = in->orphan_prev;
   in->d.next_orphan = 0;
-  if (sb_.orphan_head == in->ino) {
+  in->orphan_prev = 0;
+  InodeObj* prev = nullptr;
+  if (sb_.orphan_head != in->ino) {
+    if (auto it = inodes_.find(hint); hint && it != inodes_.end() && it->second->d.next_orphan == in->ino) {
+      prev = it->second.get();
+    } else {
+      for (uint64_t p = sb_.orphan_head, steps = 0; p && steps <= sb_.inode_count && !prev; steps++) {
+        InodeObj* pi;
+        if (int err = iget(p, &pi)) return err;
+        if (pi->d.next_orphan == in->ino) prev = pi;
+        p = pi->d.next_orphan;
+      }
+      if (!prev) return -EUCLEAN;  // not on the list it claims to be on
+    }
+  }
+  if (auto it = inodes_.find(next); next && it != inodes_.end()) it->second->orphan_prev = prev ? prev->ino : 0;
+  if (!prev) {
     sb_.orphan_head = next;
     return save_superblock_journaled();
   }
-  for (uint64_t p = sb_.orphan_head, steps = 0; p && steps <= sb_.inode_count; steps++) {
-    InodeObj* pi;
-    if (int err = iget(p, &pi)) return err;
-    if (pi->d.next_orphan == in->ino) {
-      pi->d.next_orphan = next;
-      return isave(pi);
-    }
-    p = pi->d.next_orphan;
-  }
-  return -EUCLEAN;  // not on the list it claims to be on
+  prev->d.next_orphan = next;
+  return isave(prev);
 }
 
 int Filesystem::free_orphans() {
