@@ -132,6 +132,22 @@ long long stat_number(const std::string& stats, const std::string& key) {
 
 }  // namespace
 
+TEST_CASE("fuse: a mount that names no transport takes FUSE-over-io_uring where the kernel has it (fuse_uring=auto)") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: no /dev/fuse");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  std::string out;
+  REQUIRE_MESSAGE(run(kBin + "/biofs " + s.img + " " + s.mnt, &out) == 0, out);  // as a user would, no -o
+  write_file(s.mnt + "/f", "x");
+  const std::string stats = stats_of(s.mnt);
+  CHECK(stats.find("\"requested\":\"auto\"") != std::string::npos);
+  CHECK(stats.find(fuse_uring_possible() ? "\"transport\":\"io_uring\"" : "\"transport\":\"/dev/fuse\"") !=
+        std::string::npos);
+  REQUIRE(run("fusermount3 -u " + s.mnt, &out) == 0);
+}
+
 TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works on an O_DIRECT file") {
   if (!have_fuse()) {
     MESSAGE("skipped: no /dev/fuse");

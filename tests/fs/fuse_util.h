@@ -54,13 +54,18 @@ inline bool is_mounted(const std::string& mnt) {
 }
 
 // The options every test mount adds: BIOFS_TEST_MOUNT_OPTS, which ctest sets to run a suite
-// again over the other FUSE transport (fuse_uring=on; tests/fs/CMakeLists.txt).
+// again over the other FUSE transport (fuse_uring=on; tests/fs/CMakeLists.txt). Without it a
+// mount that names no transport gets fuse_uring=off, so the first run of each suite covers
+// /dev/fuse although the daemon's default (auto) takes io_uring where it can.
 // A kernel without FUSE-over-io_uring (no enable_uring parameter) runs them on /dev/fuse and
 // says so, as fuse_uring=auto does.
 inline std::string with_test_opts(const std::string& opts) {
   const char* env = getenv("BIOFS_TEST_MOUNT_OPTS");
-  if (!env || !*env) return opts;
-  std::string extra = env;
+  std::string extra = env && *env ? env : "";
+  if (extra.empty()) {
+    if (opts.find("fuse_uring=") != std::string::npos) return opts;
+    extra = "fuse_uring=off";
+  }
   if (extra == "fuse_uring=on" && access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0) {
     MESSAGE("this kernel has no FUSE-over-io_uring: the io_uring run of this test uses /dev/fuse");
     extra = "fuse_uring=auto";
