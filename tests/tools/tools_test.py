@@ -731,7 +731,10 @@ class Mount(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("bio cache on", p.stdout)
         self.assertIn("tags/call", p.stdout)
-        self.assertIn("fuse      transport /dev/fuse (fuse_uring=off, ring threads normal)", p.stdout)
+        # No transport named: fuse_uring=auto, FUSE-over-io_uring where the kernel has it.
+        uring = os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
+        transport = "io_uring" if uring else "/dev/fuse"
+        self.assertIn(f"fuse      transport {transport} (fuse_uring=auto, ring threads normal)", p.stdout)
         p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
         self.assertEqual(p.returncode, 1)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
