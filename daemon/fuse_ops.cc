@@ -487,9 +487,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
     FuseContext* ctx = CTX(req);
     static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring"};
-    const FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
-                         ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed),
-                         ctx->polled.load(std::memory_order_relaxed), ctx->fs->commits()};
+    FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
+                   ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
+    fuse.polled = ctx->polled.load(std::memory_order_relaxed);
+    fuse.journal_commits = ctx->fs->commits();
+    if (ctx->ring_guard) fuse.guard_boosts = ctx->ring_guard->boosts(), fuse.guard_boosted = ctx->ring_guard->boosted();
     const DeviceStats device = ctx->device_stats ? ctx->device_stats() : DeviceStats{};
     return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr), size);
   }

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "fs/filesystem.h"
+#include "ring_guard.h"
 #include "stats.h"
 
 namespace biofs {
@@ -27,6 +28,7 @@ struct FuseContext {
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle, for the stats
+  const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
   // The device's counters for the stats, from main (which opened it); unset: none to report.
   std::function<DeviceStats()> device_stats;

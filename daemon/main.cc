@@ -176,6 +176,15 @@ int main(int argc, char** argv) {
     fail(32, "cannot mount on '" + mnt + "'");
   }
   report_ok(notes);
+  // Idle ring threads run only on otherwise idle CPUs: the guard moves a waiting one back to
+  // SCHED_OTHER until the CPUs calm down (ring_guard.h). libfuse starts a ring per CPU.
+  std::unique_ptr<RingGuard> guard;
+  if (ctx.ring_sched_idle) {
+    RingGuard::Config gc;
+    gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));
+    guard = std::make_unique<RingGuard>(gc);
+    ctx.ring_guard = guard.get();
+  }
   int ret;
   if (cl.single_thread) {
     ret = fuse_session_loop(se);
@@ -189,6 +198,9 @@ int main(int argc, char** argv) {
     ret = fuse_session_loop_mt(se, cfg);
     fuse_loop_cfg_destroy(cfg);
   }
+  if (guard && !guard->error().empty()) fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", guard->error().c_str());
+  ctx.ring_guard = nullptr;
+  guard.reset();
   lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
   // Completion threads may still be answering (aborted) requests through the session's fd:
   // let them finish before it is closed.

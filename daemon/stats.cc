@@ -55,7 +55,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   j["rss_bytes"] = rss_bytes();
   if (fuse)
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
-                 {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled}};
+                 {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled},
+                 {"guard_boosts", fuse->guard_boosts}, {"guard_boosted", fuse->guard_boosted}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
   if (device)
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},

@@ -24,6 +24,10 @@ struct FuseStats {
   std::string requested, transport;
   std::string ring_sched;  // the ring threads' scheduling class: normal or idle (fuse_uring_sched=)
   uint64_t replies_elsewhere = 0;
+  // SCHED_IDLE ring threads moved back to SCHED_OTHER because they waited (ring_guard.h):
+  // moves so far, threads in SCHED_OTHER now.
+  uint64_t guard_boosts = 0;
+  unsigned guard_boosted = 0;
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
   uint64_t journal_commits = 0;
 };

@@ -1,0 +1,117 @@
+#include "ring_guard.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace biofs {
+
+RingGuard::RingGuard(const Config& c) : cfg_(c) {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "biofs-ringguard");
+    run();
+  });
+}
+
+RingGuard::~RingGuard() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  for (Ring& r : rings_) close(r.fd);
+}
+
+std::string RingGuard::error() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return error_;
+}
+
+void RingGuard::run() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!cv_.wait_for(l, std::chrono::milliseconds(cfg_.period_ms), [this] { return stop_; })) {
+    l.unlock();
+    if (rings_.size() < cfg_.rings) find_rings();  // the rings start after the mount
+    for (Ring& r : rings_) check(r);
+    l.lock();
+  }
+}
+
+// The run delay of a schedstat line: "exec_ns delay_ns timeslices".
+static bool read_delay(int fd, uint64_t* delay) {
+  char buf[96];
+  const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  char* end;
+  std::strtoull(buf, &end, 10);
+  *delay = std::strtoull(end, nullptr, 10);
+  return true;
+}
+
+void RingGuard::find_rings() {
+  DIR* d = opendir(cfg_.task_dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const pid_t tid = pid_t(std::atol(e->d_name));
+    if (tid <= 0) continue;
+    bool known = false;
+    for (const Ring& r : rings_) known |= r.tid == tid;
+    if (known) continue;
+    std::string comm;
+    std::getline(std::ifstream(cfg_.task_dir + "/" + e->d_name + "/comm"), comm);
+    if (comm.rfind(cfg_.name_prefix, 0) != 0) continue;
+    const int fd = open((cfg_.task_dir + "/" + e->d_name + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    uint64_t delay;
+    if (!read_delay(fd, &delay)) {
+      close(fd);
+      continue;
+    }
+    rings_.push_back(Ring{tid, fd, delay});
+  }
+  closedir(d);
+  watched_.store(unsigned(rings_.size()), std::memory_order_relaxed);
+}
+
+void RingGuard::check(Ring& r) {
+  uint64_t delay;
+  if (!read_delay(r.fd, &delay)) return;  // the thread has ended (unmount)
+  const uint64_t waited = delay - r.last_delay;
+  r.last_delay = delay;
+  const uint64_t starved = uint64_t(cfg_.period_ms) * 1000000 * cfg_.starved_pct / 100;
+  bool to_other = false, to_idle = false;
+  if (!r.boosted) {
+    to_other = waited > starved;
+  } else {
+    r.calm = waited < starved / 10 ? r.calm + 1 : 0;
+    to_idle = r.calm >= cfg_.calm_periods;
+  }
+  if (!to_other && !to_idle) return;
+  const sched_param p{0};
+  if (sched_setscheduler(r.tid, to_other ? SCHED_OTHER : SCHED_IDLE, &p) != 0) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (error_.empty())
+      error_ = std::string("cannot move FUSE ring thread ") + std::to_string(r.tid) + " to " +
+               (to_other ? "SCHED_OTHER" : "SCHED_IDLE") + ": " + strerror(errno);
+    return;
+  }
+  r.boosted = to_other;
+  r.calm = 0;
+  if (to_other) {
+    boosts_.fetch_add(1, std::memory_order_relaxed);
+    boosted_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    boosted_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace biofs

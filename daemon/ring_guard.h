@@ -1,0 +1,71 @@
+// Keeps FUSE ring threads in SCHED_IDLE (fuse_uring_sched=idle) from starving. A SCHED_IDLE
+// thread runs only when its CPU has nothing else to run; that is what keeps a requester on its
+// ring's CPU (the scheduler counts a CPU running only such threads as idle), and also what
+// would hold the filesystem up while CPU-bound work fills every CPU. The guard reads each ring
+// thread's run delay (time spent runnable, not running: /proc/self/task/TID/schedstat, the
+// kernel's sched_info) every period; a thread that waited more than a share of a period goes
+// back to SCHED_OTHER, and returns to SCHED_IDLE once it has waited less than a tenth of that
+// share for ten periods in a row. No kernel twin: the kernel's own answer to SCHED_IDLE
+// starvation is the tiny weight it gives such threads (3 against 1024).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace biofs {
+
+class RingGuard {
+ public:
+  struct Config {
+    unsigned rings = 1;            // ring threads to find (one per CPU)
+    unsigned period_ms = 10;
+    // Waited this share of a period: back to SCHED_OTHER. A starved idle-class thread waits
+    // nearly all of it; one sharing its CPU with a busy requester waits for moments.
+    unsigned starved_pct = 75;
+    unsigned calm_periods = 10;    // this many periods with under a tenth of it: SCHED_IDLE again
+    std::string task_dir = "/proc/self/task";
+    std::string name_prefix = "fuse-ring-";
+  };
+  explicit RingGuard(const Config& c);
+  ~RingGuard();  // stops the watcher; leaves each thread's class as it is
+  RingGuard(const RingGuard&) = delete;
+  RingGuard& operator=(const RingGuard&) = delete;
+
+  uint64_t boosts() const { return boosts_.load(std::memory_order_relaxed); }    // to SCHED_OTHER
+  unsigned boosted() const { return boosted_.load(std::memory_order_relaxed); }  // now in SCHED_OTHER
+  unsigned watched() const { return watched_.load(std::memory_order_relaxed); }  // ring threads found
+  // The first error of sched_setscheduler (an unprivileged daemon may not leave SCHED_IDLE
+  // unless RLIMIT_NICE allows nice 0); "" while none.
+  std::string error() const;
+
+ private:
+  struct Ring {
+    pid_t tid;
+    int fd;                 // its schedstat, open for the guard's life
+    uint64_t last_delay;    // ns
+    bool boosted = false;
+    unsigned calm = 0;
+  };
+  void run();
+  void find_rings();
+  void check(Ring& r);
+
+  Config cfg_;
+  std::vector<Ring> rings_;
+  std::atomic<uint64_t> boosts_{0};
+  std::atomic<unsigned> boosted_{0}, watched_{0};
+  mutable std::mutex mu_;  // stop_ and error_
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace biofs

@@ -1,0 +1,99 @@
+// The ring guard (daemon/ring_guard.h): a SCHED_IDLE thread kept from running by a busy thread
+// on its CPU goes back to SCHED_OTHER, and to SCHED_IDLE again once its CPU is calm.
+#include <doctest/doctest.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "daemon/ring_guard.h"
+
+using namespace biofs;
+using namespace std::chrono;
+
+namespace {
+
+void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+template <class F>
+bool wait_until(F f, seconds limit) {
+  const auto end = steady_clock::now() + limit;
+  while (!f() && steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(5));
+  return f();
+}
+
+}  // namespace
+
+TEST_CASE("ring guard: an idle-class thread starved by a busy one on its CPU runs as SCHED_OTHER until the CPU is calm") {
+  if (geteuid() != 0) {
+    MESSAGE("skipped: leaving SCHED_IDLE needs root (or RLIMIT_NICE)");
+    return;
+  }
+  std::atomic<bool> stop{false}, hog{true};
+  std::atomic<pid_t> ring_tid{0};
+  // The "ring": SCHED_IDLE, always wanting the CPU (as a ring thread with requests waiting).
+  std::thread ring([&] {
+    pthread_setname_np(pthread_self(), "guardtest-ring");
+    pin(0);
+    const sched_param p{0};
+    REQUIRE(sched_setscheduler(0, SCHED_IDLE, &p) == 0);
+    ring_tid = pid_t(syscall(SYS_gettid));
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  // The CPU-bound work on the same CPU, until told to stop.
+  std::thread busy([&] {
+    pin(0);
+    while (hog.load(std::memory_order_relaxed)) {
+    }
+  });
+  REQUIRE(wait_until([&] { return ring_tid.load() != 0; }, seconds(5)));
+  RingGuard::Config c;
+  c.rings = 1;
+  c.name_prefix = "guardtest-ring";
+  {
+    RingGuard guard(c);
+    CHECK(wait_until([&] { return guard.watched() == 1; }, seconds(5)));
+    CHECK(wait_until([&] { return guard.boosted() == 1; }, seconds(10)));
+    CHECK(sched_getscheduler(ring_tid) == SCHED_OTHER);
+    CHECK(guard.boosts() >= 1);
+    hog = false;  // the CPU is the ring's alone now: back to SCHED_IDLE
+    busy.join();
+    CHECK(wait_until([&] { return guard.boosted() == 0; }, seconds(10)));
+    CHECK(sched_getscheduler(ring_tid) == SCHED_IDLE);
+    CHECK(guard.error() == "");
+  }
+  stop = true;
+  ring.join();
+}
+
+TEST_CASE("ring guard: idle-class threads with their CPUs to themselves are left alone") {
+  std::atomic<bool> stop{false};
+  std::thread ring([&] {
+    pthread_setname_np(pthread_self(), "guardtest-calm");
+    const sched_param p{0};
+    REQUIRE(sched_setscheduler(0, SCHED_IDLE, &p) == 0);
+    while (!stop.load()) std::this_thread::sleep_for(milliseconds(1));  // mostly asleep, as an idle ring
+  });
+  RingGuard::Config c;
+  c.rings = 1;
+  c.name_prefix = "guardtest-calm";
+  {
+    RingGuard guard(c);
+    CHECK(wait_until([&] { return guard.watched() == 1; }, seconds(5)));
+    std::this_thread::sleep_for(milliseconds(300));
+    CHECK(guard.boosts() == 0);
+  }
+  stop = true;
+  ring.join();
+}
