@@ -137,7 +137,12 @@ int main(int argc, char** argv) {
   ctx.want_uring = use_uring;
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
-  ctx.ring_sched_idle = use_uring && opts.fuse_uring_sched_idle;
+  using RingSched = DaemonOptions::RingSched;
+  ctx.ring_sched_idle = use_uring && (opts.fuse_uring_sched == RingSched::idle ||
+                                      (opts.fuse_uring_sched == RingSched::auto_ && RingGuard::may_leave_idle()));
+  if (ctx.ring_sched_idle && !RingGuard::may_leave_idle())
+    notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
+             "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
   ctx.ring_plug = opts.fuse_uring_plug;
   if (const EmuNamespace* emu = dev->emu()) {
     ctx.device_stats = [emu] {
@@ -156,7 +161,7 @@ int main(int argc, char** argv) {
   // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
   std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
   if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
-  if (use_uring && opts.fuse_uring_sched_idle) fuse_o += ",io_uring_sched_idle";  // libfuse patch 0003
+  if (ctx.ring_sched_idle) fuse_o += ",io_uring_sched_idle";  // libfuse patch 0003
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;
@@ -198,9 +203,6 @@ int main(int argc, char** argv) {
     ret = fuse_session_loop_mt(se, cfg);
     fuse_loop_cfg_destroy(cfg);
   }
-  if (guard && !guard->error().empty()) fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", guard->error().c_str());
-  ctx.ring_guard = nullptr;
-  guard.reset();
   lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
   // Completion threads may still be answering (aborted) requests through the session's fd:
   // let them finish before it is closed.
@@ -208,6 +210,10 @@ int main(int argc, char** argv) {
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
+  // The ring threads are gone: the guard may stop (it watched them through the teardown too).
+  if (guard && !guard->error().empty()) fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", guard->error().c_str());
+  ctx.ring_guard = nullptr;
+  guard.reset();
   const int uerr = fs->unmount();
   if (uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
   fs.reset();

@@ -66,8 +66,11 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
   if (key == "fuse_uring_plug") return on_off(&o->fuse_uring_plug);
   if (key == "fuse_uring_sched") {
-    if (val != "normal" && val != "idle") return bad("normal|idle");
-    o->fuse_uring_sched_idle = val == "idle";
+    using RS = DaemonOptions::RingSched;
+    if (val == "normal") o->fuse_uring_sched = RS::normal;
+    else if (val == "idle") o->fuse_uring_sched = RS::idle;
+    else if (val == "auto") o->fuse_uring_sched = RS::auto_;
+    else return bad("normal|idle|auto");
     return "";
   }
   if (key == "writeback_cache") {
@@ -163,7 +166,7 @@ std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
                                    : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
   cl->device = p.positional[0];
   cl->mountpoint = p.positional[1];
-  if (cl->opts.fuse_uring_sched_idle && cl->opts.fuse_uring == FuseUring::off)
+  if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle && cl->opts.fuse_uring == FuseUring::off)
     return "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the FUSE ring threads";
   return "";
 }
@@ -174,7 +177,7 @@ std::string usage_text() {
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,fuse_uring_sched=normal|idle,\n"
+         "     writeback_cache=on|off,fuse_uring=on|off|auto,fuse_uring_qd=N,fuse_uring_sched=normal|idle|auto,\n"
          "     fuse_uring_plug=on|off,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";

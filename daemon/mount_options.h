@@ -39,9 +39,12 @@ struct DaemonOptions {
   // fuse_uring_plug=on|off: a ring thread keeps its block plug across a batch of requests
   // (daemon/README.md, "Plugging across a ring batch"); no effect on /dev/fuse.
   bool fuse_uring_plug = true;
-  // fuse_uring_sched=normal|idle: idle puts the ring threads in SCHED_IDLE, so a woken requester
-  // stays on its ring's CPU (daemon/README.md, "Ring threads in SCHED_IDLE").
-  bool fuse_uring_sched_idle = false;
+  // fuse_uring_sched=normal|idle|auto: idle puts the ring threads in SCHED_IDLE, so a woken
+  // requester stays on its ring's CPU, with a guard that moves a ring thread kept waiting back
+  // to SCHED_OTHER (daemon/README.md, "Ring threads in SCHED_IDLE"); auto, the default: idle
+  // when the daemon may move its threads back (ring_idle_guarded()), else normal.
+  enum class RingSched { normal, idle, auto_ };
+  RingSched fuse_uring_sched = RingSched::auto_;
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o
 };
 

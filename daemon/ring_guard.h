@@ -33,6 +33,11 @@ class RingGuard {
     std::string task_dir = "/proc/self/task";
     std::string name_prefix = "fuse-ring-";
   };
+  // Whether this process may move a thread from SCHED_IDLE back to SCHED_OTHER: root, or an
+  // RLIMIT_NICE that permits nice 0 (sched_setscheduler(2)). Without it the guard can only
+  // report that it could not.
+  static bool may_leave_idle();
+
   explicit RingGuard(const Config& c);
   ~RingGuard();  // stops the watcher; leaves each thread's class as it is
   RingGuard(const RingGuard&) = delete;

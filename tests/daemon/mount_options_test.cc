@@ -64,13 +64,16 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(o.fuse_uring == FuseUring::on);
   CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto)");
   CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
-  CHECK_FALSE(o.fuse_uring_sched_idle);
+  using RS = DaemonOptions::RingSched;
+  CHECK(o.fuse_uring_sched == RS::auto_);  // idle rings where the guard can move them back (ring_guard.h)
   CHECK(parse_mount_options("fuse_uring_sched=idle", &o) == "");
-  CHECK(o.fuse_uring_sched_idle);
+  CHECK(o.fuse_uring_sched == RS::idle);
   CHECK(parse_mount_options("fuse_uring_sched=normal", &o) == "");
-  CHECK_FALSE(o.fuse_uring_sched_idle);
+  CHECK(o.fuse_uring_sched == RS::normal);
+  CHECK(parse_mount_options("fuse_uring_sched=auto", &o) == "");
+  CHECK(o.fuse_uring_sched == RS::auto_);
   CHECK(parse_mount_options("fuse_uring_sched=batch", &o) ==
-        "bad value for mount option fuse_uring_sched: 'batch' (expected normal|idle)");
+        "bad value for mount option fuse_uring_sched: 'batch' (expected normal|idle|auto)");
   CHECK(o.fuse_uring_plug);  // a plug across each ring batch unless asked otherwise
   CHECK(parse_mount_options("fuse_uring_plug=off", &o) == "");
   CHECK_FALSE(o.fuse_uring_plug);
@@ -84,13 +87,14 @@ TEST_CASE("mount options: fuse_uring_sched=idle without the io_uring transport i
   auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
     return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl);
   };
-  CommandLine off, on, by_default;
+  CommandLine off, on, by_default, auto_off;
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=off,fuse_uring_sched=idle"}, &off) ==
         "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the FUSE ring threads");
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle"}, &by_default) == "");  // auto by default
-  CHECK(by_default.opts.fuse_uring_sched_idle);
+  CHECK(by_default.opts.fuse_uring_sched == DaemonOptions::RingSched::idle);
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle", "-o", "fuse_uring=auto"}, &on) == "");
-  CHECK(on.opts.fuse_uring_sched_idle);
+  CHECK(on.opts.fuse_uring_sched == DaemonOptions::RingSched::idle);
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=off"}, &auto_off) == "");  // auto: nothing to schedule
 }
 
 TEST_CASE("mount options: the FUSE worker count follows the CPUs") {

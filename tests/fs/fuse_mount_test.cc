@@ -132,7 +132,7 @@ long long stat_number(const std::string& stats, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("fuse: a mount that names no transport takes FUSE-over-io_uring where the kernel has it (fuse_uring=auto)") {
+TEST_CASE("fuse: a mount that names no transport takes FUSE-over-io_uring where the kernel has it, its rings in SCHED_IDLE as root") {
   if (!have_fuse()) {
     MESSAGE("skipped: no /dev/fuse");
     return;
@@ -145,7 +145,45 @@ TEST_CASE("fuse: a mount that names no transport takes FUSE-over-io_uring where 
   CHECK(stats.find("\"requested\":\"auto\"") != std::string::npos);
   CHECK(stats.find(fuse_uring_possible() ? "\"transport\":\"io_uring\"" : "\"transport\":\"/dev/fuse\"") !=
         std::string::npos);
+  // As root the ring threads run in SCHED_IDLE under the guard (fuse_uring_sched=auto).
+  CHECK(stats.find(fuse_uring_possible() ? "\"ring_sched\":\"idle\"" : "\"ring_sched\":\"normal\"") != std::string::npos);
   REQUIRE(run("fusermount3 -u " + s.mnt, &out) == 0);
+}
+
+TEST_CASE("fuse: CPU-bound threads on every CPU beside the daemon: its SCHED_IDLE rings are moved back and the I/O goes on") {
+  // A SCHED_IDLE ring thread gets the CPU only when nothing else in its group wants it: busy
+  // threads in the daemon's own session (its scheduling group) would hold every request up,
+  // until the guard (daemon/ring_guard.h) moves the waiting ring thread to SCHED_OTHER.
+  if (!have_fuse() || !fuse_uring_possible()) {
+    MESSAGE("skipped: no /dev/fuse, or no FUSE-over-io_uring (or not root)");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=idle");
+  std::atomic<bool> hog{true};
+  std::vector<std::thread> hogs;
+  for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); cpu++)
+    hogs.emplace_back([&, cpu] {
+      pin_to_cpu(int(cpu));
+      while (hog.load(std::memory_order_relaxed)) {
+      }
+    });
+  std::string stats;
+  {
+    const int fd = open((s.mnt + "/f").c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+    REQUIRE(fd >= 0);
+    DirectBlock b;
+    std::memset(b.p, 7, 4096);
+    for (int i = 0; i < 300; i++) REQUIRE(pwrite(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
+    for (int i = 0; i < 300; i++) REQUIRE(pread(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
+    close(fd);
+    stats = stats_of(s.mnt);
+  }
+  hog = false;
+  for (std::thread& t : hogs) t.join();
+  CHECK(stats.find("\"ring_sched\":\"idle\"") != std::string::npos);
+  CHECK(stat_number(stats, "guard_boosts") >= 1);
+  unmount(s.mnt, pid);
 }
 
 TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works on an O_DIRECT file") {

@@ -734,7 +734,9 @@ class Mount(unittest.TestCase):
         # No transport named: fuse_uring=auto, FUSE-over-io_uring where the kernel has it.
         uring = os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
         transport = "io_uring" if uring else "/dev/fuse"
-        self.assertIn(f"fuse      transport {transport} (fuse_uring=auto, ring threads normal)", p.stdout)
+        # Ring threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto).
+        rings = "SCHED_IDLE (guard: 0 moves to SCHED_OTHER, 0 now)" if uring else "normal"
+        self.assertIn(f"fuse      transport {transport} (fuse_uring=auto, ring threads {rings})", p.stdout)
         p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
         self.assertEqual(p.returncode, 1)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
