@@ -12,6 +12,7 @@ tools_test.NAME without the test_ (label fuse for Mount, unit for the rest).
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -734,9 +735,10 @@ class Mount(unittest.TestCase):
         # No transport named: fuse_uring=auto, FUSE-over-io_uring where the kernel has it.
         uring = os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
         transport = "io_uring" if uring else "/dev/fuse"
-        # Ring threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto).
-        rings = "SCHED_IDLE (guard: 0 moves to SCHED_OTHER, 0 now)" if uring else "normal"
-        self.assertIn(f"fuse      transport {transport} (fuse_uring=auto, ring threads {rings})", p.stdout)
+        # Ring threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto); the guard
+        # may have moved one if other tests kept the CPUs busy.
+        rings = r"SCHED_IDLE \(guard: \d+ moves to SCHED_OTHER, \d+ now\)" if uring else "normal"
+        self.assertRegex(p.stdout, rf"fuse      transport {re.escape(transport)} \(fuse_uring=auto, ring threads {rings}\)")
         p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
         self.assertEqual(p.returncode, 1)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
