@@ -102,6 +102,7 @@ class EmuQueue final : public NvmeQueue {
   // Inline commands done and not yet reaped: a stack through Request::rq_next (free while the
   // request is with the device), pushed by submitters, taken whole by the reaper.
   std::atomic<Request*> done_{nullptr};
+  bool ran_inline_ = false;  // queue_cmd() ran the command inline (set and taken by submit(), one submitter at a time)
 };
 
 EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
@@ -159,10 +160,7 @@ void EmuQueue::execute_inline(NvmeIod* iod, uint8_t xfer) {
   ns_->count_inline_command();
   iod->xfer = xfer;
   iod->status = run_sync(iod);
-  Request* rq = nvme_iod_to_rq(iod);
-  rq->rq_next = done_.load(std::memory_order_relaxed);
-  while (!done_.compare_exchange_weak(rq->rq_next, rq, std::memory_order_release, std::memory_order_relaxed)) {
-  }
+  ran_inline_ = true;  // submit() hands it to the reaper
 }
 
 void EmuQueue::wake() {
@@ -176,6 +174,13 @@ void EmuQueue::submit(RqList* rqs, bool commit) {
   while (Request* rq = rqs->pop()) {
     NvmeIod* iod = nvme_iod(rq);
     queue_cmd(iod);
+    if (ran_inline_) {  // done: once on done_, another thread may reap it, so nothing after the push
+      ran_inline_ = false;
+      rq->rq_next = done_.load(std::memory_order_relaxed);
+      while (!done_.compare_exchange_weak(rq->rq_next, rq, std::memory_order_release, std::memory_order_relaxed)) {
+      }
+      continue;
+    }
     // After the last access: the command goes to the kernel with a later submit. (The
     // releases inside cover commands whose first SQEs may be submitted while they are built.)
     NVME_TSAN_RELEASE(iod);
