@@ -198,6 +198,8 @@ int Filesystem::sync() {
 // inode's times. The root directory commits whatever is pending: `sync MNT` is the mount's
 // durability point, since syncfs(2) does not reach a FUSE daemon (README.md, "Durability").
 // After FUA data writes (write_durable) the flush is left out when there is nothing to commit.
+// The flush alone runs with no lock held, as ext4's blkdev_issue_flush(): the device may take
+// milliseconds, and reads and writes of every other file would wait for it behind the lock.
 int Filesystem::fsync(uint64_t ino, bool datasync, bool data_durable) {
   std::unique_lock ex(lock_);
   if (failed_) return -EROFS;
@@ -205,6 +207,7 @@ int Filesystem::fsync(uint64_t ino, bool datasync, bool data_durable) {
   const bool changed = ino == disk::ROOT_INO || it == inodes_.end() ||
                        (datasync ? it->second->datasync_seq : it->second->sync_seq) >= journal_.sequence();
   if (changed && (cache_.dirty_count() || alloc_.pending_blocks())) return commit_locked();
+  ex.unlock();
   return data_durable ? 0 : io_.flush();
 }
 

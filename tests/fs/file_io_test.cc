@@ -25,6 +25,7 @@
 #include "devices/open_device.h"
 #include "fsck_util.h"
 #include "nvme/emu_ns.h"
+#include "nvme/fault_inject.h"
 #include "nvme/nvme_driver.h"
 
 using namespace biofs;
@@ -41,12 +42,13 @@ struct Rig {
   std::string path;
   std::unique_ptr<BlockIo> io;
   std::unique_ptr<Filesystem> fs;
-  explicit Rig(bool use_emu) {
+  // emu_options: more of the device string (",vwc,fail_read=0": a flushing cache, faults to set).
+  explicit Rig(bool use_emu, const std::string& emu_options = "") {
     BlockDevice* bdev;
     if (use_emu) {
       path = "/tmp/biofs-file-io-" + std::to_string(getpid()) + ".img";
       unlink(path.c_str());
-      emu = open_device("emu:" + path + ",size=64M", DeviceOptions{});
+      emu = open_device("emu:" + path + ",size=64M" + emu_options, DeviceOptions{});
       bdev = emu->bdev();
     } else {
       brd = std::make_unique<BrdDevice>(64u << 20);
@@ -418,5 +420,43 @@ TEST_CASE("file io: an overwrite in a later clock tick sets mtime and ctime firs
   want.replace(4096, again.size(), again);
   CHECK(got == want);
   REQUIRE(rig.fs->release(f) == 0);
+  rig.unmount_and_check();
+}
+
+// fdatasync of a file whose metadata is committed is a device flush alone (ext4_fsync_journal's
+// blkdev_issue_flush). It runs with no filesystem lock held: a flush the device holds for two
+// seconds leaves another thread free to stat, read and overwrite meanwhile (held under the
+// exclusive lock, each of them waited for the flush).
+TEST_CASE("file io: an fdatasync's device flush holds no lock: stat, read and overwrite go on while it is held") {
+  Rig rig(true, ",vwc,fail_read=0");
+  REQUIRE(rig.emu->faults());
+  const uint64_t ino = rig.create("f");
+  const std::string data = bytes_for(1, 1, 8192);
+  REQUIRE(rig.fs->write(ino, 0, data.size(), data.data()) == ssize_t(data.size()));
+  REQUIRE(rig.fs->fsync(ino, true) == 0);  // commits the allocation: what is left is the flush
+  FaultConfig slow;
+  slow.delay = 1;
+  slow.delay_us = 2'000'000;
+  rig.emu->faults()->set(slow);
+  std::atomic<bool> synced{false};
+  std::thread syncer([&] {
+    CHECK(rig.fs->fsync(ino, true) == 0);
+    synced = true;
+  });
+  // Wait until the flush is with the device (the injector counts it as delayed).
+  while (rig.emu->faults()->counters().delayed == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  struct stat st;
+  CHECK(rig.fs->getattr(ino, &st) == 0);
+  CHECK(st.st_size == 8192);
+  CHECK_MESSAGE(!synced.load(), "the stat waited for the flush");
+  rig.emu->faults()->set(FaultConfig{});  // the read and the overwrite: at device speed
+  std::string back(4096, '\0');
+  CHECK(rig.fs->read(ino, 0, back.size(), back.data()) == 4096);
+  CHECK(back == data.substr(0, 4096));
+  const std::string over = bytes_for(2, 2, 4096);
+  CHECK(rig.fs->write(ino, 4096, over.size(), over.data()) == 4096);
+  CHECK_MESSAGE(!synced.load(), "the read and the overwrite waited for the flush");
+  syncer.join();
+  CHECK(synced.load());
   rig.unmount_and_check();
 }

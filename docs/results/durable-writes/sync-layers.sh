@@ -1,17 +1,19 @@
 #!/bin/bash
 # fsync'd small writes, three layers interleaved: fio 4 KiB random overwrites, psync QD1,
 # direct, O_DSYNC (--sync=dsync) and write+fdatasync, on biofs (emu:IMG,vwc), ext4 on a loop
-# device, passthrough_hp --nopassthrough over that ext4. Daemon CPU per write for the FUSE ones.
+# device, passthrough_hp --nopassthrough over that ext4 through /dev/fuse (hp) and over
+# FUSE-over-io_uring (hp_uring). Daemon CPU per write for the FUSE ones.
 # With `loop` biofs's image is a loop device too (emu:/dev/loopN,vwc), so that both daemons
 # leave the host's durability work to a loop worker. Usage: sync-layers.sh [ROUNDS] [SECS] [loop]
 rounds=${1:-3}; secs=${2:-5}; on_loop=${3:-}
-W=/var/tmp/synclayers; rm -rf $W; mkdir -p $W/b $W/e $W/h
+W=/var/tmp/synclayers; rm -rf $W; mkdir -p $W/b $W/e $W/h $W/u
 truncate -s 2G $W/bimg; bdev=$W/bimg; bloop=""
 if [ "$on_loop" = loop ]; then bloop=$(losetup -f --show $W/bimg); bdev=$bloop; fi
 /work/main/build/bin/mkfs.biofs -q $bdev
 truncate -s 2G $W/eimg; mkfs.ext4 -q -F $W/eimg; loop=$(losetup -f --show $W/eimg); mount $loop $W/e
 /work/main/build/bin/biofs "emu:$bdev,vwc" $W/b || exit 1; bpid=$(pgrep -f -n "emu:$bdev,vwc")
-/opt/biofs-libfuse/bin/passthrough_hp --nopassthrough $W/e $W/h & sleep 1; hpid=$(pgrep -f -n "passthrough_hp --nopassthrough $W/e")
+/opt/biofs-libfuse/bin/passthrough_hp --nopassthrough $W/e $W/h & sleep 1; hpid=$(pgrep -f -n "passthrough_hp --nopassthrough $W/e $W/h")
+/opt/biofs-libfuse/bin/passthrough_hp --nopassthrough -o io_uring $W/e $W/u & sleep 1; upid=$(pgrep -f -n "passthrough_hp --nopassthrough -o io_uring $W/e $W/u")
 for d in $W/b $W/e; do fio --name=prep --filename=$d/f --size=64M --bs=1M --rw=write --direct=1 --ioengine=psync --end_fsync=1 >/dev/null 2>&1; done
 cpu() { awk '{print $14+$15}' /proc/$1/stat; }
 one() { # layer dir pid mode
@@ -24,10 +26,10 @@ one() { # layer dir pid mode
 }
 for r in $(seq $rounds); do
   for m in dsync fdatasync; do
-    one biofs $W/b $bpid $m; one hp $W/h $hpid $m; one ext4 $W/e "" $m
-    one ext4 $W/e "" $m; one hp $W/h $hpid $m; one biofs $W/b $bpid $m
+    one biofs $W/b $bpid $m; one hp $W/h $hpid $m; one hp_uring $W/u $upid $m; one ext4 $W/e "" $m
+    one ext4 $W/e "" $m; one hp_uring $W/u $upid $m; one hp $W/h $hpid $m; one biofs $W/b $bpid $m
   done
 done
-fusermount3 -u $W/h; fusermount3 -u $W/b; umount $W/e; losetup -d $loop
+fusermount3 -u $W/h; fusermount3 -u $W/u; fusermount3 -u $W/b; umount $W/e; losetup -d $loop
 if [ -n "$bloop" ]; then sleep 1; losetup -d $bloop; fi
 rm -rf $W
