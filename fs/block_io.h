@@ -9,12 +9,13 @@
 #include <mutex>
 #include <vector>
 #include <cstdint>
-#include <functional>
 #include <memory>
 
 #include "blockcore/bio_set.h"
 #include "blockcore/blk_mq.h"
 #include "blockcore/blk_poll.h"
+#include "inplace_function.h"
+#include "small_vector.h"
 
 namespace biofs {
 
@@ -54,7 +55,8 @@ class IoBatch {
   void rw_bytes(bool write, uint64_t byte_off, uint32_t len, void* buf, blk_opf_t flags = 0);
   void flush(blk_opf_t flags = REQ_PREFLUSH);
   // The last completion calls fn (0 or -errno) and nobody waits; fn may destroy the batch.
-  void on_complete(std::function<void(int)> fn) {
+  using Callback = InplaceFunction<void(int)>;
+  void on_complete(Callback fn) {
     callback_ = std::move(fn);
     async_ = true;
   }
@@ -76,8 +78,10 @@ class IoBatch {
   static void end_io(Bio* bio);
   void done_one(blk_status_t st);
 
+  using Queue = SmallVector<Pending, 4>;  // a 4 KiB read or write is one bio
+
   BlockIo* io_;
-  std::vector<Pending> queued_;
+  Queue queued_;
   std::atomic<int> outstanding_{0};
   std::atomic<int> status_{0};  // first error as -errno
   // The waiter sleeps on a condition variable that the last completion signals with the lock
@@ -85,7 +89,7 @@ class IoBatch {
   std::mutex lock_;
   std::condition_variable cv_;
   bool finished_ = true;
-  std::function<void(int)> callback_;
+  Callback callback_;
   bool async_ = false;
   BlkPollGroup* poll_group_ = nullptr;  // the submitter's group, when it polls
 };

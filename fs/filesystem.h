@@ -94,9 +94,9 @@ class Filesystem {
   // The same, completing asynchronously: `done` runs exactly once, on the thread that ends the
   // last bio or inline (errors, holes, a write that must allocate), with the bytes moved or
   // -errno. A read's `data` is valid only during the call. `buf` of a write is copied before
-  // write_async returns. The FUSE daemon replies from `done`.
-  using ReadDone = std::function<void(ssize_t n, const uint8_t* data)>;
-  using WriteDone = std::function<void(ssize_t n)>;
+  // write_async returns. The FUSE daemon replies from `done` (held in place, no heap allocation).
+  using ReadDone = InplaceFunction<void(ssize_t n, const uint8_t* data)>;
+  using WriteDone = InplaceFunction<void(ssize_t n)>;
   // `into` (page-aligned, `into_cap` bytes, valid until `done` has run): a block-aligned read
   // that fits goes there, and `data` points into it (no copy); otherwise it is not used.
   void read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done, uint8_t* into = nullptr,
