@@ -87,6 +87,41 @@ class CompareMath(unittest.TestCase):
         self.assertIn("keep_cache=on", compare.io_mode(Cfg))
 
 
+class FioPlacement(unittest.TestCase):
+    """--fio-cpus: every fio run of a comparison (biofs, raw, ext4, passthrough_hp) on the CPUs given."""
+
+    def fio_command(self, fio_cpus):
+        class Cfg:
+            cell = dict(pattern="randread", bs="4k", engine="io_uring", qdepth=64, numjobs=1)
+            file_size, runtime, ramp, buffered = "16M", 1, 0, False
+        Cfg.fio_cpus = fio_cpus
+        seen = []
+
+        class Done:
+            stdout = json.dumps({"jobs": [{"read": {"iops": 10.0, "total_ios": 30},
+                                           "write": {"iops": 0.0, "total_ios": 0}}]})
+
+        real_run = compare.run
+        compare.run = lambda cmd, timeout=None: seen.append(cmd) or Done()
+        try:
+            self.assertEqual(compare.fio_run(Cfg, directory="/nowhere"), (10.0, 30))
+        finally:
+            compare.run = real_run
+        return seen[0]
+
+    def test_fio_cpus_pins_each_job_and_unpinned_leaves_fio_alone(self):
+        cmd = self.fio_command("1")
+        self.assertIn("--cpus_allowed=1", cmd)
+        self.assertIn("--cpus_allowed_policy=split", cmd)
+        self.assertFalse([a for a in self.fio_command(None) if a.startswith("--cpus_allowed")])
+
+    def test_fio_cpus_takes_cpu_lists_only(self):
+        for good in ("0", "1,3", "0-1", "0-3,6"):
+            self.assertTrue(compare.CPU_LIST.match(good), good)
+        for bad in ("", "x", "1,", "-1", "0-", "1;2"):
+            self.assertFalse(compare.CPU_LIST.match(bad), bad)
+
+
 class Shared(unittest.TestCase):
     def test_shared_helpers_format_and_parse(self):
         self.assertEqual([biofs_tools.fmt_ns(n) for n in (0, 999, 1000, 12345, 999_999, 1_000_000, 2_345_678)],

@@ -2,7 +2,8 @@
 # fio 4 KiB direct I/O on biofs (`emu:IMG,vwc`, fresh 2 GiB image per mount) with several mount
 # option sets, alternated A B C C B A per round; prints each cell's IOPS and the daemon's CPU
 # per I/O (utime+stime of the daemon over the cell / I/Os). Needs root, fio and build/bin.
-# IMG_DIR=/dev/shm puts the image on tmpfs (default /var/tmp, the disk).
+# IMG_DIR=/dev/shm puts the image on tmpfs (default /var/tmp, the disk). FIO_CPUS=LIST runs fio
+# on those CPUs (taskset): on the disk, where fio runs relative to the interrupts' CPU matters.
 # A set is OPTIONS or BINARY@OPTIONS (another biofs build, e.g. the one before a change).
 # Usage: docs/results/ring-sched/fio-cells.sh ROUNDS SET_A SET_B [SET_C ...]
 set -euo pipefail
@@ -20,7 +21,7 @@ cell_run() {  # $1: [BINARY@]OPTIONS; prints "set cell iops cpu_us"
     set -- $cell
     local c0 c1 out kb
     c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-    out=$(fio --name=t --filename="$w/m/f" --size=256M --rw="$3" --bs=4k --direct=1 --ioengine="$1" \
+    out=$(${FIO_CPUS:+taskset -c "$FIO_CPUS"} fio --name=t --filename="$w/m/f" --size=256M --rw="$3" --bs=4k --direct=1 --ioengine="$1" \
           --iodepth="$2" --runtime=3 --time_based --output-format=terse --terse-version=3)
     c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     # terse v3: read kB total field 6, IOPS 8; write kB 47, IOPS 49
