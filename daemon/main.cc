@@ -138,9 +138,10 @@ int main(int argc, char** argv) {
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   using RingSched = DaemonOptions::RingSched;
+  const bool guard_can_act = RingGuard::may_leave_idle();
   ctx.ring_sched_idle = use_uring && (opts.fuse_uring_sched == RingSched::idle ||
-                                      (opts.fuse_uring_sched == RingSched::auto_ && RingGuard::may_leave_idle()));
-  if (ctx.ring_sched_idle && !RingGuard::may_leave_idle())
+                                      (opts.fuse_uring_sched == RingSched::auto_ && guard_can_act));
+  if (ctx.ring_sched_idle && !guard_can_act)
     notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
              "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
   ctx.ring_plug = opts.fuse_uring_plug;
