@@ -21,6 +21,10 @@
 // nvmet's file back-end runs a buffered command inline before it punts one to its workqueue
 // (nvmet_file_execute_rw). The command is done when submit() returns and the submitter reaps
 // it (NvmeQueue::completed_in_submit()): the I/O runs to completion where it started.
+// `auto` also runs every Flush inline, on any file: io_uring hands an fsync to an io-wq worker
+// whatever the file, so through the ring a flush costs a worker's wake-up and a reaper's, while
+// its submitter sleeps anyway (a flush is waited for, as blkdev_issue_flush waits in
+// submit_bio_wait; the filesystem issues no other kind).
 #pragma once
 
 #include <atomic>
@@ -48,7 +52,7 @@ struct EmuHostFault {
 };
 
 enum class EmuInline : uint8_t {
-  automatic,  // inline when the backing file is in memory (tmpfs, ramfs)
+  automatic,  // inline when the backing file is in memory (tmpfs, ramfs); flushes always
   on,         // always: the submitter also waits for a disk (a synchronous device)
   off,        // never: every command through io_uring
 };
@@ -93,6 +97,8 @@ class EmuNamespace final : public NvmeTransport {
   // Commands run by the submitting thread (inline=, above); the queues still take the ring
   // while injected host answers (tests) are on, since those stand for io_uring's.
   bool inline_io() const { return inline_io_; }
+  // Flushes run by the submitting thread (inline=auto or on, above).
+  bool inline_flush() const { return cfg_.inline_io != EmuInline::off; }
 
   // Tests: the injected host answers from now on (EmuConfig::host_fault at the start).
   void set_host_fault(const EmuHostFault& f) {

@@ -81,6 +81,7 @@ class EmuQueue final : public NvmeQueue {
   void finish(NvmeIod* iod, IoCompBatch* iob, RqList* failed);
   int inject_host_fault(const NvmeIod* iod, int res, unsigned every);
   bool run_inline() const { return inline_ && !ns_->host_fault_every(); }
+  bool run_flush_inline() const { return inline_flush_ && !ns_->host_fault_every(); }
   uint16_t execute_sync(NvmeIod* iod);
   uint16_t run_sync(NvmeIod* iod);
   void execute_inline(NvmeIod* iod, uint8_t xfer);
@@ -96,6 +97,7 @@ class EmuQueue final : public NvmeQueue {
   const unsigned depth_;
   const bool vwc_;
   const bool inline_;  // EmuNamespace::inline_io()
+  const bool inline_flush_;  // EmuNamespace::inline_flush()
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
   EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
   uint64_t fault_seen_ = 0;      // tests: file operations reaped while host answers are injected
@@ -115,6 +117,7 @@ EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
       depth_(p.depth),
       vwc_(ns->config().vwc),
       inline_(ns->inline_io()),
+      inline_flush_(ns->inline_flush()),
       mem_mask_(ns->direct() ? ns->dio_mem_align() - 1 : 0),
       off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0),
       powercut_(ns->powercut()) {
@@ -271,9 +274,11 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 }
 
 // nvmet_file_execute_flush(): with no volatile cache there is nothing to make durable.
+// nvmet punts every flush to a workqueue; here the submitter, which waits for it anyway, runs it
+// (emu_ns.h, inline=auto): through the ring an io-wq worker would, and a reaper would wake.
 void EmuQueue::queue_flush(NvmeIod* iod) {
   if (!vwc_) return post(iod, NVME_SC_SUCCESS);
-  if (run_inline()) return execute_inline(iod, EMU_XFER_NONE);
+  if (run_flush_inline()) return execute_inline(iod, EMU_XFER_NONE);
   iod->pending = 1;
   iod->xfer = EMU_XFER_NONE;
   NVME_TSAN_RELEASE(iod);

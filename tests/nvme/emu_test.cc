@@ -442,6 +442,41 @@ TEST_CASE("emu: inline=auto is on for a backing file in memory (tmpfs) and off o
   }
 }
 
+TEST_CASE("emu: with a volatile cache a flush runs on its submitting thread on any file, unless inline=off") {
+  // Through the ring a flush is an fsync that io_uring hands to a worker: with no completion
+  // thread it is still pending when submit_bio returns. Run inline it has ended there, reaped by
+  // the submitter. A write before it takes the ring on a disk file system (auto) and stays there.
+  for (const char* opts : {",vwc", ",vwc,inline=off"}) {
+    CAPTURE(opts);
+    const bool off = std::string(opts).find("inline=off") != std::string::npos;
+    TempPath tmp("inline-flush");
+    DeviceOptions o;
+    o.completion_thread = false;
+    auto dev = open_emu(tmp, opts, o);
+    REQUIRE(dev->nvme()->write_cache());
+    CHECK(dev->emu()->inline_flush() == !off);
+    const uint64_t inline_before = dev->emu()->inline_commands();
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    AlignedBuf w(4096);
+    fill_pattern(w.p, 4096, 21);
+    CHECK(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
+    const uint64_t after_write = dev->emu()->inline_commands();
+    CHECK(after_write - inline_before == (dev->emu()->inline_io() ? 1u : 0u));
+    IoWait fl;
+    submit_bio(make_bio(*dev, bs, REQ_OP_FLUSH, 0, nullptr, 0, &fl));
+    if (off) {
+      CHECK(dev->emu()->inline_commands() == after_write);
+      wait_for(*dev, fl, 1);
+    } else {
+      CHECK(fl.done.load() == 1);  // ended inside submit_bio
+      CHECK(dev->emu()->inline_commands() == after_write + 1);
+    }
+    CHECK(fl.status.load() == BLK_STS_OK);
+    CHECK(dev->nvme()->inflight() == 0);
+    CHECK(std::memcmp(file_bytes(tmp.path, 8 * 512, 4096).data(), w.p, 4096) == 0);
+  }
+}
+
 namespace {
 
 // The emulated controller behind a transport that maps user pages as passthrough does:
