@@ -364,8 +364,10 @@ void blk_mq_submit_bio(Bio* bio) { blk_mq_submit_bio_plug(bio, tls_plug); }
 void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
   RequestQueue* q = bio->bi_bdev->queue;
   // bio_clear_polled(): without poll queues, and for flush sequences (whose steps are issued
-  // from other threads' completions), the bio completes the usual way.
-  if ((bio->bi_opf & REQ_POLLED) && (!q->nr_poll_queues() || (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)))) [[unlikely]]
+  // from other threads' completions), the bio completes the usual way. A FUA write without
+  // REQ_PREFLUSH is no sequence (blk_flush.h, rule 4: blk_insert_flush() queues it "for
+  // normal execution"), so it is polled like any write.
+  if ((bio->bi_opf & REQ_POLLED) && (!q->nr_poll_queues() || (bio->bi_opf & REQ_PREFLUSH))) [[unlikely]]
     bio->bi_opf &= ~REQ_POLLED;
   if (blk_insert_flush(bio)) [[unlikely]]
     return;

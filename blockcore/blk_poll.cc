@@ -33,19 +33,13 @@ int blk_mq_poll(BlkMqHwCtx* hctx, bool wait) {
   return n;
 }
 
+void blk_poll_backoff() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
+
 void blk_poll_group_wait(BlkPollGroup* g) {
   if (tls_group == g) tls_group = nullptr;
   if (!g->pending.load(std::memory_order_acquire)) return;
   blk_flush_plug_before_sleep();
-  BlkMqHwCtx* hctx = g->q->map_queue(REQ_POLLED);
-  while (g->pending.load(std::memory_order_acquire)) {
-    if (blk_mq_poll(hctx, false)) continue;
-    if (!g->pending.load(std::memory_order_acquire)) break;
-    if (blk_mq_poll(hctx, true)) continue;
-    // Nothing came on the poll queue: what is pending ends elsewhere (a submission that the
-    // block layer did not poll: a flush sequence, a split bio), on another thread.
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  blk_poll_until(g->q->map_queue(REQ_POLLED), [g] { return !g->pending.load(std::memory_order_acquire); });
 }
 
 }  // namespace biofs

@@ -36,4 +36,19 @@ void blk_poll_group_wait(BlkPollGroup* g);
 // queue has a completion (bounded). Returns the requests ended.
 int blk_mq_poll(BlkMqHwCtx* hctx, bool wait);
 
+// Reaps `hctx` (a poll queue) until done() holds: the loop of blk_poll_group_wait() and of a
+// synchronous waiter that polls (fs/block_io.h; the kernel's sync polled direct I/O, whose
+// waiter calls bio_poll() until its bio has ended). What ends elsewhere (a submission the block
+// layer did not poll) is waited for in short sleeps.
+void blk_poll_backoff();
+template <class Done>
+void blk_poll_until(BlkMqHwCtx* hctx, Done&& done) {
+  while (!done()) {
+    if (blk_mq_poll(hctx, false)) continue;
+    if (done()) break;
+    if (blk_mq_poll(hctx, true)) continue;
+    blk_poll_backoff();
+  }
+}
+
 }  // namespace biofs

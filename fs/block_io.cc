@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #ifndef BIOFS_SANITIZER_BUILD
 #include <tbb/scalable_allocator.h>
@@ -107,6 +108,13 @@ void IoBatch::done_one(blk_status_t st) {
   cv_.notify_all();
 }
 
+// A flush, or a write a flush goes before: blk-flush sequences it, and it completes unpolled.
+bool IoBatch::has_flush(const Queue& todo) {
+  for (const Pending& p : todo)
+    if ((p.flags & REQ_PREFLUSH) || bio_op_of(p.flags) == REQ_OP_FLUSH) return true;
+  return false;
+}
+
 void IoBatch::submit() {
   if (queued_.empty()) {
     if (async_) {
@@ -130,11 +138,17 @@ void IoBatch::submit() {
   BlockIo* io = io_;
   BlockDevice* bdev = io->bdev();
   // An asynchronous batch of a thread that polls (blockcore/blk_poll.h) is counted in its group
-  // and polled; a synchronous one is waited for here and completes the usual way.
+  // and polled. A synchronous one is polled by its waiter where the queue has poll queues and
+  // no bio is a flush sequence (those complete the usual way, so the waiter sleeps for them).
   blk_opf_t polled = 0;
-  if (BlkPollGroup* g = async_ ? blk_poll_group_current() : nullptr; g && g->q == bdev->queue) {
-    poll_group_ = g;
-    g->pending.fetch_add(1, std::memory_order_relaxed);
+  if (async_) {
+    if (BlkPollGroup* g = blk_poll_group_current(); g && g->q == bdev->queue) {
+      poll_group_ = g;
+      g->pending.fetch_add(1, std::memory_order_relaxed);
+      polled = REQ_POLLED;
+    }
+  } else if (bdev->queue && bdev->queue->nr_poll_queues() && !has_flush(todo)) {
+    poll_hctx_ = bdev->queue->map_queue(REQ_POLLED);
     polled = REQ_POLLED;
   }
   BlkPlug plug;
@@ -157,6 +171,12 @@ void IoBatch::submit() {
 int IoBatch::wait() {
   if (!queued_.empty()) submit();
   blk_flush_plug_before_sleep();  // an outer plug (a FUSE ring batch's) kept the bios
+  if (BlkMqHwCtx* hctx = std::exchange(poll_hctx_, nullptr)) {
+    blk_poll_until(hctx, [this] {
+      std::lock_guard g(lock_);
+      return finished_;
+    });
+  }
   {
     std::unique_lock g(lock_);
     cv_.wait(g, [this] { return finished_; });

@@ -77,6 +77,7 @@ class IoBatch {
   };
   static void end_io(Bio* bio);
   void done_one(blk_status_t st);
+  static bool has_flush(const SmallVector<Pending, 4>& todo);
 
   using Queue = SmallVector<Pending, 4>;  // a 4 KiB read or write is one bio
 
@@ -92,6 +93,9 @@ class IoBatch {
   Callback callback_;
   bool async_ = false;
   BlkPollGroup* poll_group_ = nullptr;  // the submitter's group, when it polls
+  // A synchronous batch whose bios went to the submitter's poll queue: wait() reaps it there
+  // instead of sleeping until a completion thread ends it.
+  BlkMqHwCtx* poll_hctx_ = nullptr;
 };
 
 class BlockIo {

@@ -409,9 +409,14 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* b
 
 ssize_t Filesystem::write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync,
                                   bool fsetid) {
+  // Its FUA write is polled by this thread where the device has poll queues (blk_poll.h): a
+  // synchronous write wakes no completion thread, as pwrite(O_DSYNC) on a polled queue.
   Waiter w;
+  BlkPollGroup group;
+  const bool polled = blk_poll_group_start(&group, io_.bdev()->queue);
   const bool fua = write_async_flags(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); }, fsetid,
                                      /*buf_stays=*/true, REQ_FUA);
+  if (polled) blk_poll_group_wait(&group);
   const ssize_t n = w.wait();
   if (n < 0) return n;
   if (int err = fsync(ino, datasync, fua)) return err;

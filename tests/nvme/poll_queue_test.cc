@@ -1,12 +1,14 @@
 // Poll queues and polling groups (blockcore/blk_poll.h) on the emulated namespace: polled bios
-// end in the thread that submitted them, never on a completion thread; what cannot be polled
-// (no poll queues, a FUA write) completes the usual way and the group still ends; a poll queue
+// end in the thread that submitted them, never on a completion thread, and a synchronous fs
+// batch is reaped by its waiter; what cannot be polled (no poll queues, a write behind a
+// pre-flush) completes the usual way and the group still ends; a poll queue
 // short of tags does not deadlock its submitter; many threads sharing fewer poll queues keep
 // their data. Written for ThreadSanitizer too (the `concurrent` label).
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <set>
 #include <thread>
 #include <vector>
@@ -123,17 +125,25 @@ TEST_CASE("poll queues: without them a REQ_POLLED bio completes on the completio
   bs.prune_this_thread_cache();
 }
 
-TEST_CASE("poll queues: a FUA write is not polled, and the group's wait still returns once it has ended") {
+TEST_CASE("poll queues: a FUA write is polled; a write a flush goes before is not, and the group's wait still returns") {
   TempPath tmp("fua");
   auto dev = open_device("emu:" + tmp.path + ",size=8M,vwc", poll_opts(1));
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
   alignas(4096) static uint8_t buf[3 * 4096];
   fill_pattern(buf, sizeof(buf), 3);
-  Ended e;
-  polled_batch(*dev, bs, REQ_OP_WRITE | REQ_FUA, 8, buf, 3, 4096, &e);
-  CHECK(e.done.load() == 3);
-  CHECK(e.status.load() == BLK_STS_OK);
-  CHECK(e.polled.load() == 0);
+  // REQ_FUA alone is no flush sequence (blk_insert_flush queues it for normal execution).
+  Ended fua;
+  polled_batch(*dev, bs, REQ_OP_WRITE | REQ_FUA, 8, buf, 3, 4096, &fua);
+  CHECK(fua.done.load() == 3);
+  CHECK(fua.status.load() == BLK_STS_OK);
+  CHECK(fua.polled.load() == 3);
+  CHECK(fua.off_thread.load() == 0);
+  // REQ_PREFLUSH: the write waits for its pre-flush, and goes on from that completion.
+  Ended pre;
+  polled_batch(*dev, bs, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA, 8, buf, 3, 4096, &pre);
+  CHECK(pre.done.load() == 3);
+  CHECK(pre.status.load() == BLK_STS_OK);
+  CHECK(pre.polled.load() == 0);
   // The completion thread lowers the driver's count just after it has ended the bios.
   for (int i = 0; i < 1000 && dev->nvme()->inflight(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(dev->nvme()->inflight() == 0);
@@ -194,7 +204,7 @@ TEST_CASE("poll queues: 8 threads sharing 3 poll queues, written and read back")
   MESSAGE("bios ended by another poller of the same queue: " << off_thread.load());
 }
 
-TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and is polled, a waited one is not") {
+TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and is polled") {
   TempPath tmp("iobatch");
   auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
@@ -202,7 +212,7 @@ TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and
   fill_pattern(w.data(), w.size(), 5);
   BlkPollGroup g;
   REQUIRE(blk_poll_group_start(&g, dev->queue()));
-  // Synchronous I/O inside the group completes the usual way (nobody would poll it).
+  // A waited batch inside the group is reaped by its waiter; the group does not count it.
   CHECK(io.write(0, 4, w.data()) == 0);
   CHECK(g.pending.load() == 0);
   const std::thread::id self = std::this_thread::get_id();
@@ -223,4 +233,70 @@ TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and
   CHECK(where == self);  // the callback ran in the submitter, from its poll queue
   CHECK(std::memcmp(w.data(), r.data(), w.size()) == 0);
   io.bio_set().prune_this_thread_cache();
+}
+
+TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion thread needed") {
+  TempPath tmp("iobatch-sync");
+  DeviceOptions o = poll_opts(1);
+  o.completion_thread = false;  // only pollers reap: a wait that did not poll would never end
+  auto dev = open_device("emu:" + tmp.path + ",size=8M,vwc", o);
+  BlockIo io(dev->bdev(), 4096);
+  IoBuf w(4 * 4096), r(4 * 4096);
+  fill_pattern(w.data(), w.size(), 9);
+  // Runs fn on a thread of its own; one that has not returned in 10 s fails the test and is
+  // reaped for, so that a regression fails rather than hangs.
+  const auto reaped_by_waiter = [&](auto fn) {
+    auto f = std::async(std::launch::async, [&] {
+      const int err = fn();
+      io.bio_set().prune_this_thread_cache();
+      return err;
+    });
+    if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      FAIL_CHECK("a synchronous wait did not reap its own I/O");
+      while (f.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) dev->poll(false);
+    }
+    return f.get();
+  };
+  CHECK(reaped_by_waiter([&] { return io.write(0, 4, w.data()); }) == 0);
+  CHECK(reaped_by_waiter([&] { return io.write(8, 1, w.data(), REQ_FUA); }) == 0);
+  CHECK(reaped_by_waiter([&] { return io.read(0, 4, r.data()); }) == 0);
+  CHECK(std::memcmp(w.data(), r.data(), w.size()) == 0);
+  // A flush runs on its submitter (emu inline flush), so a waited flush needs no reaper either.
+  CHECK(reaped_by_waiter([&] { return io.flush(); }) == 0);
+  // Inside the thread's group too, which then has nothing of it to wait for.
+  CHECK(reaped_by_waiter([&] {
+    BlkPollGroup g;
+    if (!blk_poll_group_start(&g, dev->queue())) return -1;
+    const int err = io.read(0, 1, r.data());
+    const unsigned counted = g.pending.load();
+    blk_poll_group_wait(&g);
+    return counted ? -2 : err;
+  }) == 0);
+  CHECK(dev->nvme()->inflight() == 0);
+}
+
+TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared poll queues, data kept") {
+  // Waiters that share a poll queue reap each other's I/O: each wait must still return once,
+  // when its own batch has ended, with its own data.
+  TempPath tmp("sync-share");
+  const unsigned threads = 8, rounds = 60;
+  auto dev = open_device("emu:" + tmp.path + ",size=16M,vwc", poll_opts(3, 16));
+  BlockIo io(dev->bdev(), 4096);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < threads; t++)
+    ts.emplace_back([&, t] {
+      IoBuf w(2 * 4096), r(2 * 4096);
+      for (unsigned round = 0; round < rounds; round++) {
+        fill_pattern(w.data(), w.size(), t * 1000 + round);
+        const uint64_t blk = uint64_t(t) * 2;
+        if (io.write(blk, 2, w.data()) || io.read(blk, 2, r.data()) || std::memcmp(w.data(), r.data(), w.size()))
+          failures.fetch_add(1);
+        if (round % 16 == 0 && io.flush()) failures.fetch_add(1);
+      }
+      io.bio_set().prune_this_thread_cache();
+    });
+  for (auto& th : ts) th.join();
+  CHECK(failures.load() == 0);
+  CHECK(dev->nvme()->inflight() == 0);
 }
