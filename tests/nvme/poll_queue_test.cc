@@ -125,7 +125,7 @@ TEST_CASE("poll queues: without them a REQ_POLLED bio completes on the completio
   bs.prune_this_thread_cache();
 }
 
-TEST_CASE("poll queues: a FUA write is polled; a write a flush goes before is not, and the group's wait still returns") {
+TEST_CASE("poll queues: a FUA write is polled, a write a flush goes before is not, and the group's wait still returns") {
   TempPath tmp("fua");
   auto dev = open_device("emu:" + tmp.path + ",size=8M,vwc", poll_opts(1));
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
