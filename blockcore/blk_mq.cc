@@ -97,6 +97,8 @@ RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps
 
 RequestQueue::~RequestQueue() = default;
 
+bool blk_poll_thread_polls() { return tls_poll_slot >= 0; }
+
 BlkMqHwCtx* RequestQueue::map_queue(blk_opf_t opf) {
   if (tls_cpu < 0) [[unlikely]] {
     const int cpu = sched_getcpu();

@@ -32,6 +32,11 @@ BlkPollGroup* blk_poll_group_current();
 // ended (a submission that ends elsewhere, e.g. on a default queue, is waited for too).
 void blk_poll_group_wait(BlkPollGroup* g);
 
+// Whether the calling thread has taken a poll queue (its first polled submission does). Only
+// such a thread polls its synchronous waits (fs/block_io.h): one that merely waits now and then
+// would otherwise take a poll queue too and share it with a thread that polls all the time.
+bool blk_poll_thread_polls();
+
 // blk_mq_poll(): reaps a poll queue and ends what it found; with `wait`, sleeps first until the
 // queue has a completion (bounded). Returns the requests ended.
 int blk_mq_poll(BlkMqHwCtx* hctx, bool wait);

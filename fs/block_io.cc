@@ -138,8 +138,9 @@ void IoBatch::submit() {
   BlockIo* io = io_;
   BlockDevice* bdev = io->bdev();
   // An asynchronous batch of a thread that polls (blockcore/blk_poll.h) is counted in its group
-  // and polled. A synchronous one is polled by its waiter where the queue has poll queues and
-  // no bio is a flush sequence (those complete the usual way, so the waiter sleeps for them).
+  // and polled. A synchronous one is polled by its waiter where the queue has poll queues, the
+  // thread polls already (a FUSE ring thread: blk_poll_thread_polls()) and no bio is a flush
+  // sequence (those complete the usual way, so the waiter sleeps for them).
   blk_opf_t polled = 0;
   if (async_) {
     if (BlkPollGroup* g = blk_poll_group_current(); g && g->q == bdev->queue) {
@@ -147,7 +148,7 @@ void IoBatch::submit() {
       g->pending.fetch_add(1, std::memory_order_relaxed);
       polled = REQ_POLLED;
     }
-  } else if (bdev->queue && bdev->queue->nr_poll_queues() && !has_flush(todo)) {
+  } else if (bdev->queue && bdev->queue->nr_poll_queues() && blk_poll_thread_polls() && !has_flush(todo)) {
     poll_hctx_ = bdev->queue->map_queue(REQ_POLLED);
     polled = REQ_POLLED;
   }

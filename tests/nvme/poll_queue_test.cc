@@ -71,6 +71,19 @@ void wait_done(Ended& e, int n) {
   while (e.done.load(std::memory_order_acquire) < n) std::this_thread::yield();
 }
 
+// Makes the calling thread a poller, as a FUSE ring thread becomes one at its first polled
+// read: one polled batch in a group, which takes the thread's poll queue.
+void take_poll_queue(BlockIo& io, void* buf) {
+  BlkPollGroup g;
+  REQUIRE(blk_poll_group_start(&g, io.bdev()->queue));
+  IoBatch b(&io);
+  b.read(0, 1, buf);
+  b.on_complete([](int) {});
+  b.submit();
+  blk_poll_group_wait(&g);
+  REQUIRE(blk_poll_thread_polls());
+}
+
 DeviceOptions poll_opts(unsigned poll_queues, unsigned qd = 64) {
   DeviceOptions o;
   o.qd = qd;
@@ -243,10 +256,12 @@ TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion
   BlockIo io(dev->bdev(), 4096);
   IoBuf w(4 * 4096), r(4 * 4096);
   fill_pattern(w.data(), w.size(), 9);
-  // Runs fn on a thread of its own; one that has not returned in 10 s fails the test and is
-  // reaped for, so that a regression fails rather than hangs.
+  // Runs fn on a thread of its own that polls; one that has not returned in 10 s fails the test
+  // and is reaped for, so that a regression fails rather than hangs.
   const auto reaped_by_waiter = [&](auto fn) {
     auto f = std::async(std::launch::async, [&] {
+      IoBuf scratch(4096);
+      take_poll_queue(io, scratch.data());
       const int err = fn();
       io.bio_set().prune_this_thread_cache();
       return err;
@@ -275,6 +290,21 @@ TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion
   CHECK(dev->nvme()->inflight() == 0);
 }
 
+TEST_CASE("poll queues: a thread that never polled waits the usual way and takes no poll queue") {
+  TempPath tmp("iobatch-nopoll");
+  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
+  BlockIo io(dev->bdev(), 4096);
+  IoBuf w(4096), r(4096);
+  fill_pattern(w.data(), w.size(), 4);
+  std::thread([&] {
+    CHECK(io.write(0, 1, w.data()) == 0);
+    CHECK(io.read(0, 1, r.data()) == 0);
+    CHECK_FALSE(blk_poll_thread_polls());
+    io.bio_set().prune_this_thread_cache();
+  }).join();
+  CHECK(std::memcmp(w.data(), r.data(), w.size()) == 0);
+}
+
 TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared poll queues, data kept") {
   // Waiters that share a poll queue reap each other's I/O: each wait must still return once,
   // when its own batch has ended, with its own data.
@@ -287,6 +317,7 @@ TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared 
   for (unsigned t = 0; t < threads; t++)
     ts.emplace_back([&, t] {
       IoBuf w(2 * 4096), r(2 * 4096);
+      take_poll_queue(io, r.data());
       for (unsigned round = 0; round < rounds; round++) {
         fill_pattern(w.data(), w.size(), t * 1000 + round);
         const uint64_t blk = uint64_t(t) * 2;
