@@ -77,9 +77,9 @@ class IoBatch {
   };
   static void end_io(Bio* bio);
   void done_one(blk_status_t st);
-  static bool has_flush(const SmallVector<Pending, 4>& todo);
 
   using Queue = SmallVector<Pending, 4>;  // a 4 KiB read or write is one bio
+  static bool has_flush(const Queue& todo);
 
   BlockIo* io_;
   Queue queued_;
