@@ -60,6 +60,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
   if (device)
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},
+                   {"inline_flush", device->inline_flush},
                    {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries}};
 
   const BioSetStats bs = io.bio_set().stats();

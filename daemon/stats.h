@@ -33,11 +33,13 @@ struct FuseStats {
 };
 
 // What the device reports, where it has something to say (an emulated namespace): its
-// name, whether its queues run commands inline on the submitting thread (nvme/emu_ns.h,
-// `inline=`), how many they did, and the commands run again after a transient host answer.
+// name, whether its queues run commands (or only flushes) inline on the submitting thread
+// (nvme/emu_ns.h, `inline=`), how many they did, and the commands run again after a transient
+// host answer.
 struct DeviceStats {
   std::string name;
   bool inline_io = false;
+  bool inline_flush = false;
   uint64_t inline_commands = 0;
   uint64_t host_retries = 0;
 };

@@ -224,6 +224,7 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
     REQUIRE(statfs(s.dir.c_str(), &sfs) == 0);
     const bool in_memory = sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
     CHECK((stats.find("\"inline\":true") != std::string::npos) == in_memory);
+    CHECK(stats.find("\"inline_flush\":true") != std::string::npos);  // flushes run inline on any file
     if (in_memory) CHECK(stat_number(stats, "inline_commands") >= 2);
     else CHECK(stat_number(stats, "inline_commands") == 0);
     unmount(s.mnt, pid);
