@@ -274,8 +274,7 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 }
 
 // nvmet_file_execute_flush(): with no volatile cache there is nothing to make durable.
-// nvmet punts every flush to a workqueue; here the submitter, which waits for it anyway, runs it
-// (emu_ns.h, inline=auto): through the ring an io-wq worker would, and a reaper would wake.
+// nvmet punts every flush to a workqueue; here the submitter runs it (emu_ns.h, inline=).
 void EmuQueue::queue_flush(NvmeIod* iod) {
   if (!vwc_) return post(iod, NVME_SC_SUCCESS);
   if (run_flush_inline()) return execute_inline(iod, EMU_XFER_NONE);
