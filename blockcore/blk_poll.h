@@ -56,4 +56,17 @@ void blk_poll_until(BlkMqHwCtx* hctx, Done&& done) {
   }
 }
 
+// A synchronous wait inside the calling thread's open group on q: what the thread submitted
+// meanwhile went to its poll queue, which no completion thread reaps, so the waiter polls until
+// done() holds (the kernel's sync polled I/O inside an io_uring IOPOLL task reaps the same way).
+// False, having waited for nothing, when no group on q is open: the caller then sleeps.
+template <class Done>
+bool blk_poll_group_wait_for(RequestQueue* q, Done&& done) {
+  BlkPollGroup* g = blk_poll_group_current();
+  if (!g || g->q != q) return false;
+  blk_flush_plug_before_sleep();
+  blk_poll_until(q->map_queue(REQ_POLLED), done);
+  return true;
+}
+
 }  // namespace biofs

@@ -370,7 +370,8 @@ void Filesystem::finish_conversions(std::vector<EndIoWork::Item*>& items) {
   }
 }
 
-// The synchronous forms wait for the asynchronous ones.
+// The synchronous forms wait for the asynchronous ones. A waiter whose thread has a poll group
+// open on the device polls for its I/O (blk_poll_group_wait_for): asleep, it would never be woken.
 namespace {
 struct Waiter {
   std::mutex lock;
@@ -383,10 +384,17 @@ struct Waiter {
     done = true;
     cv.notify_all();
   }
-  ssize_t wait() {
-    blk_flush_plug_before_sleep();
-    std::unique_lock g(lock);
-    cv.wait(g, [this] { return done; });
+  ssize_t wait(RequestQueue* q) {
+    const auto finished = [this] {
+      std::lock_guard g(lock);
+      return done;
+    };
+    if (!blk_poll_group_wait_for(q, finished)) {
+      blk_flush_plug_before_sleep();
+      std::unique_lock g(lock);
+      cv.wait(g, [this] { return done; });
+    }
+    std::lock_guard g(lock);
     return result;
   }
 };
@@ -398,13 +406,13 @@ ssize_t Filesystem::read(uint64_t ino, uint64_t off, size_t size, char* buf) {
     if (n > 0) std::memcpy(buf, data, size_t(n));
     w.finish(n);
   });
-  return w.wait();
+  return w.wait(io_.bdev()->queue);
 }
 
 ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* buf) {
   Waiter w;
   write_async(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); });
-  return w.wait();
+  return w.wait(io_.bdev()->queue);
 }
 
 ssize_t Filesystem::write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync,
@@ -417,7 +425,7 @@ ssize_t Filesystem::write_durable(uint64_t ino, uint64_t off, size_t size, const
   const bool fua = write_async_flags(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); }, fsetid,
                                      /*buf_stays=*/true, REQ_FUA);
   if (polled) blk_poll_group_wait(&group);
-  const ssize_t n = w.wait();
+  const ssize_t n = w.wait(io_.bdev()->queue);
   if (n < 0) return n;
   if (int err = fsync(ino, datasync, fua)) return err;
   return n;

@@ -15,6 +15,9 @@
 
 #include "blockcore/blk_poll.h"
 #include "fs/block_io.h"
+#include "fs/filesystem.h"
+#include "fs/mkfs.h"
+#include "../fs/fs_mount.h"
 #include "nvme_test_util.h"
 
 using namespace biofs;
@@ -288,6 +291,46 @@ TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion
     return counted ? -2 : err;
   }) == 0);
   CHECK(dev->nvme()->inflight() == 0);
+}
+
+TEST_CASE("poll queues: a synchronous fs read or write inside the thread's open group is reaped by its waiter") {
+  // The group marks the fs's I/O REQ_POLLED and no completion thread reaps a poll queue: a
+  // waiter that slept would never be woken (fails on a Waiter that only sleeps).
+  TempPath tmp("fs-group");
+  auto dev = open_device("emu:" + tmp.path + ",size=64M", poll_opts(1));
+  BlockIo io(dev->bdev(), 4096);
+  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  auto fs = test::mount_for_test(io);
+  struct stat st;
+  REQUIRE(fs->mknod(disk::ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, &st) == 0);
+  REQUIRE(fs->open(st.st_ino) == 0);
+  IoBuf w(3 * 4096), r(3 * 4096);
+  fill_pattern(w.data(), w.size(), 21);
+  ssize_t wrote = 0, read_back = 0, overwrote = 0;
+  unsigned left_in_group = 1;
+  auto f = std::async(std::launch::async, [&] {
+    BlkPollGroup g;
+    if (!blk_poll_group_start(&g, dev->queue())) return false;
+    const char* src = reinterpret_cast<const char*>(w.data());
+    wrote = fs->write(st.st_ino, 0, w.size(), src);                // allocating
+    overwrote = fs->write(st.st_ino, 4096, 4096, src + 4096);       // in place
+    read_back = fs->read(st.st_ino, 0, r.size(), reinterpret_cast<char*>(r.data()));
+    left_in_group = g.pending.load();
+    blk_poll_group_wait(&g);
+    io.bio_set().prune_this_thread_cache();
+    return true;
+  });
+  if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    FAIL_CHECK("a waiter inside its poll group slept on polled I/O");
+    while (f.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) dev->poll(false);
+  }
+  REQUIRE(f.get());
+  CHECK(wrote == ssize_t(w.size()));
+  CHECK(overwrote == 4096);
+  CHECK(read_back == ssize_t(r.size()));
+  CHECK(left_in_group == 0);  // the waits reaped their own I/O
+  CHECK(std::memcmp(w.data(), r.data(), w.size()) == 0);
+  CHECK(fs->unmount() == 0);
 }
 
 TEST_CASE("poll queues: a thread that never polled waits the usual way and takes no poll queue") {
