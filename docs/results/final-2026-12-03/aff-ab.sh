@@ -2,6 +2,7 @@
 # A/B of a temporary switch read from the environment by a patched daemon (not kept in the tree):
 #   completion thread free:  devices/open_device.cc  cfg.completion_affinity = opts.completion_affinity && !getenv("BIOFS_EXP_NOAFF");
 #   SQPOLL emulated queues: nvme/emu_queue.cc  if (getenv("BIOFS_EXP_SQPOLL")) { params.flags |= IORING_SETUP_SQPOLL; params.sq_thread_idle = atoi(...); }
+#   COOP_TASKRUN:           nvme/emu_queue.cc  if (getenv("BIOFS_EXP_COOP")) params.flags |= IORING_SETUP_COOP_TASKRUN;
 # Usage: aff-ab.sh NAME=VALUE  (three rounds, default and switched alternated; disk image, fio on CPU 0)
 cd /work/main
 w=/var/tmp/aff; rm -rf $w; mkdir -p $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
