@@ -271,7 +271,8 @@ void plug_ring_batch(int waiting) {
 
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
-bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
+// Otherwise it is counted as asynchronous until end_data_request().
+bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = CTX(req);
   ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
@@ -290,7 +291,17 @@ bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   return true;
 }
 
-void end_data_request(fuse_req_t req) { CTX(req)->data_requests.fetch_sub(1, std::memory_order_relaxed); }
+bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
+  const bool poll = decide_data_request(req, size, group);
+  if (!poll) CTX(req)->async_requests.fetch_add(1, std::memory_order_relaxed);
+  return poll;
+}
+
+void end_data_request(fuse_req_t req, bool polled) {
+  FuseContext* ctx = CTX(req);
+  if (!polled) ctx->async_requests.fetch_sub(1, std::memory_order_relaxed);
+  ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
+}
 
 // The last thing a read or write callback does: `req` may be gone (answered), ctx is not.
 void end_callback(FuseContext* ctx) { ctx->callbacks_pending.fetch_sub(1, std::memory_order_release); }
@@ -307,9 +318,9 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   char* payload = nullptr;
   size_t payload_size = 0;
   if (on_ring && fuse_req_get_payload(req, &payload, &payload_size, nullptr) != 0) payload = nullptr;
-  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, receiver = pthread_self()](ssize_t n,
-                                                                                                 const uint8_t* data) {
-    end_data_request(req);
+  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, poll, receiver = pthread_self()](ssize_t n,
+                                                                                                       const uint8_t* data) {
+    end_data_request(req, poll);
     count_reply_elsewhere(ctx, on_ring, receiver);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
@@ -339,8 +350,8 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   }
   BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
-  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, receiver = pthread_self()](ssize_t n) {
-    end_data_request(req);
+  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, poll, receiver = pthread_self()](ssize_t n) {
+    end_data_request(req, poll);
     count_reply_elsewhere(ctx, on_ring, receiver);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
@@ -491,7 +502,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
                    ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
     fuse.polled = ctx->polled.load(std::memory_order_relaxed);
     fuse.journal_commits = ctx->fs->commits();
-    if (ctx->ring_guard) fuse.guard_boosts = ctx->ring_guard->boosts(), fuse.guard_boosted = ctx->ring_guard->boosted();
+    if (const RingGuard* g = ctx->ring_guard) {
+      fuse.guard_boosts = g->boosts();
+      fuse.guard_boosted = g->boosted();
+      fuse.guard_io_boosts = g->io_boosts();
+    }
     const DeviceStats device = ctx->device_stats ? ctx->device_stats() : DeviceStats{};
     return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr), size);
   }

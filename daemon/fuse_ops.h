@@ -27,7 +27,8 @@ struct FuseContext {
   // FUSE-over-io_uring (fuse_transport.h): asked for at INIT.
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
-  bool ring_sched_idle = false;           // fuse_uring_sched=idle, for the stats
+  bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
+  bool ring_sched_auto = false;           // fuse_uring_sched=auto as idle: SCHED_OTHER while I/O is in flight
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
   // The device's counters for the stats, from main (which opened it); unset: none to report.
@@ -46,6 +47,9 @@ struct FuseContext {
   unsigned threads = 1;
   std::atomic<unsigned> data_requests{0};  // reads and writes received and not yet answered
   std::atomic<uint64_t> polled{0};         // of them, run to completion
+  // Of them, those not run to completion and not yet answered: their device completions are
+  // task work of the thread that submitted them (the ring guard's async_io, ring_guard.h).
+  std::atomic<unsigned> async_requests{0};
   // Reads and writes whose completion callback has not yet returned. A callback may reply
   // from a completion thread after the session loop has ended (an unmount aborts what the
   // kernel still waited for), so the session is destroyed only once this is zero

@@ -47,7 +47,8 @@ void RingGuard::run() {
   while (!cv_.wait_for(l, std::chrono::milliseconds(cfg_.period_ms), [this] { return stop_; })) {
     l.unlock();
     if (rings_.size() < cfg_.rings) find_rings();  // the rings start after the mount
-    for (Ring& r : rings_) check(r);
+    const bool io = cfg_.async_io && cfg_.async_io->load(std::memory_order_relaxed) > 0;
+    for (Ring& r : rings_) check(r, io);
     l.lock();
   }
 }
@@ -89,27 +90,39 @@ void RingGuard::find_rings() {
   watched_.store(unsigned(rings_.size()), std::memory_order_relaxed);
 }
 
-void RingGuard::check(Ring& r) {
+void RingGuard::check(Ring& r, bool io_in_flight) {
   uint64_t delay;
   if (!read_delay(r.fd, &delay)) return;  // the thread has ended (unmount)
   const uint64_t waited = delay - r.last_delay;
   r.last_delay = delay;
-  const uint64_t starved = uint64_t(cfg_.period_ms) * 1000000 * cfg_.starved_pct / 100;
-  bool to_other = false, to_idle = false;
+  const uint64_t period = uint64_t(cfg_.period_ms) * 1000000;
+  const uint64_t starved = period * cfg_.starved_pct / 100;
   if (!r.boosted) {
-    to_other = waited > starved;
-  } else {
-    r.calm = waited < starved / 10 ? r.calm + 1 : 0;
-    to_idle = r.calm >= cfg_.calm_periods;
+    if (waited > starved) {
+      move(r, true);
+    } else if (io_in_flight && waited > period * cfg_.io_pct / 100 && move(r, true)) {
+      r.for_io = true;
+      io_boosts_.fetch_add(1, std::memory_order_relaxed);
+      io_boosted_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return;
   }
-  if (!to_other && !to_idle) return;
+  const bool calm = r.for_io ? !io_in_flight : waited < starved / 10;
+  r.calm = calm ? r.calm + 1 : 0;
+  if (r.calm < cfg_.calm_periods || !move(r, false)) return;
+  if (r.for_io) io_boosted_.fetch_sub(1, std::memory_order_relaxed);
+  r.for_io = false;
+}
+
+// Moves a ring to SCHED_OTHER or back to SCHED_IDLE; false (the first error kept) if it could not.
+bool RingGuard::move(Ring& r, bool to_other) {
   const sched_param p{0};
   if (sched_setscheduler(r.tid, to_other ? SCHED_OTHER : SCHED_IDLE, &p) != 0) {
     std::lock_guard<std::mutex> l(mu_);
     if (error_.empty())
       error_ = std::string("cannot move FUSE ring thread ") + std::to_string(r.tid) + " to " +
                (to_other ? "SCHED_OTHER" : "SCHED_IDLE") + ": " + strerror(errno);
-    return;
+    return false;
   }
   r.boosted = to_other;
   r.calm = 0;
@@ -119,6 +132,7 @@ void RingGuard::check(Ring& r) {
   } else {
     boosted_.fetch_sub(1, std::memory_order_relaxed);
   }
+  return true;
 }
 
 }  // namespace biofs

@@ -7,6 +7,15 @@
 // back to SCHED_OTHER, and returns to SCHED_IDLE once it has waited less than a tenth of that
 // share for ten periods in a row. No kernel twin: the kernel's own answer to SCHED_IDLE
 // starvation is the tiny weight it gives such threads (3 against 1024).
+//
+// With `async_io` (fuse_uring_sched=auto) a ring thread also leaves SCHED_IDLE while reads and
+// writes it did not run to completion are in flight and it waited more than io_pct of a
+// period: their device completions are io_uring task work of the thread that submitted them
+// (the ring thread), so an idle-class ring that waits behind its requester delays every
+// completion, and the disk sees fewer I/Os in flight (docs/results.md, "Ring threads in
+// SCHED_OTHER while I/O is in flight"). It returns to SCHED_IDLE after ten periods with none
+// in flight, whatever it waited: the requests that follow (metadata, one at a time) are the
+// ones SCHED_IDLE serves best.
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +39,10 @@ class RingGuard {
     // nearly all of it; one sharing its CPU with a busy requester waits for moments.
     unsigned starved_pct = 75;
     unsigned calm_periods = 10;    // this many periods with under a tenth of it: SCHED_IDLE again
+    // Reads and writes in flight that complete on the ring thread's task work; nullptr: the
+    // guard looks at starvation only (fuse_uring_sched=idle).
+    const std::atomic<unsigned>* async_io = nullptr;
+    unsigned io_pct = 10;          // with async_io above zero, waited this share: SCHED_OTHER
     std::string task_dir = "/proc/self/task";
     std::string name_prefix = "fuse-ring-";
   };
@@ -45,6 +58,8 @@ class RingGuard {
 
   uint64_t boosts() const { return boosts_.load(std::memory_order_relaxed); }    // to SCHED_OTHER
   unsigned boosted() const { return boosted_.load(std::memory_order_relaxed); }  // now in SCHED_OTHER
+  uint64_t io_boosts() const { return io_boosts_.load(std::memory_order_relaxed); }    // of them, for I/O
+  unsigned io_boosted() const { return io_boosted_.load(std::memory_order_relaxed); }  // now, for I/O
   unsigned watched() const { return watched_.load(std::memory_order_relaxed); }  // ring threads found
   // The first error of sched_setscheduler (an unprivileged daemon may not leave SCHED_IDLE
   // unless RLIMIT_NICE allows nice 0); "" while none.
@@ -56,16 +71,18 @@ class RingGuard {
     int fd;                 // its schedstat, open for the guard's life
     uint64_t last_delay;    // ns
     bool boosted = false;
+    bool for_io = false;    // boosted because I/O was in flight (else: starved)
     unsigned calm = 0;
   };
   void run();
   void find_rings();
-  void check(Ring& r);
+  void check(Ring& r, bool io_in_flight);
+  bool move(Ring& r, bool to_other);
 
   Config cfg_;
   std::vector<Ring> rings_;
-  std::atomic<uint64_t> boosts_{0};
-  std::atomic<unsigned> boosted_{0}, watched_{0};
+  std::atomic<uint64_t> boosts_{0}, io_boosts_{0};
+  std::atomic<unsigned> boosted_{0}, io_boosted_{0}, watched_{0};
   mutable std::mutex mu_;  // stop_ and error_
   std::condition_variable cv_;
   bool stop_ = false;

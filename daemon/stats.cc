@@ -56,7 +56,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   if (fuse)
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
                  {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled},
-                 {"guard_boosts", fuse->guard_boosts}, {"guard_boosted", fuse->guard_boosted}};
+                 {"guard_boosts", fuse->guard_boosts}, {"guard_boosted", fuse->guard_boosted},
+                 {"guard_io_boosts", fuse->guard_io_boosts}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
   if (device)
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},

@@ -28,6 +28,7 @@ struct FuseStats {
   // moves so far, threads in SCHED_OTHER now.
   uint64_t guard_boosts = 0;
   unsigned guard_boosted = 0;
+  uint64_t guard_io_boosts = 0;  // of the moves, those for reads and writes in flight (fuse_uring_sched=auto)
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
   uint64_t journal_commits = 0;
 };

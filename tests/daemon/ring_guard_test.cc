@@ -97,3 +97,57 @@ TEST_CASE("ring guard: idle-class threads with their CPUs to themselves are left
   stop = true;
   ring.join();
 }
+
+TEST_CASE("ring guard: with reads and writes in flight an idle-class ring that waits runs as SCHED_OTHER, and goes back once none are") {
+  if (geteuid() != 0) {
+    MESSAGE("skipped: leaving SCHED_IDLE needs root (or RLIMIT_NICE)");
+    return;
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<pid_t> ring_tid{0};
+  std::thread ring([&] {  // SCHED_IDLE, always wanting the CPU
+    pthread_setname_np(pthread_self(), "guardtest-io");
+    pin(0);
+    const sched_param p{0};
+    REQUIRE(sched_setscheduler(0, SCHED_IDLE, &p) == 0);
+    ring_tid = pid_t(syscall(SYS_gettid));
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  // A requester on the same CPU that runs half the time: the ring waits about half of each
+  // period, more than io_pct and less than starved_pct.
+  std::thread requester([&] {
+    pin(0);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const auto until = steady_clock::now() + milliseconds(2);
+      while (steady_clock::now() < until) {
+      }
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+  });
+  REQUIRE(wait_until([&] { return ring_tid.load() != 0; }, seconds(5)));
+  std::atomic<unsigned> in_flight{0};
+  RingGuard::Config c;
+  c.rings = 1;
+  c.name_prefix = "guardtest-io";
+  c.async_io = &in_flight;
+  {
+    RingGuard guard(c);
+    CHECK(wait_until([&] { return guard.watched() == 1; }, seconds(5)));
+    std::this_thread::sleep_for(milliseconds(300));
+    CHECK(guard.io_boosts() == 0);  // nothing in flight: waiting alone is no reason below starved_pct
+    in_flight = 3;
+    CHECK(wait_until([&] { return guard.io_boosted() == 1; }, seconds(10)));
+    CHECK(sched_getscheduler(ring_tid) == SCHED_OTHER);
+    in_flight = 0;  // the ring still waits behind the requester, but has nothing to complete
+    CHECK(wait_until([&] { return guard.io_boosted() == 0; }, seconds(10)));
+    const uint64_t boosts = guard.boosts();
+    const int policy = sched_getscheduler(ring_tid);
+    if (guard.boosts() == boosts && guard.boosted() == 0) CHECK(policy == SCHED_IDLE);  // unless starved since
+    CHECK(guard.io_boosts() >= 1);
+    CHECK(guard.error() == "");
+  }
+  stop = true;
+  ring.join();
+  requester.join();
+}

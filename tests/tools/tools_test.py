@@ -772,7 +772,7 @@ class Mount(unittest.TestCase):
         transport = "io_uring" if uring else "/dev/fuse"
         # Ring threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto); the guard
         # may have moved one if other tests kept the CPUs busy.
-        rings = r"SCHED_IDLE \(guard: \d+ moves to SCHED_OTHER, \d+ now\)" if uring else "normal"
+        rings = r"SCHED_IDLE \(guard: \d+ moves to SCHED_OTHER, \d+ of them for I/O in flight, \d+ now\)" if uring else "normal"
         self.assertRegex(p.stdout, rf"fuse      transport {re.escape(transport)} \(fuse_uring=auto, ring threads {rings}\)")
         p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
         self.assertEqual(p.returncode, 1)
