@@ -43,8 +43,8 @@ struct DaemonOptions {
   // requester stays on its ring's CPU, with a guard that moves a ring thread kept waiting back
   // to SCHED_OTHER (daemon/README.md, "Ring threads in SCHED_IDLE"); auto, the default: idle
   // when the daemon may move its threads back (RingGuard::may_leave_idle()), with the guard
-  // also moving a waiting ring to SCHED_OTHER while reads and writes it did not run to
-  // completion are in flight; else normal.
+  // also moving a waiting ring to SCHED_OTHER while reads and writes not run to completion
+  // are in flight; else normal.
   enum class RingSched { normal, idle, auto_ };
   RingSched fuse_uring_sched = RingSched::auto_;
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o

@@ -9,13 +9,13 @@
 // starvation is the tiny weight it gives such threads (3 against 1024).
 //
 // With `async_io` (fuse_uring_sched=auto) a ring thread also leaves SCHED_IDLE while reads and
-// writes it did not run to completion are in flight and it waited more than io_pct of a
-// period: their device completions are io_uring task work of the thread that submitted them
-// (the ring thread), so an idle-class ring that waits behind its requester delays every
-// completion, and the disk sees fewer I/Os in flight (docs/results.md, "Ring threads in
-// SCHED_OTHER while I/O is in flight"). It returns to SCHED_IDLE after ten periods with none
-// in flight, whatever it waited: the requests that follow (metadata, one at a time) are the
-// ones SCHED_IDLE serves best.
+// writes not run to completion are in flight (the daemon's count, not the thread's) and it
+// waited more than io_pct of a period: their device completions are io_uring task work of the
+// thread that submitted them (a ring thread), so an idle-class ring that waits behind its
+// requester delays every completion, and the disk sees fewer I/Os in flight (docs/results.md,
+// "Ring threads in SCHED_OTHER while I/O is in flight"). It returns to SCHED_IDLE after ten
+// periods with none in flight, whatever it waited: the requests that follow (metadata, one at
+// a time) are the ones SCHED_IDLE serves best.
 #pragma once
 
 #include <sys/types.h>
