@@ -306,7 +306,7 @@ TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in 
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
-TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while reads are in flight, SCHED_IDLE again after; idle does not") {
+TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while reads are in flight, SCHED_IDLE again after, and idle does not") {
   // Device completions are task work of the ring thread that submitted them (daemon/ring_guard.h):
   // with fio's queue of reads in flight and the ring waiting behind fio on its CPU, auto moves
   // the ring to SCHED_OTHER; once the reads have ended it returns to SCHED_IDLE. The image's
