@@ -324,24 +324,30 @@ TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while 
     const pid_t pid = mount_fg("emu:" + s.img + ",inline=off", s.mnt, "fuse_uring=on,fuse_uring_sched=" + sched);
     const std::string fio = "taskset -c 0 fio --name=q --filename=" + s.mnt + "/f --size=32M --bs=4k --direct=1 "
                             "--ioengine=io_uring --iodepth=32 --rw=randread --runtime=2 --time_based --output=/dev/null";
+    // Quiet: every ring returns to SCHED_IDLE (ten calm periods; a test beside this one may
+    // keep a ring starved for a while).
+    auto all_rings_idle = [&] {
+      long idle_rings = 0;
+      for (int i = 0; i < 200 && idle_rings != cpus; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        idle_rings = 0;
+        for (const auto& [name, policy] : thread_policies(pid))
+          idle_rings += name.rfind("fuse-ring-", 0) == 0 && policy == SCHED_IDLE;
+      }
+      return idle_rings == cpus;
+    };
     // A round may show starvation instead (a test beside this one filling CPU 0 moves the ring
-    // for that reason first): up to three rounds.
+    // for that reason first, and a starved ring is not moved again for I/O): up to three
+    // rounds, each from idle rings.
     long long io_boosts = 0;
     for (int round = 0; round < (sched == "auto" ? 3 : 1) && io_boosts == 0; round++) {
+      CHECK(all_rings_idle());
       REQUIRE_MESSAGE(run(fio, &out) == 0, out);
       io_boosts = stat_number(stats_of(s.mnt), "guard_io_boosts");
     }
     if (sched == "auto") CHECK(io_boosts >= 1);
     else CHECK(io_boosts == 0);  // idle: the guard looks at starvation only
-    // Quiet again: every ring returns to SCHED_IDLE (ten calm periods; a test beside this one
-    // may keep a ring starved for a while).
-    long idle_rings = 0;
-    for (int i = 0; i < 200 && idle_rings != cpus; i++) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      idle_rings = 0;
-      for (const auto& [name, policy] : thread_policies(pid)) idle_rings += name.rfind("fuse-ring-", 0) == 0 && policy == SCHED_IDLE;
-    }
-    CHECK(idle_rings == cpus);
+    CHECK(all_rings_idle());
     unmount(s.mnt, pid);
   }
 }
