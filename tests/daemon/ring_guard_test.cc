@@ -32,6 +32,20 @@ bool wait_until(F f, seconds limit) {
   return f();
 }
 
+// A stand-in ring thread: named `name`, on CPU 0, SCHED_IDLE, always wanting the CPU (as a ring
+// thread with requests waiting) until `stop`; its thread id lands in `tid`.
+std::thread idle_spinner(const char* name, std::atomic<bool>& stop, std::atomic<pid_t>& tid) {
+  return std::thread([name, &stop, &tid] {
+    pthread_setname_np(pthread_self(), name);
+    pin(0);
+    const sched_param p{0};
+    REQUIRE(sched_setscheduler(0, SCHED_IDLE, &p) == 0);
+    tid = pid_t(syscall(SYS_gettid));
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+}
+
 }  // namespace
 
 TEST_CASE("ring guard: an idle-class thread starved by a busy one on its CPU runs as SCHED_OTHER until the CPU is calm") {
@@ -41,16 +55,7 @@ TEST_CASE("ring guard: an idle-class thread starved by a busy one on its CPU run
   }
   std::atomic<bool> stop{false}, hog{true};
   std::atomic<pid_t> ring_tid{0};
-  // The "ring": SCHED_IDLE, always wanting the CPU (as a ring thread with requests waiting).
-  std::thread ring([&] {
-    pthread_setname_np(pthread_self(), "guardtest-ring");
-    pin(0);
-    const sched_param p{0};
-    REQUIRE(sched_setscheduler(0, SCHED_IDLE, &p) == 0);
-    ring_tid = pid_t(syscall(SYS_gettid));
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
-  });
+  std::thread ring = idle_spinner("guardtest-ring", stop, ring_tid);
   // The CPU-bound work on the same CPU, until told to stop.
   std::thread busy([&] {
     pin(0);
@@ -105,15 +110,7 @@ TEST_CASE("ring guard: with reads and writes in flight an idle-class ring that w
   }
   std::atomic<bool> stop{false};
   std::atomic<pid_t> ring_tid{0};
-  std::thread ring([&] {  // SCHED_IDLE, always wanting the CPU
-    pthread_setname_np(pthread_self(), "guardtest-io");
-    pin(0);
-    const sched_param p{0};
-    REQUIRE(sched_setscheduler(0, SCHED_IDLE, &p) == 0);
-    ring_tid = pid_t(syscall(SYS_gettid));
-    while (!stop.load(std::memory_order_relaxed)) {
-    }
-  });
+  std::thread ring = idle_spinner("guardtest-io", stop, ring_tid);
   // A requester on the same CPU that runs half the time: the ring waits about half of each
   // period, more than io_pct and less than starved_pct.
   std::thread requester([&] {
