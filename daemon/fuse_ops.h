@@ -28,7 +28,6 @@ struct FuseContext {
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
-  bool ring_sched_auto = false;           // fuse_uring_sched=auto as idle: SCHED_OTHER while I/O is in flight
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
   // The device's counters for the stats, from main (which opened it); unset: none to report.

@@ -141,7 +141,6 @@ int main(int argc, char** argv) {
   const bool guard_can_act = RingGuard::may_leave_idle();
   ctx.ring_sched_idle = use_uring && (opts.fuse_uring_sched == RingSched::idle ||
                                       (opts.fuse_uring_sched == RingSched::auto_ && guard_can_act));
-  ctx.ring_sched_auto = ctx.ring_sched_idle && opts.fuse_uring_sched == RingSched::auto_;
   if (ctx.ring_sched_idle && !guard_can_act)
     notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
              "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
@@ -189,7 +188,8 @@ int main(int argc, char** argv) {
   if (ctx.ring_sched_idle) {
     RingGuard::Config gc;
     gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));
-    if (ctx.ring_sched_auto) gc.async_io = &ctx.async_requests;
+    // auto: also SCHED_OTHER while reads and writes are in flight (ring_guard.h)
+    if (opts.fuse_uring_sched == RingSched::auto_) gc.async_io = &ctx.async_requests;
     guard = std::make_unique<RingGuard>(gc);
     ctx.ring_guard = guard.get();
   }

@@ -246,6 +246,23 @@ std::vector<std::pair<std::string, int>> thread_policies(pid_t pid) {
   return out;
 }
 
+long rings_in(const std::vector<std::pair<std::string, int>>& policies, int ring_policy) {
+  long n = 0;
+  for (const auto& [name, policy] : policies) n += name.rfind("fuse-ring-", 0) == 0 && policy == ring_policy;
+  return n;
+}
+
+// The daemon's thread policies once all `rings` ring threads are in `ring_policy`, or after 10 s.
+// Reads /proc only: touching the mount would wake a ring.
+std::vector<std::pair<std::string, int>> settled_policies(pid_t pid, int ring_policy, long rings) {
+  std::vector<std::pair<std::string, int>> policies = thread_policies(pid);
+  for (int i = 0; i < 200 && rings_in(policies, ring_policy) != rings; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    policies = thread_policies(pid);
+  }
+  return policies;
+}
+
 }  // namespace
 
 TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in SCHED_IDLE, and requests still complete with every CPU busy") {
@@ -262,18 +279,10 @@ TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in 
     // it sets its class (libfuse's fuse_uring_thread), and the mount can be up before every
     // ring thread has started; and work on the other CPUs (ctest -j runs tests side by side)
     // can starve a SCHED_IDLE ring thread, which the guard moves to SCHED_OTHER and back once
-    // it has been calm for ten periods. The daemon is quiet now: wait, without touching the
-    // mount (that would wake a ring), until every ring thread is in its class.
+    // it has been calm for ten periods. The daemon is quiet now: wait until every ring thread
+    // is in its class.
     const int ring_policy = sched == "idle" ? SCHED_IDLE : SCHED_OTHER;
-    std::vector<std::pair<std::string, int>> policies;
-    for (int i = 0; i < 200; i++) {
-      policies = thread_policies(pid);
-      long settled = 0;
-      for (const auto& [name, policy] : policies)
-        settled += name.rfind("fuse-ring-", 0) == 0 && policy == ring_policy;
-      if (settled == cpus) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const std::vector<std::pair<std::string, int>> policies = settled_policies(pid, ring_policy, cpus);
     int rings = 0;
     for (const auto& [name, policy] : policies) {
       CAPTURE(name);
@@ -326,16 +335,7 @@ TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while 
                             "--ioengine=io_uring --iodepth=32 --rw=randread --runtime=2 --time_based --output=/dev/null";
     // Quiet: every ring returns to SCHED_IDLE (ten calm periods; a test beside this one may
     // keep a ring starved for a while).
-    auto all_rings_idle = [&] {
-      long idle_rings = 0;
-      for (int i = 0; i < 200 && idle_rings != cpus; i++) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        idle_rings = 0;
-        for (const auto& [name, policy] : thread_policies(pid))
-          idle_rings += name.rfind("fuse-ring-", 0) == 0 && policy == SCHED_IDLE;
-      }
-      return idle_rings == cpus;
-    };
+    auto all_rings_idle = [&] { return rings_in(settled_policies(pid, SCHED_IDLE, cpus), SCHED_IDLE) == cpus; };
     // A round may show starvation instead (a test beside this one filling CPU 0 moves the ring
     // for that reason first, and a starved ring is not moved again for I/O): up to three
     // rounds, each from idle rings.
