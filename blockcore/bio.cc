@@ -20,8 +20,21 @@ int blk_status_to_errno(blk_status_t status) {
     case BLK_STS_MEDIUM: return -ENODATA;
     case BLK_STS_RESOURCE: return -ENOMEM;
     case BLK_STS_AGAIN: return -EAGAIN;
+    case BLK_STS_INVAL: return -EINVAL;
     default: return -EIO;
   }
+}
+
+// errno_to_blk_status() (block/blk-core.c): the status whose errno this is; BLK_STS_IOERR
+// for any other errno, as the kernel's walk of blk_errors[] ends.
+blk_status_t errno_to_blk_status(int err) {
+  static constexpr blk_status_t known[] = {
+      BLK_STS_OK,     BLK_STS_NOTSUPP,  BLK_STS_TIMEOUT, BLK_STS_NOSPC, BLK_STS_TRANSPORT,
+      BLK_STS_TARGET, BLK_STS_MEDIUM,   BLK_STS_RESOURCE, BLK_STS_AGAIN, BLK_STS_INVAL,
+  };
+  for (blk_status_t st : known)
+    if (blk_status_to_errno(st) == err) return st;
+  return BLK_STS_IOERR;
 }
 
 const char* blk_status_name(blk_status_t status) {
@@ -35,6 +48,7 @@ const char* blk_status_name(blk_status_t status) {
     case BLK_STS_MEDIUM: return "critical medium";
     case BLK_STS_RESOURCE: return "resource";
     case BLK_STS_AGAIN: return "nonblocking retry";
+    case BLK_STS_INVAL: return "invalid";
     default: return "I/O";
   }
 }

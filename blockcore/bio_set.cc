@@ -306,6 +306,7 @@ static void bio_free(Bio* bio) {
 // domain is full or its owner has gone, in which case the bio goes back to the mempool.
 static void bio_put_remote(BioAllocCache* cache, Bio* bio) {
   const uintptr_t self = reinterpret_cast<uintptr_t>(bio);
+  bio->bi_bdev = nullptr;  // as on the owner's list (bio_put_percpu_cache)
   uintptr_t head = cache->free_list_remote.load(std::memory_order_relaxed);
   for (;;) {
     const unsigned count = BioAllocCache::remote_count(head);
@@ -343,6 +344,9 @@ static void bio_put_percpu_cache(Bio* bio) {
     return;
   }
   bio->bi_next = cache->free_list;
+  // Kernel commit "block: clear bio->bi_bdev when putting a bio back in the cache": a cached
+  // bio names no device, so nothing polls or submits a bio that was already put.
+  bio->bi_bdev = nullptr;
   cache->free_list = bio;
   cache->nr.store(nr + 1, std::memory_order_relaxed);
   cache_exit(cache);

@@ -61,6 +61,9 @@ uint32_t get_max_io_size(const Bio* bio, const QueueLimits& lim) {
 }
 
 int bio_split_rw_at(Bio* bio, const QueueLimits& lim, unsigned* segs, uint32_t max_bytes) {
+  // v6.18: bio_split_rw_at() is bio_split_io_at() with len_align_mask = lim->dma_alignment, so
+  // a vec's length must be as aligned as its start.
+  const uint32_t len_align_mask = lim.dma_alignment;
   unsigned nsegs = 0;
   uint32_t bytes = 0;
   BioVec prev{};
@@ -69,7 +72,8 @@ int bio_split_rw_at(Bio* bio, const QueueLimits& lim, unsigned* segs, uint32_t m
   bool split = false;
   while (iter.bi_size) {
     const BioVec bv = mp_bvec_iter_bvec(bio->bi_io_vec, iter);
-    if (bv.bv_offset & lim.dma_alignment) return -EINVAL;
+    // Misalignment is no reason to split: no piece could be aligned. The whole bio fails.
+    if ((bv.bv_offset & lim.dma_alignment) || (bv.bv_len & len_align_mask)) return -EINVAL;
     if (have_prev && bvec_gap_to_prev(lim, prev, bv.bv_offset)) {
       split = true;
       break;
@@ -96,11 +100,12 @@ int bio_split_rw_at(Bio* bio, const QueueLimits& lim, unsigned* segs, uint32_t m
   return int(bytes >> SECTOR_SHIFT);
 }
 
-Bio* bio_split(Bio* bio, uint32_t sectors, gfp_t gfp, BioSet* bs) {
-  if (sectors == 0 || sectors >= bio_sectors(bio)) return nullptr;
+Bio* bio_split(Bio* bio, int sectors, gfp_t gfp, BioSet* bs) {
+  if (sectors <= 0) return ERR_PTR<Bio>(-EINVAL);
+  if (uint32_t(sectors) >= bio_sectors(bio)) return ERR_PTR<Bio>(-EINVAL);
   Bio* split = bio_alloc_clone(bio->bi_bdev, bio, gfp, bs);
-  if (!split) return nullptr;
-  split->bi_iter.bi_size = sectors << SECTOR_SHIFT;
+  if (!split) return ERR_PTR<Bio>(-ENOMEM);
+  split->bi_iter.bi_size = uint32_t(sectors) << SECTOR_SHIFT;
   bio_advance(bio, split->bi_iter.bi_size);
   return split;
 }
@@ -112,15 +117,6 @@ static int bio_split_no_data(const Bio* bio, const QueueLimits& lim, uint32_t ma
   uint32_t limit = max_sectors & ~(lbs - 1);
   if (lim.chunk_sectors) limit = std::min(limit, get_max_io_size(bio, lim) >> SECTOR_SHIFT);
   return bio_sectors(bio) > limit ? int(limit) : 0;
-}
-
-static blk_status_t errno_to_blk_status(int err) {
-  switch (err) {
-    case -EAGAIN: return BLK_STS_AGAIN;
-    case -EOPNOTSUPP: return BLK_STS_NOTSUPP;
-    case -ENOMEM: return BLK_STS_RESOURCE;
-    default: return BLK_STS_IOERR;
-  }
 }
 
 Bio* bio_split_to_limits(Bio* bio, const QueueLimits& lim, unsigned* nr_segs, BioSet* bs,
@@ -144,15 +140,12 @@ Bio* bio_split_to_limits(Bio* bio, const QueueLimits& lim, unsigned* nr_segs, Bi
       *nr_segs = bio->bi_iter.bi_size ? 1 : 0;
       return bio;
   }
-  if (split_sectors < 0) {
-    bio->bi_status = errno_to_blk_status(split_sectors);
-    bio_endio(bio);
-    return nullptr;
-  }
+  // bio_submit_split(): an error ends the whole bio, before any of it is issued, with the
+  // errno's status (-EINVAL: BLK_STS_INVAL, -EAGAIN: BLK_STS_AGAIN, -ENOMEM: BLK_STS_RESOURCE).
   if (split_sectors == 0) return bio;
-  Bio* split = bio_split(bio, uint32_t(split_sectors), GFP_KERNEL, bs);
-  if (!split) {
-    bio->bi_status = BLK_STS_RESOURCE;
+  Bio* split = split_sectors < 0 ? ERR_PTR<Bio>(split_sectors) : bio_split(bio, split_sectors, GFP_KERNEL, bs);
+  if (IS_ERR(split)) {
+    bio->bi_status = errno_to_blk_status(int(PTR_ERR(split)));
     bio_endio(bio);
     return nullptr;
   }

@@ -39,14 +39,16 @@ uint32_t get_max_io_size(const Bio* bio, const QueueLimits& lim);
 // bio_split_rw_at(): walks a read/write bio's multi-page bvecs against every limit (segment
 // count and size, segment boundary, virtual boundary gaps, max_bytes). Returns the sector count
 // to split at, rounded down to the logical block size; 0 when the whole bio fits; a negative
-// errno when it cannot be split sanely (-EAGAIN for REQ_NOWAIT, -EINVAL for misalignment).
-// *segs receives the segment count of the part that fits.
+// errno when it cannot be split sanely: -EAGAIN for REQ_NOWAIT; -EINVAL when a vec's offset or
+// length is not aligned to lim.dma_alignment (v6.18's len_align_mask), or when the part that
+// fits rounds down to 0 bytes. *segs receives the segment count of the part that fits.
 int bio_split_rw_at(Bio* bio, const QueueLimits& lim, unsigned* segs, uint32_t max_bytes);
 
 // bio_split(): a clone of bio's first `sectors` from `bs`; bio advances past them. The caller
-// chains and submits. nullptr if sectors is 0 or not less than the bio (a caller bug), or on
-// allocation failure with GFP_NOWAIT.
-Bio* bio_split(Bio* bio, uint32_t sectors, gfp_t gfp, BioSet* bs);
+// chains and submits. As the kernel's, it never returns nullptr: ERR_PTR(-EINVAL) if sectors
+// is <= 0 or not less than the bio's (a caller bug; the bio is left untouched), ERR_PTR(-ENOMEM)
+// on allocation failure with GFP_NOWAIT. Test with IS_ERR(), read the errno with PTR_ERR().
+Bio* bio_split(Bio* bio, int sectors, gfp_t gfp, BioSet* bs);
 
 struct SplitCounters {
   uint64_t checks = 0;  // bios that went through the full walk
@@ -56,7 +58,8 @@ struct SplitCounters {
 // __bio_split_to_limits(): the bio to issue now — `bio` itself when it fits, else a new clone
 // for its front, chained to `bio`, which then covers the rest and must be submitted again.
 // Flush and other data-less ops other than discard/write-zeroes pass untouched. On an error the
-// bio is ended with that status and nullptr is returned.
+// whole bio is ended, nothing of it issued, with errno_to_blk_status() of the errno (a
+// misaligned vec or an empty split: BLK_STS_INVAL), and nullptr is returned.
 Bio* bio_split_to_limits(Bio* bio, const QueueLimits& lim, unsigned* nr_segs, BioSet* bs,
                          SplitCounters* counters);
 

@@ -99,6 +99,9 @@ RequestQueue::~RequestQueue() = default;
 
 bool blk_poll_thread_polls() { return tls_poll_slot >= 0; }
 
+// blk_mq_can_poll(): the queue has poll queues (HCTX_TYPE_POLL).
+static bool blk_mq_can_poll(const RequestQueue* q) { return q->nr_poll_queues() != 0; }
+
 BlkMqHwCtx* RequestQueue::map_queue(blk_opf_t opf) {
   if (tls_cpu < 0) [[unlikely]] {
     const int cpu = sched_getcpu();
@@ -310,7 +313,8 @@ void blk_mq_flush_plug_list(BlkPlug* plug) {
   const bool multiple = plug->multiple_queues;
   plug->mq_list = RqList{};
   plug->rq_count = 0;
-  plug->multiple_queues = false;
+  // multiple_queues stays set: only blk_start_plug resets it (__blk_start_plug), so a plug
+  // that has seen two queues keeps the doubled limit and the per-queue dispatch to its end.
   plug->counters.plug_flushes++;
   publish_counters(plug);
   stage_mark_flush();
@@ -365,12 +369,20 @@ void blk_mq_submit_bio(Bio* bio) { blk_mq_submit_bio_plug(bio, tls_plug); }
 
 void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
   RequestQueue* q = bio->bi_bdev->queue;
-  // bio_clear_polled(): without poll queues, and for flush sequences (whose steps are issued
-  // from other threads' completions), the bio completes the usual way. A FUA write without
-  // REQ_PREFLUSH is no sequence (blk_flush.h, rule 4: blk_insert_flush() queues it "for
-  // normal execution"), so it is polled like any write.
-  if ((bio->bi_opf & REQ_POLLED) && (!q->nr_poll_queues() || (bio->bi_opf & REQ_PREFLUSH))) [[unlikely]]
-    bio->bi_opf &= ~REQ_POLLED;
+  if (bio->bi_opf & REQ_POLLED) [[unlikely]] {
+    // v6.18 blk_mq_submit_bio(): a polled bio on a queue that cannot poll is refused with
+    // BLK_STS_NOTSUPP (-EOPNOTSUPP), not quietly turned into an unpolled one.
+    if (!blk_mq_can_poll(q)) {
+      bio->bi_status = BLK_STS_NOTSUPP;
+      bio_endio(bio);
+      return;
+    }
+    // bio_clear_polled() for flush sequences (whose steps are issued from other threads'
+    // completions): the bio completes the usual way. A FUA write without REQ_PREFLUSH is no
+    // sequence (blk_flush.h, rule 4: blk_insert_flush() queues it "for normal execution"), so
+    // it is polled like any write.
+    if (bio->bi_opf & REQ_PREFLUSH) bio->bi_opf &= ~REQ_POLLED;
+  }
   if (blk_insert_flush(bio)) [[unlikely]]
     return;
   QueueCounters local;

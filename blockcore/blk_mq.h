@@ -147,7 +147,8 @@ void submit_bio(Bio* bio);
 // into several requests; each request takes a tag — from the plug's cache of batch-allocated
 // requests when there is one (the `tag_batch` toggle) — and joins the calling thread's plug,
 // or without a plug goes to the driver at once. Never waits for the device, but may wait for
-// a free tag; a REQ_NOWAIT bio that finds none ends with BLK_STS_AGAIN. The bio may have
+// a free tag; a REQ_NOWAIT bio that finds none ends with BLK_STS_AGAIN. A REQ_POLLED bio on a
+// queue without poll queues ends with BLK_STS_NOTSUPP, as the kernel's. The bio may have
 // completed by the time this returns.
 void blk_mq_submit_bio(Bio* bio);
 
@@ -157,7 +158,7 @@ struct BlkPlug {
   RqList cached_rqs;    // requests allocated in a batch, not yet used
   unsigned short nr_ios = 1;
   unsigned short rq_count = 0;
-  bool multiple_queues = false;
+  bool multiple_queues = false;  // requests for two queues met here; reset only by blk_start_plug
   RequestQueue* counted_queue = nullptr;  // the queue `counters` belong to
   QueueCounters counters;
 };

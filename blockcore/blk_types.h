@@ -46,8 +46,20 @@ inline constexpr blk_status_t BLK_STS_MEDIUM = 7;
 inline constexpr blk_status_t BLK_STS_RESOURCE = 9;
 inline constexpr blk_status_t BLK_STS_IOERR = 10;
 inline constexpr blk_status_t BLK_STS_AGAIN = 12;
+// Invalid size or alignment (-EINVAL): a bvec below the queue's dma_alignment, a split that
+// would be empty. 19 as in v6.18 (18 is unused there since the atomic-write series; a later
+// fix renumbers it to 18).
+inline constexpr blk_status_t BLK_STS_INVAL = 19;
 int blk_status_to_errno(blk_status_t status);  // 0 or a negative errno
+blk_status_t errno_to_blk_status(int err);     // BLK_STS_IOERR for an errno with no status
 const char* blk_status_name(blk_status_t status);
+
+// include/linux/err.h: an errno carried in a pointer, as bio_split() returns it.
+inline constexpr long MAX_ERRNO = 4095;
+template <typename T>
+inline T* ERR_PTR(long err) { return reinterpret_cast<T*>(static_cast<intptr_t>(err)); }
+inline bool IS_ERR(const void* p) { return reinterpret_cast<uintptr_t>(p) >= uintptr_t(-MAX_ERRNO); }
+inline long PTR_ERR(const void* p) { return long(reinterpret_cast<intptr_t>(p)); }
 
 // bi_opf: the operation in the low bits, flags above (as REQ_OP_BITS / __REQ_* in the kernel).
 using blk_opf_t = uint32_t;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "blockcore/bio_set.h"
+#include "blockcore/blk_mq.h"  // BlockDevice
 
 using namespace biofs;
 
@@ -282,4 +283,21 @@ TEST_CASE("rule 8: with the allocator failing, allocations complete from the res
   CHECK(s.total.cached == 0);
   CHECK(bs.bio_pool().curr_nr() == 4);
   bs.allocator().set_fail_hook(nullptr, nullptr);
+}
+
+// ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
+
+TEST_CASE("v6.18 bio_put_percpu_cache: a bio put into the cache has bi_bdev cleared, on the owner's and the remote list") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  BlockDevice dev;
+  Bio* bio = bio_alloc_bioset(&dev, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  REQUIRE(bio->bi_bdev == &dev);
+  bio_put(bio);
+  REQUIRE(bs.this_thread_cache()->free_list == bio);  // cached, not freed: still readable
+  CHECK(bio->bi_bdev == nullptr);
+  bio = bio_alloc_bioset(&dev, 0, REQ_OP_READ, GFP_KERNEL, &bs);  // the same bio, a hit
+  CHECK(bio->bi_bdev == &dev);
+  on_thread([&] { bio_put(bio); });  // a remote put
+  REQUIRE(BioAllocCache::remote_top(bs.this_thread_cache()->free_list_remote.load()) == bio);
+  CHECK(bio->bi_bdev == nullptr);
 }

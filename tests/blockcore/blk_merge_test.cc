@@ -3,6 +3,7 @@
 // every limit the full walk must honour.
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <vector>
 
 #include "blockcore/blk_merge.h"
@@ -230,4 +231,71 @@ TEST_CASE("blk_validate_limits names the wrong limit") {
   CHECK(blk_validate_limits(ok).empty());
   CHECK(ok.max_segment_size == UINT32_MAX);
   CHECK(ok.max_fast_segment_size == PAGE_SIZE);
+}
+
+// ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
+
+TEST_CASE_FIXTURE(Fixture, "v6.18 bio_split_rw_at: a vec's length must be dma_alignment-aligned (len_align_mask), else -EINVAL") {
+  QueueLimits lim = nvme_like();
+  lim.dma_alignment = 3;  // nvme: dword-aligned
+  REQUIRE(blk_validate_limits(lim).empty());
+  // Both vecs start aligned; 1026 and 3070 are not multiples of 4. Without the length check the
+  // walk would find a PRP gap after 1026 bytes and split there (rounded down to 1024).
+  Bio* bio = bio_with({{page(0), 1026, 0}, {page(2), 3070, 0}});
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == -EINVAL);
+  bio_get(bio);
+  CHECK(bio_split_to_limits(bio, lim, &segs, &split_bs, &counters) == nullptr);
+  CHECK(bio->bi_status == BLK_STS_INVAL);
+  CHECK(blk_status_to_errno(bio->bi_status) == -EINVAL);
+  CHECK(errno_to_blk_status(-EINVAL) == BLK_STS_INVAL);
+  CHECK(counters.splits == 0);
+  bio_put(bio);
+  bio_put(bio);
+}
+
+TEST_CASE_FIXTURE(Fixture, "v6.18 bio_split: 0 sectors or sectors >= the bio's is ERR_PTR(-EINVAL), allocation failure ERR_PTR(-ENOMEM)") {
+  Bio* bio = bio_with({{page(0), 4096, 0}});
+  bio->bi_iter.bi_sector = 100;
+  for (int bad : {0, -1, 8, 9}) {
+    CAPTURE(bad);
+    Bio* split = bio_split(bio, bad, GFP_KERNEL, &split_bs);
+    REQUIRE(IS_ERR(split));
+    CHECK(PTR_ERR(split) == -EINVAL);
+  }
+  CHECK(bio->bi_iter.bi_size == 4096);  // left untouched
+  CHECK(bio->bi_iter.bi_sector == 100);
+  Bio* front = bio_split(bio, 4, GFP_KERNEL, &split_bs);
+  REQUIRE_FALSE(IS_ERR(front));
+  CHECK(front->bi_iter.bi_size == 2048);
+  CHECK(bio->bi_iter.bi_sector == 104);
+  bio_put(front);
+  // GFP_NOWAIT with the allocator failing and the reserve in use: -ENOMEM, not nullptr.
+  BioSet tiny(1, 0, 0);
+  tiny.allocator().set_fail_hook([](void*) { return true; }, nullptr);
+  Bio* hold = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_NOWAIT, &tiny);  // the reserve's one
+  REQUIRE(hold);
+  Bio* none = bio_split(bio, 2, GFP_NOWAIT, &tiny);
+  REQUIRE(IS_ERR(none));
+  CHECK(PTR_ERR(none) == -ENOMEM);
+  CHECK(errno_to_blk_status(-ENOMEM) == BLK_STS_RESOURCE);
+  tiny.allocator().set_fail_hook(nullptr, nullptr);
+  bio_put(hold);
+  bio_put(bio);
+}
+
+TEST_CASE_FIXTURE(Fixture, "v6.18 bio_split_rw_at: a split that rounds down to 0 sectors is -EINVAL and ends the bio with BLK_STS_INVAL") {
+  QueueLimits lim;
+  lim.logical_block_size = 4096;
+  lim.virt_boundary_mask = PAGE_SIZE - 1;  // PRP
+  REQUIRE(blk_validate_limits(lim).empty());
+  // Aligned vecs, but a PRP gap after 1024 bytes: the part that fits is less than one block.
+  Bio* bio = bio_with({{page(0), 1024, 0}, {page(2), 3072, 0}});
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == -EINVAL);
+  bio_get(bio);
+  CHECK(bio_split_to_limits(bio, lim, &segs, &split_bs, &counters) == nullptr);
+  CHECK(bio->bi_status == BLK_STS_INVAL);
+  bio_put(bio);
+  bio_put(bio);
 }

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -350,4 +352,92 @@ TEST_CASE("the striped target clones per chunk, maps sectors, and ends the bio o
   blk_finish_plug(&plug);
   CHECK(failed.count == 1);
   CHECK(failed.errors == 1);
+}
+
+// ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
+
+TEST_CASE("v6.18 bio_split_rw_at dma_alignment: a bio of 1026 + 3070 bytes on NVMe-like limits fails whole with BLK_STS_INVAL, nothing reaches the driver") {
+  QueueLimits lim;
+  lim.max_hw_sectors = 1024;
+  lim.virt_boundary_mask = PAGE_SIZE - 1;  // PRP
+  lim.max_segment_size = UINT32_MAX;
+  lim.dma_alignment = 3;                   // nvme_set_ctrl_limits(): dword alignment
+  Queue qu({}, 64, lim);
+  Done done;
+  Bio* bio = bio_alloc_bioset(&qu.bdev, 2, REQ_OP_READ, GFP_KERNEL, &qu.bs);
+  REQUIRE(bio_add_page(bio, buf, 1026, 0) == 1026);
+  REQUIRE(bio_add_page(bio, buf + 2 * PAGE_SIZE, 3070, 0) == 3070);
+  bio->bi_end_io = on_done;
+  bio->bi_private = &done;
+  bio_get(bio);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  submit_bio(bio);
+  blk_finish_plug(&plug);
+  CHECK(done.count.load() == 1);
+  CHECK(bio->bi_status == BLK_STS_INVAL);
+  CHECK(blk_status_to_errno(bio->bi_status) == -EINVAL);
+  CHECK(qu.driver.seen.empty());  // not even the first 1024 bytes
+  CHECK(qu.q->counters().requests == 0);
+  bio_put(bio);
+  // The same layout with aligned lengths is legal: split at the PRP gap, both halves issued.
+  Done ok;
+  Bio* good = bio_alloc_bioset(&qu.bdev, 2, REQ_OP_READ, GFP_KERNEL, &qu.bs);
+  REQUIRE(bio_add_page(good, buf, 1024, 0) == 1024);
+  REQUIRE(bio_add_page(good, buf + 2 * PAGE_SIZE, 3072, 0) == 3072);
+  good->bi_end_io = on_done;
+  good->bi_private = &ok;
+  submit_bio(good);
+  CHECK(ok.count.load() == 1);
+  CHECK(ok.errors.load() == 0);
+  CHECK(qu.driver.seen.size() == 2);
+}
+
+TEST_CASE("v6.18 __blk_start_plug: multiple_queues is reset only when the plug starts, not at a flush") {
+  Queue qa, qb;
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 32);
+  submit_bio(make_read(&qa.bdev, qa.bs, 0, 4096, &done));
+  submit_bio(make_read(&qb.bdev, qb.bs, 0, 4096, &done));
+  CHECK(plug.multiple_queues);
+  blk_flush_plug(&plug);
+  CHECK(done.count.load() == 2);
+  CHECK(plug.multiple_queues);  // kept across the flush
+  // So the plug still holds up to 2 * BLK_MAX_REQUEST_COUNT: 40 requests to one queue stay.
+  for (int i = 0; i < 40; i++) submit_bio(make_read(&qa.bdev, qa.bs, sector_t(i) * 8, 4096, &done));
+  CHECK(done.count.load() == 2);
+  CHECK(plug.rq_count == 40);
+  blk_finish_plug(&plug);
+  CHECK(done.count.load() == 42);
+  blk_start_plug(&plug);
+  CHECK_FALSE(plug.multiple_queues);  // __blk_start_plug
+  blk_finish_plug(&plug);
+}
+
+TEST_CASE("v6.18 blk_mq_submit_bio: REQ_POLLED on a queue without poll queues (!blk_mq_can_poll) ends with BLK_STS_NOTSUPP") {
+  Queue qu;  // no poll queues
+  REQUIRE(qu.q->nr_poll_queues() == 0);
+  Done done;
+  Bio* bio = make_read(&qu.bdev, qu.bs, 0, 4096, &done, REQ_POLLED);
+  bio_get(bio);
+  submit_bio(bio);
+  CHECK(done.count.load() == 1);
+  CHECK(bio->bi_status == BLK_STS_NOTSUPP);
+  CHECK(blk_status_to_errno(bio->bi_status) == -EOPNOTSUPP);
+  CHECK(qu.driver.seen.empty());
+  bio_put(bio);
+  // With a poll queue the same bio is taken, on the poll queue.
+  RecordingDriver d;
+  TagSetConfig set;
+  set.nr_poll_queues = 1;
+  RequestQueue pq(set, QueueLimits{}, &d);
+  BlockDevice pdev;
+  pdev.queue = &pq;
+  pdev.capacity = 1 << 20;
+  Done polled;
+  submit_bio(make_read(&pdev, qu.bs, 0, 4096, &polled, REQ_POLLED));
+  CHECK(polled.count.load() == 1);
+  CHECK(polled.errors.load() == 0);
+  CHECK(d.seen.size() == 1);
 }
