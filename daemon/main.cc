@@ -147,7 +147,12 @@ int main(int argc, char** argv) {
   ctx.ring_plug = opts.fuse_uring_plug;
   if (const EmuNamespace* emu = dev->emu()) {
     ctx.device_stats = [emu] {
-      return DeviceStats{emu->name(), emu->inline_io(), emu->inline_flush(), emu->inline_commands(), emu->host_retries()};
+      DeviceStats d{emu->name(), emu->inline_io(), emu->inline_flush(), emu->inline_commands(), emu->host_retries()};
+      if (const EmuWriteCache* wc = emu->write_cache()) {
+        d.write_cache_bytes = wc->capacity();
+        d.write_cache = wc->stats();
+      }
+      return d;
     };
   }
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)

@@ -59,10 +59,16 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
                  {"guard_boosts", fuse->guard_boosts}, {"guard_boosted", fuse->guard_boosted},
                  {"guard_io_boosts", fuse->guard_io_boosts}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
-  if (device)
+  if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},
                    {"inline_flush", device->inline_flush},
                    {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries}};
+    const EmuWriteCacheStats& w = device->write_cache;
+    if (device->write_cache_bytes)
+      j["device"]["write_cache"] = {{"bytes", device->write_cache_bytes}, {"writes", w.writes},
+                                    {"written_back", w.written_back}, {"batches", w.batches},
+                                    {"full_waits", w.full_waits}, {"read_hits", w.read_hits}, {"waits", w.waits}};
+  }
 
   const BioSetStats bs = io.bio_set().stats();
   const BioCacheCounters& c = bs.total;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fs/block_io.h"
+#include "nvme/emu_write_cache.h"
 
 namespace biofs {
 
@@ -36,13 +37,15 @@ struct FuseStats {
 // What the device reports, where it has something to say (an emulated namespace): its
 // name, whether its queues run commands (or only flushes) inline on the submitting thread
 // (nvme/emu_ns.h, `inline=`), how many they did, and the commands run again after a transient
-// host answer.
+// host answer; its volatile write cache, where it has one (nvme/emu_write_cache.h).
 struct DeviceStats {
   std::string name;
   bool inline_io = false;
   bool inline_flush = false;
   uint64_t inline_commands = 0;
   uint64_t host_retries = 0;
+  uint64_t write_cache_bytes = 0;  // 0: no write cache
+  EmuWriteCacheStats write_cache;
 };
 
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident

@@ -74,7 +74,18 @@ std::vector<SubOption> emu_options(DeviceSpec* out) {
          if (!parse_size(v, &e->create_size)) return std::string("expected size=N with an optional K/M/G/T suffix");
          return std::string();
        }},
-      flag("vwc", &e->vwc),
+      {"vwc", Takes::optional, [e](std::string_view v) {  // nvme/emu_ns.h, "Durability"
+         e->vwc = true;
+         if (v.empty()) return std::string();
+         if (v == "through") {
+           e->write_cache_bytes = 0;
+           return std::string();
+         }
+         if (!parse_size(v, &e->write_cache_bytes) || e->write_cache_bytes < (1u << 20) ||
+             e->write_cache_bytes > (4ull << 30))
+           return std::string("expected vwc, vwc=SIZE (the write cache, 1M..4G) or vwc=through");
+         return std::string();
+       }},
       flag("buffered", &e->buffered),
       {"inline", Takes::value, [e](std::string_view v) {
          if (v == "on") e->inline_io = EmuInline::on;

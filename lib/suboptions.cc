@@ -11,7 +11,8 @@ std::string parse_suboptions(const std::string& list, const std::vector<SubOptio
   auto unknown = [&](const std::string& text) {
     std::string known;
     for (const SubOption& o : table)
-      known += std::string(known.empty() ? "" : ", ") + o.name + (o.takes == SubOption::Takes::value ? "=" : "");
+      known += std::string(known.empty() ? "" : ", ") + o.name +
+               (o.takes == SubOption::Takes::value ? "=" : o.takes == SubOption::Takes::optional ? "[=]" : "");
     return text + ": unknown option (" + kind + " takes " + known + ")";
   };
   std::string buf = list;  // getsubopt writes NULs into the list it walks

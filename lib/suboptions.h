@@ -12,7 +12,7 @@ namespace biofs {
 
 struct SubOption {
   const char* name;
-  enum class Takes { nothing, value } takes;
+  enum class Takes { nothing, value, optional } takes;  // optional: `key` or `key=value`
   // Applies the value (empty for a flag); "" or why it is wrong, e.g. "expected lba=512 or
   // lba=4096".
   std::function<std::string(std::string_view value)> apply;

@@ -107,6 +107,9 @@ EmuNamespace::EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {
     set_host_fault(cfg_.host_fault);
     if (cfg_.powercut.enabled)
       powercut_ = std::make_unique<EmuPowerCut>(cfg_.powercut, buffered_fd_, lba_shift_, nlba_, cfg_.vwc);
+    else if (cfg_.vwc && cfg_.write_cache_bytes && !inline_io_)
+      write_cache_ = std::make_unique<EmuWriteCache>(name(), direct_fd_, buffered_fd_, dio_offset_align_,
+                                                     std::max<uint64_t>(cfg_.write_cache_bytes, max_transfer()));
   } catch (...) {
     if (direct_fd_ >= 0) close(direct_fd_);
     close(buffered_fd_);
@@ -115,6 +118,7 @@ EmuNamespace::EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {
 }
 
 EmuNamespace::~EmuNamespace() {
+  write_cache_.reset();  // everything written back first
   if (direct_fd_ >= 0) close(direct_fd_);
   if (buffered_fd_ >= 0) close(buffered_fd_);
 }

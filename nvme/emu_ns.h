@@ -11,8 +11,14 @@
 // blocks over a 4 KiB-sector device) goes through a second, buffered descriptor.
 //
 // Durability: without a volatile write cache (the default) every write is durable when it
-// completes (RWF_DSYNC) and Flush has nothing to do; with `vwc`, writes complete from the
-// host's caches and Flush (fdatasync) makes them durable, as FUA does for one write.
+// completes (RWF_DSYNC) and Flush has nothing to do. With `vwc` the controller has a volatile
+// write cache (emu_write_cache.h, `vwc=SIZE`, 16 MiB by default): a write completes once it is
+// copied there, a writer thread puts it on the backing file, and Flush waits for that and then
+// runs fdatasync; a FUA write is on the file, synced, when it completes. `vwc=through` has no
+// cache of its own: a write completes when the host has it, which for O_DIRECT means the host
+// disk (the form before the cache; the A/B baseline). The cache is left out where every
+// command runs inline (a file in memory) and under power-cut emulation, which keeps its own
+// record of what a volatile cache would lose.
 //
 // Inline execution (`inline=`): a backing file in memory (tmpfs, ramfs) has no nowait I/O, so
 // io_uring would hand every command to an io-wq worker thread: a hand-off and a wake-up per
@@ -34,6 +40,7 @@
 #include <string>
 
 #include "emu_powercut.h"
+#include "emu_write_cache.h"
 #include "nvme_spec.h"
 #include "nvme_transport.h"
 
@@ -62,6 +69,7 @@ struct EmuConfig {
   unsigned lba_size = 512;   // 512 or 4096: the namespace's one LBA format in use
   unsigned mdts = 5;         // MDTS: 4 KiB << mdts per command (5: 128 KiB); 0 = no limit
   bool vwc = false;          // volatile write cache present
+  uint64_t write_cache_bytes = 16u << 20;  // with vwc: the cache's size; 0: vwc=through
   bool buffered = false;     // never use O_DIRECT
   EmuInline inline_io = EmuInline::automatic;  // inline=on|off|auto (above)
   uint64_t create_size = 0;  // create the file with this size if it does not exist
@@ -124,6 +132,8 @@ class EmuNamespace final : public NvmeTransport {
   // The power-cut emulation, or nullptr when it is off (then the queues take their usual
   // io_uring path).
   EmuPowerCut* powercut() const { return powercut_.get(); }
+  // The volatile write cache, or nullptr (vwc=through, no vwc, inline I/O, power cuts).
+  EmuWriteCache* write_cache() const { return write_cache_.get(); }
 
   void identify_ctrl(NvmeIdCtrl* id) const;
   void identify_ns(NvmeIdNs* id) const;
@@ -140,6 +150,7 @@ class EmuNamespace final : public NvmeTransport {
   bool memory_backed_ = false;
   bool inline_io_ = false;
   std::unique_ptr<EmuPowerCut> powercut_;
+  std::unique_ptr<EmuWriteCache> write_cache_;  // before the files close: it writes back into them
   std::atomic<uint64_t> host_retries_{0};
   std::atomic<uint64_t> inline_commands_{0};
   std::atomic<unsigned> fault_every_{0};

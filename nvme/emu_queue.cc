@@ -85,6 +85,8 @@ class EmuQueue final : public NvmeQueue {
   uint16_t execute_sync(NvmeIod* iod);
   uint16_t run_sync(NvmeIod* iod);
   void execute_inline(NvmeIod* iod, uint8_t xfer);
+  void complete_in_submit(NvmeIod* iod, uint16_t status);
+  void cached_read(NvmeIod* iod, uint64_t off, const EmuWriteCache::Overlay& overlay);
   uint16_t sync_rw(NvmeIod* iod);
 
   EmuNamespace* ns_;
@@ -100,6 +102,7 @@ class EmuQueue final : public NvmeQueue {
   const bool inline_flush_;  // EmuNamespace::inline_flush()
   const uint32_t mem_mask_, off_mask_;  // O_DIRECT alignment masks (direct fd only)
   EmuPowerCut* const powercut_;  // power-cut emulation: every command runs in it, synchronously
+  EmuWriteCache* const cache_;   // the volatile write cache (emu_write_cache.h), or nullptr
   uint64_t fault_seen_ = 0;      // tests: file operations reaped while host answers are injected
   // Inline commands done and not yet reaped: a stack through Request::rq_next (free while the
   // request is with the device), pushed by submitters, taken whole by the reaper.
@@ -120,7 +123,8 @@ EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
       inline_flush_(ns->inline_flush()),
       mem_mask_(ns->direct() ? ns->dio_mem_align() - 1 : 0),
       off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0),
-      powercut_(ns->powercut()) {
+      powercut_(ns->powercut()),
+      cache_(ns->write_cache()) {
   io_uring_params params{};
   params.flags = IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL;
   const std::string err = uring_init(&ring_, std::max(2 * p.depth, 64u), &params, IORING_SETUP_SUBMIT_ALL, name_);
@@ -162,8 +166,23 @@ void EmuQueue::post(NvmeIod* iod, uint16_t status) {
 void EmuQueue::execute_inline(NvmeIod* iod, uint8_t xfer) {
   ns_->count_inline_command();
   iod->xfer = xfer;
-  iod->status = run_sync(iod);
-  ran_inline_ = true;  // submit() hands it to the reaper
+  complete_in_submit(iod, run_sync(iod));
+}
+
+// The command is done: submit() puts it on done_ for the reaper, with no file operation in flight.
+void EmuQueue::complete_in_submit(NvmeIod* iod, uint16_t status) {
+  iod->status = status;
+  ran_inline_ = true;
+}
+
+// A read that overlaps writes still in the volatile cache: the file's data, then the cached
+// writes over it, on the submitting thread (the cache's rule: a read sees every write that
+// completed before it).
+void EmuQueue::cached_read(NvmeIod* iod, uint64_t off, const EmuWriteCache::Overlay& overlay) {
+  iod->xfer = EMU_XFER_BUFFERED;
+  const uint16_t status = EmuWriteCache::covers(overlay, off, iod->data_len) ? uint16_t(NVME_SC_SUCCESS) : sync_rw(iod);
+  if (status == NVME_SC_SUCCESS) EmuWriteCache::apply(overlay, off, iod->data_len, iod->vecs, iod->nr_vecs);
+  complete_in_submit(iod, status);
 }
 
 void EmuQueue::wake() {
@@ -243,6 +262,20 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 
   const bool write = c.opcode == nvme_cmd_write;
   const uint64_t off = slba << lba_shift_;
+  if (cache_) {
+    if (write && !(c.cdw12 & NVME_RW_FUA) && !ns_->host_fault_every()) {
+      cache_->insert(off, iod->vecs, iod->nr_vecs, iod->data_len);
+      iod->xfer = EMU_XFER_NONE;
+      return complete_in_submit(iod, NVME_SC_SUCCESS);
+    }
+    if (cache_->dirty()) {
+      if (write) {
+        cache_->wait_written_back();  // a FUA write lands after what the cache holds
+      } else if (const EmuWriteCache::Overlay o = cache_->overlapping(off, bytes); !o.entries.empty()) {
+        return cached_read(iod, off, o);
+      }
+    }
+  }
   if (run_inline()) return execute_inline(iod, EMU_XFER_BUFFERED);  // the caller's memory, any alignment
   iod->xfer = choose_xfer(iod, off);
   iod->pending = 1;
@@ -275,8 +308,14 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
 
 // nvmet_file_execute_flush(): with no volatile cache there is nothing to make durable.
 // nvmet punts every flush to a workqueue; here the submitter runs it (emu_ns.h, inline=).
+// The write cache is written back first, and a write it could not put on the file fails the
+// flush (a drive reports a lost cached write at the next flush).
 void EmuQueue::queue_flush(NvmeIod* iod) {
   if (!vwc_) return post(iod, NVME_SC_SUCCESS);
+  if (cache_) {
+    cache_->wait_written_back();
+    if (int err = cache_->take_error()) return post(iod, nvme_status_from_errno(err, nvme_cmd_write));
+  }
   if (run_flush_inline()) return execute_inline(iod, EMU_XFER_NONE);
   iod->pending = 1;
   iod->xfer = EMU_XFER_NONE;
@@ -295,6 +334,7 @@ void EmuQueue::queue_write_zeroes(NvmeIod* iod) {
   const uint32_t nlb = nvme_cmd_nlb(c);
   if (!lba_range_ok(slba, nlb)) [[unlikely]]
     return post(iod, NVME_SC_LBA_RANGE | NVME_STATUS_DNR);
+  if (cache_ && cache_->dirty()) cache_->wait_written_back();  // after the writes the cache holds
   if (run_inline()) return execute_inline(iod, EMU_XFER_NONE);
   const bool sync = !vwc_ || (c.cdw12 & NVME_RW_FUA);
   iod->pending = sync ? 2 : 1;
@@ -326,6 +366,7 @@ void EmuQueue::queue_dsm(NvmeIod* iod) {
     work += ranges[i].nlb != 0;
   }
   if (!(c.cdw11 & NVME_DSMGMT_AD) || !work) return post(iod, NVME_SC_SUCCESS);  // hints only
+  if (cache_ && cache_->dirty()) cache_->wait_written_back();  // after the writes the cache holds
   if (run_inline()) return execute_inline(iod, EMU_XFER_NONE);
   iod->pending = uint16_t(work);
   iod->xfer = EMU_XFER_NONE;

@@ -51,9 +51,16 @@ TEST_CASE("device strings: the kinds and their options") {
   CHECK(ds.emu.lba_size == 4096);
   CHECK(ds.emu.mdts == 7);
   CHECK(ds.emu.vwc);
+  CHECK(ds.emu.write_cache_bytes == (16u << 20));  // vwc alone: the cache at its default size
   CHECK(ds.emu.buffered);
   CHECK(ds.emu.create_size == (2ull << 30));
   CHECK(ds.emu.inline_io == EmuInline::automatic);
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,vwc=64M", &ds, &err));
+  CHECK(ds.emu.vwc);
+  CHECK(ds.emu.write_cache_bytes == (64u << 20));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,vwc=through", &ds, &err));
+  CHECK(ds.emu.vwc);
+  CHECK(ds.emu.write_cache_bytes == 0);
   REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=on", &ds, &err));
   CHECK(ds.emu.inline_io == EmuInline::on);
   REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off", &ds, &err));
@@ -102,7 +109,9 @@ TEST_CASE("device strings: each error names the part that is wrong") {
   CHECK(contains(parse_error("emu:/x,mdts=-1"), "mdts=-1"));
   CHECK(contains(parse_error("emu:/x,size=12Q"), "size=12Q: expected size=N"));
   CHECK(contains(parse_error("emu:/x,size=0"), "size=0"));
-  CHECK(contains(parse_error("emu:/x,vwc=1"), "vwc=1: takes no value"));
+  CHECK(contains(parse_error("emu:/x,vwc=1"), "vwc=1: expected vwc, vwc=SIZE (the write cache, 1M..4G) or vwc=through"));
+  CHECK(contains(parse_error("emu:/x,vwc=8G"), "vwc=8G: expected"));
+  CHECK(contains(parse_error("emu:/x,vwc=back"), "vwc=back: expected"));
   CHECK(contains(parse_error("emu:/x,sqpoll"), "sqpoll: unknown option (emu: takes"));
   CHECK(contains(parse_error("nvme:/dev/ng0n1,lba=4096"), "lba=4096: unknown option (nvme: takes"));
   CHECK(contains(parse_error("nvme:/dev/ng0n1,fixedbufs=yes"), "fixedbufs=yes: takes no value"));

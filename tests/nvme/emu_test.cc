@@ -309,6 +309,87 @@ TEST_CASE("emu: flush, FUA and the volatile write cache") {
   }
 }
 
+TEST_CASE("emu: with vwc a write completes from the write cache, a read sees it there, a flush puts it on the file") {
+  TempPath tmp("wcache");
+  auto dev = open_emu(tmp, ",vwc");
+  if (dev->emu()->inline_io()) {
+    MESSAGE("skipped: the scratch directory is in memory, where every command runs inline and there is no write cache");
+    return;
+  }
+  EmuWriteCache* wc = dev->emu()->write_cache();
+  REQUIRE(wc);
+  CHECK(wc->capacity() == (16u << 20));
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf w(8192), r(8192);
+  fill_pattern(w.p, 8192, 41);
+  wc->hold_writeback(true);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 8192) == BLK_STS_OK);  // completes while held
+  CHECK(wc->stats().writes == 1);
+  CHECK(file_bytes(tmp.path, 8 * 512, 8192) == std::vector<uint8_t>(8192, 0));  // not on the file yet
+  REQUIRE(sync_io(*dev, bs, REQ_OP_READ, 8, r.p, 8192) == BLK_STS_OK);
+  CHECK(std::memcmp(w.p, r.p, 8192) == 0);
+  CHECK(wc->stats().read_hits == 1);
+  // A read that covers cached bytes and file bytes gets both.
+  AlignedBuf r2(16384);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_READ, 0, r2.p, 16384) == BLK_STS_OK);
+  CHECK(std::memcmp(r2.p + 4096, w.p, 8192) == 0);
+  CHECK(std::vector<uint8_t>(r2.p, r2.p + 4096) == std::vector<uint8_t>(4096, 0));
+
+  // A FUA write and a Write Zeroes land after what the cache holds: they wait for it.
+  for (const blk_opf_t op : {blk_opf_t(REQ_OP_WRITE | REQ_FUA), blk_opf_t(REQ_OP_WRITE_ZEROES)}) {
+    CAPTURE(op);
+    AlignedBuf old(4096), fua(4096);
+    fill_pattern(old.p, 4096, 42);
+    fill_pattern(fua.p, 4096, 43);
+    REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 64, old.p, 4096) == BLK_STS_OK);  // cached, held
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      CHECK(sync_io(*dev, bs, op, 64, fua.p, 4096) == BLK_STS_OK);
+      done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK_FALSE(done.load());
+    wc->hold_writeback(false);
+    t.join();
+    const std::vector<uint8_t> want = bio_op_of(op) == REQ_OP_WRITE ? std::vector<uint8_t>(fua.p, fua.p + 4096)
+                                                                    : std::vector<uint8_t>(4096, 0);
+    CHECK(file_bytes(tmp.path, 64 * 512, 4096) == want);
+    wc->hold_writeback(true);
+  }
+  wc->hold_writeback(false);
+  CHECK(sync_io(*dev, bs, REQ_OP_FLUSH, 0, nullptr, 0) == BLK_STS_OK);
+  CHECK(std::memcmp(file_bytes(tmp.path, 8 * 512, 8192).data(), w.p, 8192) == 0);
+  CHECK_FALSE(wc->dirty());
+}
+
+TEST_CASE("emu: vwc=through has no write cache: a completed write is on the file") {
+  TempPath tmp("wthrough");
+  auto dev = open_emu(tmp, ",vwc=through");
+  CHECK(dev->emu()->write_cache() == nullptr);
+  CHECK(dev->nvme()->write_cache());  // still a volatile cache to the host: flushes are sent
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf w(4096);
+  fill_pattern(w.p, 4096, 44);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
+  CHECK(std::memcmp(file_bytes(tmp.path, 8 * 512, 4096).data(), w.p, 4096) == 0);
+}
+
+TEST_CASE("emu: a write the cache could not put on the file fails the next flush, once") {
+  TempPath tmp("wcache-err");
+  auto dev = open_emu(tmp, ",vwc");
+  if (!dev->emu()->write_cache()) {
+    MESSAGE("skipped: the scratch directory is in memory (no write cache there)");
+    return;
+  }
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf w(4096);
+  fill_pattern(w.p, 4096, 45);
+  dev->emu()->write_cache()->fail_next_writeback(-EIO);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);  // completed from the cache
+  CHECK(sync_io(*dev, bs, REQ_OP_FLUSH, 0, nullptr, 0) != BLK_STS_OK);
+  CHECK(sync_io(*dev, bs, REQ_OP_FLUSH, 0, nullptr, 0) == BLK_STS_OK);  // reported once
+}
+
 TEST_CASE("emu: write zeroes and deallocate read back as zeroes, the rest is untouched") {
   for (const char* opts : {",inline=off", ",vwc,lba=4096,inline=off", ",inline=on", ",vwc,lba=4096,inline=on"}) {
     CAPTURE(opts);

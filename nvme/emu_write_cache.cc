@@ -1,0 +1,294 @@
+#include "emu_write_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "bounce.h"
+#include "uring_util.h"
+
+namespace biofs {
+
+// One accepted write: its data, page-aligned so the writer can use O_DIRECT.
+struct EmuCachedWrite {
+  uint64_t off = 0, len = 0;
+  uint64_t seq = 0;  // acceptance order, from 1
+  uint8_t* data = nullptr;
+  ~EmuCachedWrite() { std::free(data); }
+};
+
+EmuWriteCache::EmuWriteCache(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align,
+                             uint64_t capacity)
+    : name_(name),
+      direct_fd_(direct_fd),
+      buffered_fd_(buffered_fd),
+      off_mask_(direct_fd >= 0 ? off_align - 1 : 0),
+      capacity_(capacity) {
+  io_uring_params p{};
+  p.flags = IORING_SETUP_CLAMP;
+  if (std::string err = uring_init(&ring_, WRITEBACK_BATCH, &p, 0, name_ + " write cache"); !err.empty())
+    throw std::runtime_error(err);
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+EmuWriteCache::~EmuWriteCache() {
+  hold_writeback(false);
+  wait_written_back();
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  writer_.join();
+  io_uring_queue_exit(&ring_);
+}
+
+void EmuWriteCache::insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_t len) {
+  auto e = std::make_shared<EmuCachedWrite>();
+  e->off = off;
+  e->len = len;
+  const size_t alloc = (len + 4095) & ~size_t(4095);
+  e->data = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc ? alloc : 4096));
+  if (!e->data) throw std::bad_alloc();
+  copy_from_iovecs(e->data, vecs, nr);
+  std::unique_lock lk(mu_);
+  if (bytes_ && bytes_ + len > capacity_) {  // an entry larger than the cache still goes in, alone
+    stats_.full_waits++;
+    room_cv_.wait(lk, [&] { return !bytes_ || bytes_ + len <= capacity_; });
+  }
+  e->seq = ++accepted_;
+  bytes_ += len;
+  if (len > max_len_) max_len_ = len;
+  fifo_.push_back(e);
+  by_off_.emplace(off, e);
+  stats_.writes++;
+  nr_entries_.fetch_add(1, std::memory_order_release);
+  const bool was_idle = fifo_.size() == 1;
+  lk.unlock();
+  if (was_idle) work_cv_.notify_one();
+}
+
+EmuWriteCache::Overlay EmuWriteCache::overlapping(uint64_t off, uint64_t len) {
+  Overlay o;
+  std::lock_guard lk(mu_);
+  const uint64_t from = off > max_len_ ? off - max_len_ : 0;
+  for (auto it = by_off_.lower_bound(from); it != by_off_.end() && it->first < off + len; ++it) {
+    const EmuCachedWrite& e = *it->second;
+    if (e.off + e.len > off) o.entries.push_back(it->second);
+  }
+  if (!o.entries.empty()) {
+    stats_.read_hits++;
+    std::sort(o.entries.begin(), o.entries.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
+  }
+  return o;
+}
+
+void EmuWriteCache::apply(const Overlay& o, uint64_t off, uint64_t len, const iovec* vecs, unsigned nr) {
+  for (const auto& e : o.entries) {  // oldest first: the newest write wins
+    const uint64_t lo = std::max(off, e->off), hi = std::min(off + len, e->off + e->len);
+    // Copy [lo, hi) of the device into the read's vecs at position lo - off.
+    uint64_t pos = 0;
+    for (unsigned i = 0; i < nr && lo < hi; i++) {
+      const uint64_t vlo = pos, vhi = pos + vecs[i].iov_len;
+      pos = vhi;
+      const uint64_t a = std::max(vlo, lo - off), b = std::min(vhi, hi - off);
+      if (a >= b) continue;
+      std::memcpy(static_cast<uint8_t*>(vecs[i].iov_base) + (a - vlo), e->data + (off + a - e->off), b - a);
+    }
+  }
+}
+
+bool EmuWriteCache::covers(const Overlay& o, uint64_t off, uint64_t len) {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const auto& e : o.entries) spans.emplace_back(e->off, e->off + e->len);
+  std::sort(spans.begin(), spans.end());
+  uint64_t reached = off;
+  for (auto [lo, hi] : spans) {
+    if (lo > reached) break;
+    reached = std::max(reached, hi);
+  }
+  return reached >= off + len;
+}
+
+void EmuWriteCache::wait_written_back() {
+  std::unique_lock lk(mu_);
+  const uint64_t target = accepted_;
+  if (on_media_ < target) {
+    stats_.waits++;
+    room_cv_.wait(lk, [&] { return on_media_ >= target; });
+  }
+}
+
+int EmuWriteCache::take_error() {
+  std::lock_guard lk(mu_);
+  const int err = error_;
+  error_ = 0;
+  return err;
+}
+
+void EmuWriteCache::hold_writeback(bool hold) {
+  {
+    std::lock_guard lk(mu_);
+    held_ = hold;
+  }
+  work_cv_.notify_all();
+}
+
+uint64_t EmuWriteCache::dirty_bytes() const {
+  std::lock_guard lk(mu_);
+  return bytes_;
+}
+
+EmuWriteCacheStats EmuWriteCache::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+// Takes up to WRITEBACK_BATCH writes from the head of the FIFO, writes them to the media as
+// one image (a later write's bytes replace an earlier one's; adjacent writes become one
+// vectored write, as a drive's cache coalesces), and retires them.
+void EmuWriteCache::writer_loop() {
+  std::vector<std::shared_ptr<EmuCachedWrite>> batch;
+  for (;;) {
+    batch.clear();
+    {
+      std::unique_lock lk(mu_);
+      work_cv_.wait(lk, [&] { return stop_ || (!held_ && !fifo_.empty()); });
+      if (fifo_.empty()) return;  // stop_, and nothing left
+      for (const auto& e : fifo_) {
+        if (batch.size() == WRITEBACK_BATCH) break;
+        batch.push_back(e);
+      }
+    }
+    const int err = write_batch(batch);
+    std::lock_guard lk(mu_);
+    for (const auto& e : batch) {
+      fifo_.pop_front();  // the batch is the FIFO's head
+      auto [lo, hi] = by_off_.equal_range(e->off);
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == e) {
+          by_off_.erase(it);
+          break;
+        }
+      bytes_ -= e->len;
+    }
+    on_media_ = batch.back()->seq;
+    stats_.written_back += batch.size();
+    stats_.batches++;
+    if (err && !error_) error_ = err;
+    nr_entries_.fetch_sub(batch.size(), std::memory_order_release);
+    room_cv_.notify_all();
+  }
+}
+
+namespace {
+
+// The newest bytes of a batch: disjoint pieces by device offset, each pointing into the
+// write that last wrote it.
+struct Piece {
+  uint64_t len;
+  const uint8_t* data;
+};
+using PieceMap = std::map<uint64_t, Piece>;
+
+void put_piece(PieceMap* m, uint64_t off, uint64_t len, const uint8_t* data) {
+  const uint64_t end = off + len;
+  auto it = m->lower_bound(off);
+  if (it != m->begin()) {  // a piece that starts before and reaches into [off, end)
+    auto prev = std::prev(it);
+    const uint64_t pend = prev->first + prev->second.len;
+    if (pend > off) {
+      prev->second.len = off - prev->first;
+      if (pend > end) m->emplace(end, Piece{pend - end, prev->second.data + (end - prev->first)});
+    }
+  }
+  while (it != m->end() && it->first < end) {  // pieces that start inside [off, end)
+    const uint64_t pend = it->first + it->second.len;
+    if (pend > end) m->emplace(end, Piece{pend - end, it->second.data + (end - it->first)});
+    it = m->erase(it);
+  }
+  (*m)[off] = Piece{len, data};
+}
+
+}  // namespace
+
+// One vectored write per run of adjacent pieces, all at once through the writer's ring; one
+// that the host refuses for now (io-wq could not start, -EAGAIN, -EINTR) or that comes back
+// short is done again with plain pwrite calls. 0, or the first hard error.
+int EmuWriteCache::write_batch(const std::vector<std::shared_ptr<EmuCachedWrite>>& batch) {
+  if (int err = inject_err_.exchange(0, std::memory_order_relaxed)) return err;
+  PieceMap pieces;
+  for (const auto& e : batch) put_piece(&pieces, e->off, e->len, e->data);
+  struct Run {
+    uint64_t off = 0, len = 0;
+    std::vector<iovec> vecs;
+  };
+  std::vector<Run> runs;
+  for (const auto& [off, p] : pieces) {
+    if (runs.empty() || runs.back().off + runs.back().len != off || runs.back().vecs.size() == IOV_MAX)
+      runs.push_back(Run{off, 0, {}});
+    runs.back().len += p.len;
+    runs.back().vecs.push_back(iovec{const_cast<uint8_t*>(p.data), p.len});
+  }
+  std::vector<int> res(runs.size(), -EAGAIN);
+  for (size_t i = 0; i < runs.size(); i++) {
+    const Run& r = runs[i];
+    bool direct = direct_fd_ >= 0 && !((r.off | r.len) & off_mask_);
+    for (const iovec& v : r.vecs) direct = direct && !((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & off_mask_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (!sqe) {
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    io_uring_prep_writev(sqe, direct ? direct_fd_ : buffered_fd_, r.vecs.data(), unsigned(r.vecs.size()), r.off);
+    io_uring_sqe_set_data64(sqe, i);
+  }
+  unsigned left = unsigned(runs.size());
+  int ret = io_uring_submit_and_wait(&ring_, left);
+  while (left && (ret >= 0 || ret == -EINTR || ret == -EAGAIN || ret == -EBUSY)) {
+    io_uring_cqe* cqe;
+    unsigned head, seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      res[cqe->user_data] = cqe->res;
+      seen++;
+    }
+    io_uring_cq_advance(&ring_, seen);
+    left -= seen;
+    if (left) ret = io_uring_submit_and_wait(&ring_, left);
+  }
+  int first_err = 0;
+  for (size_t i = 0; i < runs.size(); i++) {
+    const Run& r = runs[i];
+    if (res[i] == int64_t(r.len)) continue;
+    // Again, whole, with plain system calls through the page cache (any alignment).
+    uint64_t pos = r.off;
+    for (const iovec& v : r.vecs) {
+      const uint8_t* data = static_cast<const uint8_t*>(v.iov_base);
+      uint64_t done = 0;
+      for (int tries = 0; done < v.iov_len;) {
+        const ssize_t n = pwrite(buffered_fd_, data + done, v.iov_len - done, off_t(pos + done));
+        if (n > 0) {
+          done += uint64_t(n);
+          continue;
+        }
+        const int err = n == 0 ? EIO : errno;
+        if ((err == EINTR || err == EAGAIN || err == ENOMEM) && tries++ < 1000) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          continue;
+        }
+        if (!first_err) first_err = -err;
+        break;
+      }
+      pos += v.iov_len;
+    }
+  }
+  return first_err;
+}
+
+}  // namespace biofs

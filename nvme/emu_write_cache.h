@@ -1,0 +1,122 @@
+// The emulated namespace's volatile write cache (`emu:PATH,vwc`). No kernel twin: this is the
+// drive side of NVMe's Volatile Write Cache (NVMe base spec, "Volatile Write Cache" feature):
+// a write completes once its data is in the controller's cache, the controller writes it to
+// the media behind the host's back, a read returns the newest data whether it is still in the
+// cache or already on the media, and Flush completes once everything the cache held is on
+// non-volatile media. Here the media is the backing file and a writer thread writes the cache
+// back in the order the writes were accepted.
+//
+// Why it exists: a filesystem whose writes go through FUSE without the kernel's write-back
+// cache waits for every write(2) on the device. Without this cache each of those waits was a
+// host O_DIRECT write, so `tar -x` took the host disk's write latency per write (docs/
+// results.md, "The tar cliff"), while a drive that advertises a volatile cache answers from
+// its DRAM. `vwc=through` keeps the old form: a write completes when the host has it.
+//
+// Rules (tests/nvme/emu_write_cache_test.cc):
+//  - insert() copies the data; the caller's memory is free when it returns. It blocks while
+//    the cache holds `capacity` bytes (a full cache runs at the media's speed).
+//  - Overlapping writes reach the media in the order they were accepted: within a write-back
+//    batch the later write's bytes replace the earlier one's before anything is written, and
+//    batches run one after the other.
+//  - read_overlay() after a media read makes the read see every write accepted before it.
+//  - wait_written_back() returns once every write accepted before it is on the media;
+//    take_error() then tells the first write-back error since it was last asked (a volatile
+//    cache reports a lost write at the next Flush, as a drive does).
+#pragma once
+
+#include <liburing.h>
+#include <sys/uio.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace biofs {
+
+struct EmuCachedWrite;  // one accepted write (emu_write_cache.cc)
+
+struct EmuWriteCacheStats {
+  uint64_t writes = 0;        // writes accepted into the cache
+  uint64_t written_back = 0;  // writes the writer put on the media
+  uint64_t batches = 0;       // write-back batches (one io_uring_enter each, at most 32 writes)
+  uint64_t full_waits = 0;    // inserts that waited for room
+  uint64_t read_hits = 0;     // reads that overlapped cached data
+  uint64_t waits = 0;         // wait_written_back() calls that found the cache dirty
+};
+
+class EmuWriteCache {
+ public:
+  static constexpr unsigned WRITEBACK_BATCH = 32;  // writes in flight to the media at once
+
+  // `direct_fd` may be -1 (no O_DIRECT); `off_align` is its offset and length alignment.
+  // Throws std::runtime_error naming `name` when the writer's ring cannot be set up.
+  EmuWriteCache(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align, uint64_t capacity);
+  ~EmuWriteCache();  // writes everything back, then stops the writer
+  EmuWriteCache(const EmuWriteCache&) = delete;
+  EmuWriteCache& operator=(const EmuWriteCache&) = delete;
+
+  // Accepts a write of `len` bytes at byte offset `off`, gathered from `vecs`.
+  void insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_t len);
+  // Whether any write is cached: one relaxed load, so reads of a clean cache pay nothing more.
+  bool dirty() const { return nr_entries_.load(std::memory_order_acquire) != 0; }
+
+  // A read of [off, off + len) into `vecs`: the entries it overlaps, taken before the media
+  // read, then laid over its result in acceptance order.
+  struct Overlay {
+    std::vector<std::shared_ptr<const EmuCachedWrite>> entries;
+  };
+  Overlay overlapping(uint64_t off, uint64_t len);
+  static void apply(const Overlay& o, uint64_t off, uint64_t len, const iovec* vecs, unsigned nr);
+  // Whether the overlay's writes cover all of [off, off + len): the media need not be read.
+  static bool covers(const Overlay& o, uint64_t off, uint64_t len);
+
+  // Waits until every write accepted so far is on the media.
+  void wait_written_back();
+  // 0, or the first write-back error (-errno) since the previous call.
+  int take_error();
+
+  // Tests: while held, the writer takes nothing from the cache (so its state can be seen).
+  void hold_writeback(bool hold);
+  // Tests: the next write-back batch fails with `neg_errno` and writes nothing (a media error).
+  void fail_next_writeback(int neg_errno) { inject_err_.store(neg_errno, std::memory_order_relaxed); }
+
+  uint64_t capacity() const { return capacity_; }
+  uint64_t dirty_bytes() const;
+  EmuWriteCacheStats stats() const;
+
+ private:
+  void writer_loop();
+  int write_batch(const std::vector<std::shared_ptr<EmuCachedWrite>>& batch);
+
+  const std::string name_;
+  const int direct_fd_, buffered_fd_;
+  const uint32_t off_mask_;
+  const uint64_t capacity_;
+  io_uring ring_{};
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;   // the writer: entries arrived, or stop
+  std::condition_variable room_cv_;   // inserters and drainers: entries left the cache
+  std::deque<std::shared_ptr<EmuCachedWrite>> fifo_;               // acceptance order
+  std::multimap<uint64_t, std::shared_ptr<EmuCachedWrite>> by_off_;  // for read lookups
+  uint64_t max_len_ = 0;      // the longest entry ever cached (bounds the overlap lookup)
+  uint64_t bytes_ = 0;        // bytes in the cache
+  uint64_t accepted_ = 0;     // sequence numbers: writes accepted so far
+  uint64_t on_media_ = 0;     // the writes [1, on_media_] are all on the media
+  int error_ = 0;             // first write-back error since take_error()
+  bool stop_ = false;
+  bool held_ = false;
+  EmuWriteCacheStats stats_;
+  std::atomic<uint64_t> nr_entries_{0};
+  std::atomic<int> inject_err_{0};
+  std::thread writer_;
+};
+
+}  // namespace biofs
