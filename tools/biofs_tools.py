@@ -48,6 +48,22 @@ def median(xs, empty=None):
     return statistics.median(xs) if xs else empty
 
 
+def debian_archive():
+    """The Debian archive this machine's apt sources use for its release ('' if none): the
+    first http(s) URI `apt-cache policy` lists for CODENAME/main."""
+    try:
+        with open("/etc/os-release") as f:
+            codename = next((l.split("=", 1)[1].strip().strip('"') for l in f if l.startswith("VERSION_CODENAME=")), "")
+        out = subprocess.run(["apt-cache", "policy"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2] == f"{codename}/main" and f[1].startswith(("http://", "https://")):
+            return f[1]
+    return ""
+
+
 def parse_size(text):
     """'4k', '256M', '2GiB', '512' -> bytes."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

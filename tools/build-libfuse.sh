@@ -42,10 +42,17 @@ sudo=""
 [ "$(id -u)" -ne 0 ] && sudo=sudo
 
 if [ ! -f "$sources" ]; then
-  $sudo tee "$sources" >/dev/null <<'EOF'
+  # The Debian archive this machine already uses (its apt sources), for the release it runs.
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  archive=$(apt-cache policy 2>/dev/null | awk -v s="$codename/main" '$3 == s && $2 ~ /^https?:/ {print $2; exit}')
+  if [ -z "$archive" ]; then
+    echo "build-libfuse: apt's sources name no Debian archive for '$codename/main' (apt-cache policy), so unstable's fuse3 source cannot be found" >&2
+    exit 1
+  fi
+  $sudo tee "$sources" >/dev/null <<EOF
 # Added by biofs tools/build-libfuse.sh: source packages only (libfuse 3.18), never binaries.
 Types: deb-src
-URIs: http://deb.debian.org/debian
+URIs: $archive
 Suites: unstable
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

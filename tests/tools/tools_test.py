@@ -956,6 +956,48 @@ class Mount(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.tmp)), ["mnt", "wl-out"])  # its temp dir under --work is gone
 
 
+    def test_workload_extract_matrix_end_to_end(self):
+        # The tar cliff's benchmark: every size, place and store gets a row per filesystem.
+        out = os.path.join(self.tmp, "xm-out")
+        shm = tempfile.mkdtemp(prefix="biofs-xm.", dir="/dev/shm") if os.path.isdir("/dev/shm") else None
+        try:
+            p = subprocess.run([os.path.join(TOOLS, "biofs-workload"), "--extract-matrix", "--rounds", "1",
+                                "--fs", "biofs,ext4", "--sizes", "64M,1G", "--tree", "/usr/include/linux",
+                                "--exclude", "", "--bin", BIN, "--out", out, "--work", self.tmp,
+                                "--extract-work", ",".join([self.tmp] + ([shm] if shm else []))],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        finally:
+            if shm:
+                shutil.rmtree(shm, ignore_errors=True)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        with open(os.path.join(out, "extract.csv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], workload.EXTRACT_HEADER)
+        rows = [l.split(",") for l in lines[1:]]
+        stores = ["disk"] + (["tmpfs"] if shm else [])
+        self.assertEqual(sorted((r[0], r[2], r[3], r[4]) for r in rows),
+                         sorted((fs, st, sz, pl) for fs in ("biofs", "ext4") for st in stores
+                                for sz in ("64M", "1G") for pl in ("root", "new")))
+        for r in rows:
+            self.assertEqual(r[7], "0", r)
+            self.assertGreater(float(r[5]), 0)
+            self.assertEqual(r[6] != "", r[0] == "biofs", r)  # the daemon's CPU, for biofs only
+        with open(os.path.join(out, "extract.md")) as f:
+            md = f.read()
+        self.assertIn("| disk | 64M | new |", md)
+        self.assertIn("biofs/ext4", md)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["mnt", "xm-out"])  # its temp dirs are gone
+
+    def test_workload_extract_table_orders_by_store_size_and_place(self):
+        rows = [dict(fs=fs, round=1, store=st, size=sz, place="new", seconds=s, cpu=1.0, status=0)
+                for fs, st, sz, s in [("biofs", "disk", "32G", 2.0), ("hp", "disk", "32G", 4.0),
+                                      ("biofs", "disk", "4G", 3.0), ("hp", "disk", "4G", 3.0)]]
+        t = workload.extract_table(rows, ["biofs", "hp"])
+        self.assertEqual(t[0], "| store | image | into | biofs s | hp s | biofs/hp | biofs CPU s | hp CPU s |")
+        self.assertTrue(t[2].startswith("| disk | 4G | new | 3.00 | 3.00 | 1.00x"), t[2])
+        self.assertTrue(t[3].startswith("| disk | 32G | new | 2.00 | 4.00 | 0.50x"), t[3])
+
+
 if __name__ == "__main__":
     names = sys.argv[1:]
     if any(n.startswith("Mount") for n in names) or not names:
