@@ -1,5 +1,6 @@
 #include "emu_write_cache.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +155,7 @@ EmuWriteCacheStats EmuWriteCache::stats() const {
 // one image (a later write's bytes replace an earlier one's; adjacent writes become one
 // vectored write, as a drive's cache coalesces), and retires them.
 void EmuWriteCache::writer_loop() {
+  pthread_setname_np(pthread_self(), "biofs-wcache");  // the emulated device's, "other" in biofs-compare's roles
   std::vector<std::shared_ptr<EmuCachedWrite>> batch;
   for (;;) {
     batch.clear();

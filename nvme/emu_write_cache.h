@@ -67,8 +67,9 @@ class EmuWriteCache {
   // Whether any write is cached: one relaxed load, so reads of a clean cache pay nothing more.
   bool dirty() const { return nr_entries_.load(std::memory_order_acquire) != 0; }
 
-  // A read of [off, off + len) into `vecs`: the entries it overlaps, taken before the media
-  // read, then laid over its result in acceptance order.
+  // A read of [off, off + len) into `vecs`: the entries it overlaps, taken BEFORE the media
+  // read (a write retired between a media read and a later lookup would be missed), then laid
+  // over its result in acceptance order.
   struct Overlay {
     std::vector<std::shared_ptr<const EmuCachedWrite>> entries;
   };
