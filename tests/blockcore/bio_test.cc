@@ -187,3 +187,27 @@ TEST_CASE("a chain ended from many threads at once completes the parent exactly 
     bio_put(parent);
   }
 }
+
+TEST_CASE("v6.18 __bio_clone: a clone copies bi_ioprio and bi_iter, shares bi_io_vec, is BIO_CLONED and owns no vecs") {
+  BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  Bio* src = bio_alloc_bioset(nullptr, 2, REQ_OP_WRITE | REQ_FUA, GFP_KERNEL, &bs);
+  REQUIRE(src);
+  REQUIRE(bio_add_page(src, buf, PAGE_SIZE, 0) == PAGE_SIZE);
+  REQUIRE(bio_add_page(src, buf + 2 * PAGE_SIZE, PAGE_SIZE, 0) == PAGE_SIZE);
+  src->bi_iter.bi_sector = 77;
+  src->bi_ioprio = 3;
+  bio_advance(src, 512);  // a partly consumed first vec: the clone starts where src is
+  Bio* clone = bio_alloc_clone(nullptr, src, GFP_KERNEL, &bs);
+  REQUIRE(clone);
+  CHECK(bio_flagged(clone, BIO_CLONED));
+  CHECK(clone->bi_ioprio == 3);
+  CHECK(clone->bi_iter.bi_sector == src->bi_iter.bi_sector);
+  CHECK(clone->bi_iter.bi_size == src->bi_iter.bi_size);
+  CHECK(clone->bi_iter.bi_idx == src->bi_iter.bi_idx);
+  CHECK(clone->bi_iter.bi_bvec_done == 512);
+  CHECK(clone->bi_io_vec == src->bi_io_vec);
+  CHECK(clone->bi_vcnt == 0);  // bio_alloc_bioset(bdev, 0, ...): the table is src's
+  CHECK((clone->bi_opf & (REQ_OP_MASK | REQ_FUA)) == (REQ_OP_WRITE | REQ_FUA));
+  bio_put(clone);
+  bio_put(src);
+}
