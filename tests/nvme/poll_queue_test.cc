@@ -125,7 +125,7 @@ TEST_CASE("poll queues: polled bios end in the submitting thread, and the data i
   bs.prune_this_thread_cache();
 }
 
-TEST_CASE("poll queues: without them a REQ_POLLED bio ends with BLK_STS_NOTSUPP (v6.18 blk_mq_submit_bio; t/io_uring's ret=-95)") {
+TEST_CASE("poll queues: without them a REQ_POLLED bio ends with BLK_STS_NOTSUPP (v6.18 blk_mq_submit_bio, t/io_uring's ret=-95)") {
   TempPath tmp("nopoll");
   auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(0));
   BlkPollGroup g;
