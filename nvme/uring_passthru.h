@@ -3,7 +3,9 @@
 // drivers/nvme/host/ioctl.c (nvme_ns_chr_uring_cmd, nvme_uring_cmd_io). One io_uring per
 // hardware queue, created with IORING_SETUP_SQE128 | IORING_SETUP_CQE32; each command goes as
 // NVME_URING_CMD_IO (one data segment) or NVME_URING_CMD_IO_VEC (several), and its NVMe status
-// and result come back in the 32-byte CQE (res, big_cqe[0]).
+// comes back in the 32-byte CQE's res (-errno when the host failed it). big_cqe[0] carries the
+// completion's result dword (nvme_uring_cmd_end_io); no command biofs sends has one (Zone
+// Append's LBA would be), so it is not read.
 //
 // Discovery uses the kernel's NVMe ioctls on the same char device: NVME_IOCTL_ID for the
 // namespace id and NVME_IOCTL_ADMIN_CMD for Identify (allowed without CAP_SYS_ADMIN).
