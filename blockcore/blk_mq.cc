@@ -7,6 +7,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <new>
@@ -147,6 +148,7 @@ struct BlkMqAllocData {
   unsigned nr_tags;
   RqList* cached_rqs;
   QueueCounters* counters;
+  bool clamp_batch = false;  // tag_batch=clamp: a batch asks for at most one word's bits
 };
 
 // blk_mq_rq_ctx_init()
@@ -162,9 +164,13 @@ static Request* blk_mq_rq_ctx_init(BlkMqAllocData* data, int tag, unsigned cpu) 
   return rq;
 }
 
-// blk_mq_get_tags(): up to nr_tags tags from one sbitmap word, as a mask from *offset.
+// blk_mq_get_tags(): up to nr_tags tags from one sbitmap word, as a mask from *offset. As in
+// v6.18, nr_tags over a word's bits gets nothing (0): a plug of 32 on a queue whose words are
+// narrower falls back to single tags. tag_batch=clamp asks for one word's worth instead.
 static unsigned long blk_mq_get_tags(BlkMqAllocData* data, int nr_tags, unsigned* offset) {
-  return sbitmap_queue_get_batch(data->hctx->tags->bitmap_tags.get(), nr_tags, offset);
+  SbitmapQueue* sbq = data->hctx->tags->bitmap_tags.get();
+  if (data->clamp_batch) nr_tags = std::min(nr_tags, int(1u << sbq->sb.shift));
+  return sbitmap_queue_get_batch(sbq, nr_tags, offset);
 }
 
 // __blk_mq_alloc_requests_batch(): tags for up to data->nr_tags requests; all but the one
@@ -229,10 +235,11 @@ static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio
   data.cached_rqs = &unused;
   if (plug && mode != TagBatch::off) {
     data.nr_tags = plug->nr_ios;
-    if (mode != TagBatch::retain) plug->nr_ios = 1;  // plain, loop: only the first asks for more
+    if (mode != TagBatch::retain) plug->nr_ios = 1;  // plain, loop, clamp: only the first asks for more
     data.cached_rqs = &plug->cached_rqs;
   }
-  Request* rq = blk_mq_alloc_requests(&data, mode == TagBatch::loop);
+  data.clamp_batch = mode == TagBatch::clamp;
+  Request* rq = blk_mq_alloc_requests(&data, mode == TagBatch::loop || mode == TagBatch::clamp);
   if (plug && mode == TagBatch::retain) plug->nr_ios = (unsigned short)data.nr_tags;  // retry the rest
   return rq;
 }

@@ -206,36 +206,6 @@ int get_bit(Sbitmap* sb, unsigned cpu, unsigned shallow, GetCtx& ctx) {
   return nr;
 }
 
-// The batch window in one word (rule 4): nr_tags bits from the word's first free bit. A window
-// that would run past the word's end means this word is passed over (returns 0). Returns the
-// bits obtained, shifted down by *nr (the window's first bit).
-unsigned long get_bits_in_word(SbitmapWord& w, unsigned depth, unsigned nr_tags, unsigned* nr, GetCtx& ctx) {
-  const unsigned long in_depth = low_bits(depth);
-  unsigned long val = w.word.load(std::memory_order_relaxed);
-  for (;;) {
-    const unsigned long free = ~val & in_depth;
-    if (!free) {
-      if (!fold_cleared(w, ctx)) return 0;
-      val = w.word.load(std::memory_order_relaxed);
-      continue;
-    }
-    const unsigned bit = unsigned(std::countr_zero(free));
-    if (bit + nr_tags > depth) {
-      if (fold_cleared(w, ctx)) {  // folded bits may start a window that fits
-        val = w.word.load(std::memory_order_relaxed);
-        continue;
-      }
-      return 0;
-    }
-    const unsigned long window = low_bits(nr_tags) << bit;
-    // One CAS; on failure val holds the new word and the window is chosen again from it.
-    if (w.word.compare_exchange_strong(val, val | window, std::memory_order_acquire, std::memory_order_relaxed)) {
-      *nr = bit;
-      return (window & ~val) >> bit;  // never 0: `bit` was free in val
-    }
-  }
-}
-
 unsigned calc_wake_batch(unsigned depth, unsigned min_shallow_depth) {
   return std::clamp(std::min(depth, min_shallow_depth) / SBQ_WAIT_QUEUES, 1u, SBQ_WAKE_BATCH);
 }
@@ -462,6 +432,18 @@ int sbitmap_queue_get_shallow(SbitmapQueue* sbq, unsigned shallow_depth) {
   return nr;
 }
 
+unsigned long sbitmap_batch_take_window(std::atomic<unsigned long>& word, unsigned long val, unsigned nr,
+                                        unsigned nr_tags) {
+  // v6.18 __sbitmap_queue_get_batch(): the window (get_mask) is fixed before the
+  // compare-and-swap; a failed CAS retries the same window with the value it found, so bits
+  // taken meanwhile are simply not obtained. (low_bits: the kernel's (1UL << nr_tags) - 1 is
+  // undefined for nr_tags == BITS_PER_LONG; blk-mq never asks for more than 32.)
+  const unsigned long window = low_bits(nr_tags) << nr;
+  while (!word.compare_exchange_weak(val, val | window, std::memory_order_acquire, std::memory_order_relaxed)) {
+  }
+  return (window & ~val) >> nr;
+}
+
 unsigned long sbitmap_queue_get_batch(SbitmapQueue* sbq, int nr_tags, unsigned* offset) {
   Sbitmap* sb = &sbq->sb;
   const unsigned c = sbitmap_current_cpu();
@@ -471,19 +453,29 @@ unsigned long sbitmap_queue_get_batch(SbitmapQueue* sbq, int nr_tags, unsigned* 
   GetCtx ctx;
   unsigned long got = 0;
   if (!sb->round_robin && nr_tags > 0 && map_nr) {
-    const unsigned want = std::min(unsigned(nr_tags), 1u << sb->shift);
     const unsigned hint = hint_before_get(me, c, depth);
-    unsigned index = SB_NR_TO_INDEX(sb, hint), nr = 0;
-    // As the kernel: only a word where the whole window fits is used; if none does the batch
-    // fails and blk-mq falls back to a single tag.
-    for (unsigned i = 0; i < map_nr; i++) {
-      got = get_bits_in_word(sb->map[index], sbitmap_word_depth(sb, depth, index), want, &nr, ctx);
-      if (got) break;
-      if (++index >= map_nr) index = 0;
-    }
-    if (got) {
-      *offset = (index << sb->shift) + nr;
-      hint_after_get(sb, me, depth, hint, long(*offset + want - 1));
+    unsigned index = SB_NR_TO_INDEX(sb, hint);
+    // v6.18 __sbitmap_queue_get_batch(), one attempt per word starting at the hint's word:
+    for (unsigned i = 0; i < map_nr; i++, index = index + 1 >= map_nr ? 0 : index + 1) {
+      SbitmapWord& w = sb->map[index];
+      const unsigned map_depth = sbitmap_word_depth(sb, depth, index);
+      // sbitmap_deferred_clear(map, 0, 0, 0): fold `cleared` first, on every word visited.
+      fold_cleared(w, ctx);
+      const unsigned long val = w.word.load(std::memory_order_relaxed);
+      // v6.18's "word full" test compares with map_depth - 1 ones: a word whose only free bit
+      // is its last is passed over (this matters only for nr_tags == 1, which blk-mq never asks).
+      if (val == low_bits(map_depth - 1)) continue;
+      // find_first_zero_bit(): the window starts at the word's first free bit, and the whole
+      // window must fit in the word. So nr_tags over the word's bits never fits: no batch (0).
+      const unsigned long free = ~val & low_bits(map_depth);
+      const unsigned nr = free ? unsigned(std::countr_zero(free)) : map_depth;
+      if (uint64_t(nr) + unsigned(nr_tags) > map_depth) continue;
+      got = sbitmap_batch_take_window(w.word, val, nr, unsigned(nr_tags));
+      if (got) {
+        *offset = (index << sb->shift) + nr;
+        hint_after_get(sb, me, depth, hint, long(*offset) + nr_tags - 1);
+        break;
+      }
     }
   }
   me.batch_gets.add();

@@ -2,7 +2,7 @@
 // tags from (Sbitmap, struct sbitmap) and the queue that adds waiting for a free bit and batched
 // wake-ups (SbitmapQueue, struct sbitmap_queue).
 //
-// The rules (kernel v6.19 behaviour unless a point says otherwise):
+// The rules (mainline Linux v6.18 behaviour unless a point says otherwise):
 //  1. A map of `depth` bits is cut into words of 1 << shift bits (at most BITS_PER_LONG). Small
 //     maps get narrower words so that they spread over at least four cache lines
 //     (sbitmap_calculate_shift). Each word sits on its own cache line, and its `cleared` mask on
@@ -10,20 +10,26 @@
 //  2. A set bit in `word` is allocated. sbitmap_deferred_clear_bit() (what sbitmap_queue_clear()
 //     uses while nobody waits) sets the bit in `cleared` instead of touching `word`; a get that
 //     finds a word full first folds `cleared` back into `word` (sbitmap_deferred_clear) and
-//     looks again. A batch get also folds when its window does not fit.
+//     looks again. A batch get folds every word it visits before looking at it (rule 4).
 //  3. A get starts at the caller's allocation hint ("per-CPU", see below): without round_robin
 //     the hint picks the first word, searched from bit 0, and moves only when the bit it named
 //     was the one taken; with round_robin the hint is a bit and always moves past the last bit
 //     handed out. A full map resets the hint to 0. A free puts the freed bit into the hint of
 //     the "CPU" that allocated it (sbitmap_update_cpu_hint).
-//  4. sbitmap_queue_get_batch() (the kernel's __sbitmap_queue_get_batch) takes a window of up to
-//     nr_tags bits starting at the first free bit of one word, with one compare-and-swap,
-//     retried only if the word changed under it. Bits of the window that were already taken
-//     are simply not obtained: the returned mask (relative to *offset) says which bits the
-//     caller got, and may have holes. Only a word where the whole window fits before the word's
-//     end is used; if none does the call returns 0 (and blk-mq falls back to a single tag), as
-//     the kernel's does. This "fewer than asked" result is what "blk-mq: retry batch allocation
-//     of tags" (2025) is about: tag_batch=retain.
+//  4. sbitmap_queue_get_batch() is mainline v6.18's __sbitmap_queue_get_batch(). Starting at the
+//     hint's word it visits each word once: it first folds the word's `cleared` into `word`
+//     (sbitmap_deferred_clear(map, 0, 0, 0), on every word visited, whether or not it is full),
+//     reads the word, passes over it if it holds map_depth - 1 set bits (v6.18's "full" test,
+//     which also passes over a word whose only free bit is its last), and otherwise puts the
+//     window of nr_tags bits at the word's first free bit. A window that does not fit before the
+//     word's end means the next word; so nr_tags larger than a word's bits never gets a batch:
+//     0, and blk-mq falls back to a single tag. The window is fixed once per word: a failed
+//     compare-and-swap is retried on the same window with the value it found
+//     (sbitmap_batch_take_window), so bits taken meanwhile are simply not obtained. The returned
+//     mask (relative to *offset) says which bits the caller got and may have holes; if it is
+//     empty the next word is tried. This "fewer than asked" result is what "blk-mq: retry
+//     batch allocation of tags" (2025) is about: tag_batch=retain and loop. (The clamp of
+//     nr_tags to a word's bits that biofs had before issue 33 is tag_batch=clamp, in blk-mq.)
 //  5. sbitmap_queue_clear_batch() frees straight into `word`, one atomic per word touched (up
 //     to eight words per call; a batch spread wider costs one more atomic per extra group).
 //  6. Waiting: a caller that found the map full queues itself on one of SBQ_WAIT_QUEUES wait
@@ -230,10 +236,17 @@ int sbitmap_queue_get_bit(SbitmapQueue* sbq);
 int sbitmap_queue_get(SbitmapQueue* sbq, unsigned* cpu);
 // sbitmap_queue_get_shallow(): shallow_depth should be >= min_shallow_depth.
 int sbitmap_queue_get_shallow(SbitmapQueue* sbq, unsigned shallow_depth);
-// __sbitmap_queue_get_batch(): up to nr_tags (at most one word) bits from one word, rule 4.
-// Bit i of the result set means tag *offset + i is now the caller's. 0: nothing was free (or a
-// round_robin map, which never batches).
+// __sbitmap_queue_get_batch() (v6.18): up to nr_tags bits from one word, rule 4. Bit i of the
+// result set means tag *offset + i is now the caller's. 0: no word had a free run start where
+// the whole window fits (always so when nr_tags exceeds the word's bits), or a round_robin map,
+// which never batches.
 unsigned long sbitmap_queue_get_batch(SbitmapQueue* sbq, int nr_tags, unsigned* offset);
+// The compare-and-swap step of one word's batch attempt (rule 4): sets the window of nr_tags
+// bits at bit nr of `word`, starting from `val`, the value the caller read when it chose nr;
+// a failed CAS retries the same window. Returns the bits obtained, shifted down by nr.
+// Exposed so that a test can hand it a stale `val`.
+unsigned long sbitmap_batch_take_window(std::atomic<unsigned long>& word, unsigned long val, unsigned nr,
+                                        unsigned nr_tags);
 // Frees bit nr through `cleared`, wakes waiters by rule 6, and makes nr the hint of `cpu`.
 void sbitmap_queue_clear(SbitmapQueue* sbq, unsigned nr, unsigned cpu);
 // Frees tags[i] - offset for every i, straight into `word` (rule 5), then wakes as above.

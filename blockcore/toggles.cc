@@ -7,6 +7,7 @@ const char* tag_batch_name(TagBatch mode) {
     case TagBatch::off: return "off";
     case TagBatch::plain: return "plain";
     case TagBatch::retain: return "retain";
+    case TagBatch::clamp: return "clamp";
     default: return "loop";
   }
 }
@@ -22,9 +23,9 @@ const std::vector<ToggleInfo>& toggle_table() {
          return true;
        },
        [](const Toggles& t) { return t.bio_cache ? "on" : "off"; }},
-      {"tag_batch", "off|plain|retain|loop", "plain", "retain",
+      {"tag_batch", "off|plain|retain|loop|clamp", "plain", "retain",
        [](Toggles* t, std::string_view v) {
-         for (TagBatch m : {TagBatch::off, TagBatch::plain, TagBatch::retain, TagBatch::loop})
+         for (TagBatch m : {TagBatch::off, TagBatch::plain, TagBatch::retain, TagBatch::loop, TagBatch::clamp})
            if (v == tag_batch_name(m)) return t->tag_batch = m, true;
          return false;
        },

@@ -18,6 +18,10 @@ enum class TagBatch : uint8_t {
            // batch allocation of tags", 2025)
   retain,  // after a short batch the plug keeps data.nr_tags, so the rest is asked for in a batch
   loop,    // the batch allocator takes word after word until it has them all (upstream 6.19)
+  clamp,   // loop, and each batch asks for at most one sbitmap word's bits: biofs before issue 33.
+           // v6.18's __sbitmap_queue_get_batch() gives no batch when nr_tags exceeds a word's
+           // bits (a plug of 32 on a queue of depth < 128, whose words are 16 bits or fewer);
+           // clamp batches there a word at a time instead
 };
 
 // split_check=: which bio_may_need_split() form a queue uses.

@@ -146,6 +146,37 @@ TEST_CASE("tag_batch=loop: the first allocation keeps batching until it has them
   CHECK(total == 2);
 }
 
+namespace {
+// 32 plugged reads on a queue of depth 64, whose tag map has 16-bit words. Returns the counters.
+QueueCounters plug_of_32_on_depth_64(TagBatch mode) {
+  Toggles t;
+  t.tag_batch = mode;
+  Queue qu(t, 64);
+  SbitmapQueue* sbq = tags_of(qu.q.get());
+  REQUIRE(sbq->sb.shift == 4);
+  sbq->sb.cpu[sbitmap_current_cpu()].alloc_hint.store(0);
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 32);
+  for (int i = 0; i < 32; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  blk_finish_plug(&plug);
+  CHECK(done.count == 32);
+  CHECK(sbitmap_weight(&sbq->sb) == 0);
+  return qu.q->counters();
+}
+}  // namespace
+
+TEST_CASE("v6.18 blk_mq_get_tags: a plug of 32 on 16-bit sbitmap words gets no batch and takes single tags, tag_batch=clamp batches a word at a time") {
+  const QueueCounters loop = plug_of_32_on_depth_64(TagBatch::loop);  // the default
+  CHECK(loop.tags == 32);
+  CHECK(loop.tag_batch_calls == 1);  // the plug's one batch attempt, which got nothing
+  CHECK(loop.tag_calls == 1 + 32);   // then a single tag per bio
+  const QueueCounters clamp = plug_of_32_on_depth_64(TagBatch::clamp);
+  CHECK(clamp.tags == 32);
+  CHECK(clamp.tag_batch_calls == 2);  // 16 + 16, both for the first bio
+  CHECK(clamp.tag_calls == 2);
+}
+
 TEST_CASE("a plug dispatches in submission order, in one driver call per flush, and flushes at 32") {
   Queue qu;
   Done done;

@@ -228,9 +228,11 @@ TEST_CASE("rule 4: a batch get takes contiguous bits from one word") {
   // 64 from bit 16 of word 1 would run past its end: the next word has room for all of them.
   CHECK(sbitmap_queue_get_batch(&sbq, 64, &offset) == ~0UL);
   CHECK(offset == 128);
-  // More than a word: one word's worth.
+  // More than a word's bits: no batch at all (v6.18), not a word's worth; see the v6.18 case.
   SbitmapQueue other(128, 6);
-  CHECK(std::popcount(sbitmap_queue_get_batch(&other, 100, &offset)) == 64);
+  CHECK(sbitmap_queue_get_batch(&other, 100, &offset) == 0);
+  CHECK(word_of(other.sb, 0) == 0);
+  CHECK(word_of(other.sb, 1) == 0);
   const SbitmapStats s = sbitmap_queue_stats(&sbq);
   CHECK(s.batch_gets == 3);
   CHECK(s.batch_tags == 80);
@@ -300,6 +302,81 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     unsigned offset = 0;
     CHECK(sbitmap_queue_get_batch(&sbq, 4, &offset) == 0);
   }
+}
+
+// ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
+
+TEST_CASE("v6.18 __sbitmap_queue_get_batch: nr_tags over a word's bits gets no batch (0), never a clamped partial one") {
+  SbitmapQueue wide(128, 6);  // two 64-bit words
+  set_my_hint(wide.sb, 0);
+  unsigned offset = 12345;
+  CHECK(sbitmap_queue_get_batch(&wide, 65, &offset) == 0);
+  CHECK(sbitmap_queue_get_batch(&wide, 100, &offset) == 0);
+  CHECK(offset == 12345);
+  CHECK(word_of(wide.sb, 0) == 0);  // nothing taken
+  CHECK(word_of(wide.sb, 1) == 0);
+  CHECK(sbitmap_queue_stats(&wide).batch_failed == 2);
+  // blk-mq's tag maps under 128 tags have narrower words: depth 64 gives 16-bit words, so a
+  // plug's batch of 32 gets nothing there, while 16 fits.
+  SbitmapQueue narrow(64);
+  REQUIRE(narrow.sb.shift == 4);
+  set_my_hint(narrow.sb, 0);
+  CHECK(sbitmap_queue_get_batch(&narrow, 32, &offset) == 0);
+  CHECK(sbitmap_weight(&narrow.sb) == 0);
+  CHECK(sbitmap_queue_get_batch(&narrow, 16, &offset) == 0xffffUL);
+  CHECK(offset == 0);
+}
+
+TEST_CASE("v6.18 __sbitmap_queue_get_batch: sbitmap_deferred_clear folds each visited word before the window is placed") {
+  SbitmapQueue sbq(64, 6);  // one word
+  for (int i = 0; i < 10; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) == i);
+  for (unsigned b = 3; b < 7; b++) sbitmap_queue_clear(&sbq, b, 0);  // deferred: in `cleared`
+  REQUIRE(cleared_of(sbq.sb, 0) == 0x78UL);
+  REQUIRE(word_of(sbq.sb, 0) == 0x3ffUL);
+  unsigned offset = ~0u;
+  // Folded first, so the word's first free bit is 3 (not 10): the window is bits 3..6.
+  CHECK(sbitmap_queue_get_batch(&sbq, 4, &offset) == 0b1111UL);
+  CHECK(offset == 3);
+  CHECK(cleared_of(sbq.sb, 0) == 0);
+  CHECK(word_of(sbq.sb, 0) == 0x3ffUL);  // bits 0..9 again, bits 3..6 now the batch's
+  CHECK(sbitmap_queue_stats(&sbq).folds == 1);
+
+  // A word the batch passes over is folded too: word 0 is full but for bit 63, freed through
+  // `cleared`; a window of 8 cannot fit there, the batch comes from word 1, and word 0's
+  // `cleared` has been folded on the way.
+  SbitmapQueue two(128, 6);
+  for (int i = 0; i < 64; i++) sbitmap_set_bit(&two.sb, unsigned(i));
+  sbitmap_deferred_clear_bit(&two.sb, 63);
+  set_my_hint(two.sb, 0);
+  CHECK(sbitmap_queue_get_batch(&two, 8, &offset) == 0xffUL);
+  CHECK(offset == 64);
+  CHECK(cleared_of(two.sb, 0) == 0);
+  CHECK(word_of(two.sb, 0) == ~(1UL << 63));
+}
+
+TEST_CASE("v6.18 __sbitmap_queue_get_batch: the window is placed once per word, a failed compare-and-swap retries the same window") {
+  // The word changed between the read that placed the window (val 0: window at bit 0) and the
+  // CAS: bits 0 and 1 were taken meanwhile. The window stays at bit 0 and those two bits are
+  // holes in the mask; it does not move to the new first free bit.
+  std::atomic<unsigned long> word{0b11UL};
+  CHECK(sbitmap_batch_take_window(word, 0, 0, 4) == 0b1100UL);
+  CHECK(word.load() == 0b1111UL);
+  // The whole window was taken meanwhile: nothing obtained (the batch then tries the next word).
+  std::atomic<unsigned long> taken{0xf0UL};
+  CHECK(sbitmap_batch_take_window(taken, 0, 4, 4) == 0);
+  CHECK(taken.load() == 0xf0UL);
+}
+
+TEST_CASE("v6.18 __sbitmap_queue_get_batch: a word with map_depth - 1 bits set counts as full and is passed over") {
+  SbitmapQueue sbq(128, 6);
+  for (unsigned b = 0; b < 63; b++) sbitmap_set_bit(&sbq.sb, b);  // word 0: only bit 63 free
+  set_my_hint(sbq.sb, 0);
+  unsigned offset = ~0u;
+  // v6.18 compares the word with (1UL << (map_depth - 1)) - 1: word 0 is skipped even for one
+  // tag, which comes from word 1. (blk-mq never batches a single tag, so only this shows it.)
+  CHECK(sbitmap_queue_get_batch(&sbq, 1, &offset) == 1UL);
+  CHECK(offset == 64);
+  CHECK_FALSE(sbitmap_test_bit(&sbq.sb, 63));
 }
 
 TEST_CASE("rule 5: clear_batch frees straight into `word`, whatever the order of the tags") {
