@@ -341,12 +341,25 @@ void blk_mq_flush_plug_list(BlkPlug* plug) {
   stage_dispatched();
 }
 
-// blk_add_rq_to_plug()
+// blk_plug_max_rq_count(): twice BLK_MAX_REQUEST_COUNT once the plug has seen several queues.
+static unsigned blk_plug_max_rq_count(const BlkPlug* plug) {
+  return plug->multiple_queues ? 2 * BLK_MAX_REQUEST_COUNT : BLK_MAX_REQUEST_COUNT;
+}
+
+// blk_add_rq_to_plug(), as in mainline v6.18 (since "blk-mq: don't reorder requests in
+// blk_add_rq_to_plug", v6.13, the plug list is in submission order, added at the tail):
+//  - `last` is rq_list_peek(&plug->mq_list), the list's head: the OLDEST request in the plug
+//    (the first one added since the last flush), not the one added just before rq;
+//  - a plug that holds requests is flushed before rq joins it when it holds
+//    blk_plug_max_rq_count() requests or when `last` is BLK_PLUG_FLUSH_SIZE (128 KiB) or more
+//    (the kernel skips the size test for a queue with QUEUE_FLAG_NOMERGES; biofs has no such
+//    flag, so the test always applies);
+//  - after a flush `last` is NULL, so rq alone never marks the plug as multiple_queues.
 static void blk_add_rq_to_plug(BlkPlug* plug, Request* rq) {
-  Request* last = plug->mq_list.tail;
-  const unsigned max = plug->multiple_queues ? 2 * BLK_MAX_REQUEST_COUNT : BLK_MAX_REQUEST_COUNT;
-  if (plug->rq_count && (plug->rq_count >= max || blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE)) {
-    blk_flush_plug(plug);
+  Request* last = plug->mq_list.peek();
+  if (plug->rq_count &&
+      (plug->rq_count >= blk_plug_max_rq_count(plug) || blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE)) {
+    blk_mq_flush_plug_list(plug);
     last = nullptr;
   }
   if (!plug->multiple_queues && last && last->q != rq->q) plug->multiple_queues = true;

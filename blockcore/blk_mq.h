@@ -26,6 +26,9 @@ namespace biofs {
 struct SbitmapQueue;
 struct IoCompBatch;
 
+// v6.18 include/linux/blkdev.h / block/blk-mq.c: a plug holds BLK_MAX_REQUEST_COUNT requests
+// (twice that once it has seen several queues); a plug whose oldest request is
+// BLK_PLUG_FLUSH_SIZE bytes or more is flushed when the next request joins (blk_add_rq_to_plug).
 inline constexpr unsigned BLK_MAX_REQUEST_COUNT = 32;         // requests a plug holds
 inline constexpr uint32_t BLK_PLUG_FLUSH_SIZE = 128 * 1024;   // bytes that flush a plug early
 inline constexpr unsigned TAG_COMP_BATCH = 32;                // tags freed per batch

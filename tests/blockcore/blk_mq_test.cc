@@ -446,6 +446,74 @@ TEST_CASE("v6.18 __blk_start_plug: multiple_queues is reset only when the plug s
   blk_finish_plug(&plug);
 }
 
+TEST_CASE("v6.18 blk_add_rq_to_plug: with several queues the plug holds 64 requests (2 * BLK_MAX_REQUEST_COUNT) and the 65th flushes") {
+  Queue qa, qb;
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 32);
+  for (int i = 0; i < 64; i++) {
+    Queue& qu = i % 2 ? qb : qa;
+    submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  }
+  CHECK(plug.multiple_queues);
+  CHECK(plug.rq_count == 64);
+  CHECK(done.count.load() == 0);  // 64 held: blk_plug_max_rq_count() is 64, not 32
+  submit_bio(make_read(&qa.bdev, qa.bs, 64 * 8, 4096, &done));
+  CHECK(done.count.load() == 64);  // the 65th flushed the 64, then joined the plug
+  CHECK(plug.rq_count == 1);
+  blk_finish_plug(&plug);
+  CHECK(done.count.load() == 65);
+  // One queue: 32 are held and the 33rd flushes them.
+  Done one;
+  blk_start_plug_nr_ios(&plug, 32);
+  for (int i = 0; i < 32; i++) submit_bio(make_read(&qa.bdev, qa.bs, sector_t(i) * 8, 4096, &one));
+  CHECK(one.count.load() == 0);
+  submit_bio(make_read(&qa.bdev, qa.bs, 32 * 8, 4096, &one));
+  CHECK(one.count.load() == 32);
+  blk_finish_plug(&plug);
+}
+
+TEST_CASE("v6.18 blk_add_rq_to_plug: the plug's oldest request (rq_list_peek) of >= BLK_PLUG_FLUSH_SIZE flushes it when the next request joins") {
+  QueueLimits lim;
+  lim.max_sectors = lim.max_hw_sectors = 512;  // 256 KiB: a 128 KiB bio stays one request
+  Queue qu({}, 64, lim);
+  static_assert(BLK_PLUG_FLUSH_SIZE == 128 * 1024);
+  constexpr uint32_t big = 128 * 1024, small = 4096;
+  BlkPlug plug;
+  {  // 128 KiB first: the next request flushes it.
+    Done done;
+    blk_start_plug(&plug);
+    submit_bio(make_read(&qu.bdev, qu.bs, 0, big, &done));
+    CHECK(done.count.load() == 0);
+    submit_bio(make_read(&qu.bdev, qu.bs, 1024, small, &done));
+    CHECK(done.count.load() == 1);  // the 128 KiB request went to the driver
+    CHECK(plug.rq_count == 1);
+    blk_finish_plug(&plug);
+    CHECK(done.count.load() == 2);
+  }
+  {  // 128 KiB - 512 first: below the limit, nothing is flushed.
+    Done done;
+    blk_start_plug(&plug);
+    submit_bio(make_read(&qu.bdev, qu.bs, 0, big - 512, &done));
+    submit_bio(make_read(&qu.bdev, qu.bs, 1024, small, &done));
+    CHECK(done.count.load() == 0);
+    blk_finish_plug(&plug);
+    CHECK(done.count.load() == 2);
+  }
+  {  // 4 KiB first, then 128 KiB: the oldest request is what is looked at, so the 128 KiB one
+     // added after it does not flush the plug when a third request joins.
+    Done done;
+    blk_start_plug(&plug);
+    submit_bio(make_read(&qu.bdev, qu.bs, 0, small, &done));
+    submit_bio(make_read(&qu.bdev, qu.bs, 8, big, &done));
+    submit_bio(make_read(&qu.bdev, qu.bs, 1024, small, &done));
+    CHECK(done.count.load() == 0);
+    CHECK(plug.rq_count == 3);
+    blk_finish_plug(&plug);
+    CHECK(done.count.load() == 3);
+  }
+}
+
 TEST_CASE("v6.18 blk_mq_submit_bio: REQ_POLLED on a queue without poll queues (!blk_mq_can_poll) ends with BLK_STS_NOTSUPP") {
   Queue qu;  // no poll queues
   REQUIRE(qu.q->nr_poll_queues() == 0);
