@@ -9,17 +9,30 @@
 
 namespace biofs {
 
+// The defaults of mainline Linux v6.18 (include/linux/blkdev.h, block/blk.h): what
+// blk_validate_limits() fills in for a limit left at 0.
+inline constexpr uint32_t BLK_SAFE_MAX_SECTORS = 255;
+inline constexpr uint32_t BLK_MAX_SEGMENTS = 128;
+inline constexpr uint32_t BLK_MAX_SEGMENT_SIZE = 65536;
+inline constexpr uint64_t BLK_SEG_BOUNDARY_MASK = 0xFFFFFFFFull;
+inline constexpr uint32_t BLK_MIN_SEGMENT_SIZE = 4096;
+inline constexpr uint32_t BLK_MAX_BLOCK_SIZE = 64 * 1024;
+// The default cap on max_sectors (block/blk.h): SZ_4M >> SECTOR_SHIFT since v6.16, and so in
+// v6.18; it was 2560 (1280 KiB) before.
+inline constexpr uint32_t BLK_DEF_MAX_SECTORS_CAP = (4u << 20) >> SECTOR_SHIFT;
+
 struct QueueLimits {
-  uint32_t logical_block_size = 512;
-  uint32_t physical_block_size = 0;  // 0: same as logical
-  uint32_t max_hw_sectors = 255;     // BLK_SAFE_MAX_SECTORS until the driver says more
-  uint32_t max_sectors = 0;          // soft limit; 0: max_hw_sectors (capped at 2560, as the kernel)
-  uint32_t max_segments = 128;       // BLK_MAX_SEGMENTS
-  uint32_t max_segment_size = 0;     // 0: 64 KiB, or unlimited with a virt boundary
-  uint64_t virt_boundary_mask = 0;   // NVMe PRP: PAGE_SIZE - 1; no gaps inside this
-  uint64_t seg_boundary_mask = 0;    // 0: 0xFFFFFFFF; a segment never crosses it
-  uint32_t chunk_sectors = 0;        // I/O never crosses a multiple of this (RAID chunk)
-  uint32_t dma_alignment = 511;      // a bvec's start must be aligned to this mask + 1
+  uint32_t logical_block_size = 512;  // 0: SECTOR_SIZE (v6.18)
+  uint32_t physical_block_size = 0;   // below the logical size (0): the logical size (v6.18)
+  uint32_t max_hw_sectors = 255;      // BLK_SAFE_MAX_SECTORS until the driver says more (0: the same)
+  uint32_t max_sectors = 0;           // soft limit (the kernel's max_user_sectors); 0: derived,
+                                      // min(max_hw_sectors, BLK_DEF_MAX_SECTORS_CAP) (v6.18)
+  uint32_t max_segments = 128;        // BLK_MAX_SEGMENTS (0: the same, v6.18)
+  uint32_t max_segment_size = 0;      // 0: 64 KiB, or unlimited with a virt boundary (v6.18)
+  uint64_t virt_boundary_mask = 0;    // NVMe PRP: PAGE_SIZE - 1; no gaps inside this
+  uint64_t seg_boundary_mask = 0;     // 0: 0xFFFFFFFF (v6.18); a segment never crosses it
+  uint32_t chunk_sectors = 0;         // I/O never crosses a multiple of this (RAID chunk)
+  uint32_t dma_alignment = 511;       // a bvec's start must be aligned to this mask + 1 (0: 511, v6.18)
   uint32_t max_discard_sectors = 0;  // 0: discard not supported
   uint32_t max_write_zeroes_sectors = 0;
   // BLK_FEAT_WRITE_CACHE: the device has a volatile write cache, so REQ_PREFLUSH and flushes

@@ -235,6 +235,60 @@ TEST_CASE("blk_validate_limits names the wrong limit") {
 
 // ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
 
+TEST_CASE("v6.18 blk_validate_limits: max_sectors defaults to min(max_hw_sectors, BLK_DEF_MAX_SECTORS_CAP), 8192 sectors (4 MiB)") {
+  CHECK(BLK_DEF_MAX_SECTORS_CAP == 8192u);
+  QueueLimits big;
+  big.max_hw_sectors = 65536;  // 32 MiB per command
+  REQUIRE(blk_validate_limits(big).empty());
+  CHECK(big.max_hw_sectors == 65536);
+  CHECK(big.max_sectors == 8192);  // 4 MiB, not the 2560 (1280 KiB) of kernels before v6.16
+  QueueLimits mid;
+  mid.max_hw_sectors = 4096;  // below the cap: max_hw_sectors itself
+  REQUIRE(blk_validate_limits(mid).empty());
+  CHECK(mid.max_sectors == 4096);
+  QueueLimits user;  // a driver-set max_sectors (max_user_sectors) may go past the cap
+  user.max_hw_sectors = 65536;
+  user.max_sectors = 16384;
+  REQUIRE(blk_validate_limits(user).empty());
+  CHECK(user.max_sectors == 16384);
+  QueueLimits lbs4k;  // rounded down to whole logical blocks
+  lbs4k.logical_block_size = 4096;
+  lbs4k.max_hw_sectors = 65535;
+  REQUIRE(blk_validate_limits(lbs4k).empty());
+  CHECK(lbs4k.max_hw_sectors == 65528);
+  CHECK(lbs4k.max_sectors == 8192);
+  QueueLimits tiny;
+  tiny.max_sectors = 4;  // under BLK_MIN_SEGMENT_SIZE
+  CHECK(blk_validate_limits(tiny).find("max_sectors") != std::string::npos);
+}
+
+TEST_CASE("v6.18 blk_validate_limits: limits left at 0 get v6.18's defaults") {
+  QueueLimits lim;
+  lim.logical_block_size = 0;
+  lim.physical_block_size = 0;
+  lim.max_hw_sectors = 0;
+  lim.max_segments = 0;
+  lim.dma_alignment = 0;
+  REQUIRE(blk_validate_limits(lim).empty());
+  CHECK(lim.logical_block_size == 512);        // SECTOR_SIZE
+  CHECK(lim.physical_block_size == 512);       // the logical block size
+  CHECK(lim.max_hw_sectors == 255);            // BLK_SAFE_MAX_SECTORS
+  CHECK(lim.max_sectors == 255);
+  CHECK(lim.max_segments == 128);              // BLK_MAX_SEGMENTS
+  CHECK(lim.seg_boundary_mask == 0xFFFFFFFFull);  // BLK_SEG_BOUNDARY_MASK
+  CHECK(lim.max_segment_size == 65536);        // BLK_MAX_SEGMENT_SIZE
+  CHECK(lim.dma_alignment == 511);             // SECTOR_SIZE - 1
+  CHECK(lim.max_fast_segment_size == PAGE_SIZE);
+  QueueLimits small;  // a physical block smaller than the logical one is raised to it
+  small.logical_block_size = 4096;
+  small.physical_block_size = 512;
+  REQUIRE(blk_validate_limits(small).empty());
+  CHECK(small.physical_block_size == 4096);
+  QueueLimits under;  // less than a page per request
+  under.max_hw_sectors = 4;
+  CHECK(blk_validate_limits(under).find("max_hw_sectors") != std::string::npos);
+}
+
 TEST_CASE_FIXTURE(Fixture, "v6.18 bio_split_rw_at: a vec's length must be dma_alignment-aligned (len_align_mask), else -EINVAL") {
   QueueLimits lim = nvme_like();
   lim.dma_alignment = 3;  // nvme: dword-aligned
