@@ -244,14 +244,22 @@ static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio
   return rq;
 }
 
-// The plug's cached request, if it suits this bio (blk_mq_peek_cached_request).
-static Request* blk_mq_take_cached_request(BlkPlug* plug, RequestQueue* q, const Bio* bio) {
+// v6.18 blk_mq_peek_cached_request(): the plug's first cached request (the list is LIFO:
+// __blk_mq_alloc_requests_batch adds at the head), if it suits this bio: the same queue, the
+// same hctx type (here: polled or not) and the same flush-ness (op_is_flush() of the flags the
+// request was allocated with); otherwise none, and the bio allocates anew.
+static Request* blk_mq_peek_cached_request(BlkPlug* plug, RequestQueue* q, blk_opf_t opf) {
   Request* rq = plug->cached_rqs.peek();
   if (!rq || rq->q != q) return nullptr;
-  if (rq->mq_hctx->polled != ((bio->bi_opf & REQ_POLLED) != 0)) return nullptr;  // another hctx type
+  if (rq->mq_hctx->polled != ((opf & REQ_POLLED) != 0)) return nullptr;  // another hctx type
+  if (op_is_flush(rq->cmd_flags) != op_is_flush(opf)) return nullptr;
+  return rq;
+}
+
+// v6.18 blk_mq_use_cached_rq(): takes it off the plug's list for this bio.
+static void blk_mq_use_cached_rq(Request* rq, BlkPlug* plug, const Bio* bio) {
   plug->cached_rqs.pop();
   rq->cmd_flags = bio->bi_opf;
-  return rq;
 }
 
 // blk_mq_bio_to_request()
@@ -418,8 +426,11 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
       stage_mark(STAGE_SPLIT);
       if (!issue) break;  // ended with an error
     }
-    Request* rq = plug ? blk_mq_take_cached_request(plug, q, issue) : nullptr;
-    if (!rq) rq = blk_mq_get_new_requests(q, plug, issue, counters);
+    Request* rq = plug ? blk_mq_peek_cached_request(plug, q, issue->bi_opf) : nullptr;
+    if (rq)
+      blk_mq_use_cached_rq(rq, plug, issue);
+    else
+      rq = blk_mq_get_new_requests(q, plug, issue, counters);
     stage_mark(STAGE_TAG);
     if (!rq) [[unlikely]] {  // REQ_NOWAIT and no tag
       issue->bi_status = BLK_STS_AGAIN;

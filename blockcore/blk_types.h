@@ -85,6 +85,9 @@ inline constexpr blk_opf_t REQ_ALLOC_CACHE = 1u << (REQ_OP_BITS + 7);
 
 inline constexpr req_op bio_op_of(blk_opf_t opf) { return static_cast<req_op>(opf & REQ_OP_MASK); }
 inline constexpr bool op_is_write(blk_opf_t opf) { return (opf & 1u) != 0; }
+// op_is_flush(): the operation asks for a cache flush before (REQ_PREFLUSH) or durability of
+// (REQ_FUA) its data.
+inline constexpr bool op_is_flush(blk_opf_t opf) { return (opf & (REQ_FUA | REQ_PREFLUSH)) != 0; }
 
 // bi_flags bits (enum BIO_* in the kernel).
 enum : uint16_t {

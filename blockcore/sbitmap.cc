@@ -398,6 +398,8 @@ SbitmapStats sbitmap_stats(const Sbitmap* sb) {
     s.batch_tags += c.batch_tags.get();
     s.batch_failed += c.batch_failed.get();
     s.folds += c.folds.get();
+    s.batch_frees += c.batch_frees.get();
+    s.batch_freed += c.batch_freed.get();
   }
   return s;
 }
@@ -532,8 +534,12 @@ void sbitmap_queue_clear_batch(SbitmapQueue* sbq, int offset, const int* tags, i
     pending[j].mask |= 1UL << SB_NR_TO_BIT(sb, tag);
   }
   flush();
-  sbitmap_queue_wake_up(sbq, nr_tags);
-  update_cpu_hint(sb, sbitmap_current_cpu(), unsigned(tags[nr_tags - 1] - offset));
+  sbitmap_queue_wake_up(sbq, nr_tags);  // one wake-up call per batch, as v6.18's
+  const unsigned cpu = sbitmap_current_cpu();
+  SbitmapCpu& me = sb->cpu[cpu];
+  me.batch_frees.add();
+  me.batch_freed.add(unsigned(nr_tags));
+  update_cpu_hint(sb, cpu, unsigned(tags[nr_tags - 1] - offset));
 }
 
 void sbitmap_queue_wake_up(SbitmapQueue* sbq, int nr) {

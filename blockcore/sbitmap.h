@@ -105,12 +105,15 @@ struct alignas(64) SbitmapCpu {
   SbitmapCounter batch_tags;    // bits those calls obtained
   SbitmapCounter batch_failed;  // batch calls that obtained nothing
   SbitmapCounter folds;         // `cleared` masks folded back into `word`
+  SbitmapCounter batch_frees;   // sbitmap_queue_clear_batch calls: one wake-up call each
+  SbitmapCounter batch_freed;   // bits those calls freed
 };
 
 struct SbitmapStats {
   uint64_t gets = 0, get_failed = 0;
   uint64_t batch_gets = 0, batch_tags = 0, batch_failed = 0;
   uint64_t folds = 0;
+  uint64_t batch_frees = 0, batch_freed = 0;  // sbitmap_queue_clear_batch calls (one wake-up each), bits
   uint64_t waits = 0;          // times a caller went to sleep waiting for a bit
   uint64_t wait_timeouts = 0;  // sbitmap_queue_get_wait calls that gave up
   uint64_t wake_batches = 0;   // batches of wake_batch wake-ups fired

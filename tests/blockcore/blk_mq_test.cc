@@ -29,6 +29,8 @@ class RecordingDriver : public BlkMqOps {
     sector_t sector;
     uint32_t bytes;
     int tag;
+    bool polled;    // on a poll queue (HCTX_TYPE_POLL)
+    uint16_t segs;  // nr_phys_segments
   };
   blk_status_t fail_with = BLK_STS_OK;
   std::mutex lock;
@@ -53,7 +55,7 @@ class RecordingDriver : public BlkMqOps {
  private:
   void record(Request* rq) {
     std::lock_guard g(lock);
-    seen.push_back({blk_rq_pos(rq), blk_rq_bytes(rq), rq->tag});
+    seen.push_back({blk_rq_pos(rq), blk_rq_bytes(rq), rq->tag, rq->mq_hctx->polled, rq->nr_phys_segments});
   }
 };
 
@@ -511,6 +513,106 @@ TEST_CASE("v6.18 blk_add_rq_to_plug: the plug's oldest request (rq_list_peek) of
     CHECK(plug.rq_count == 3);
     blk_finish_plug(&plug);
     CHECK(done.count.load() == 3);
+  }
+}
+
+namespace {
+unsigned list_length(const RqList& l) {
+  unsigned n = 0;
+  for (Request* rq = l.head; rq; rq = rq->rq_next) n++;
+  return n;
+}
+void start_tags_at_0(Queue& qu) { tags_of(qu.q.get())->sb.cpu[sbitmap_current_cpu()].alloc_hint.store(0); }
+}  // namespace
+
+TEST_CASE("v6.18 blk_start_plug_nr_ios: a nested blk_start_plug is a no-op, the outer plug holds and flushes everything") {
+  Queue qu;
+  Done done;
+  BlkPlug outer, inner;
+  blk_start_plug_nr_ios(&outer, 4);
+  for (int i = 0; i < 2; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  blk_start_plug(&inner);  // current->plug is set: returns at once
+  CHECK(current_plug() == &outer);
+  for (int i = 2; i < 4; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  CHECK(outer.rq_count == 4);
+  CHECK(inner.rq_count == 0);
+  blk_finish_plug(&inner);  // not current->plug: nothing happens
+  CHECK(done.count.load() == 0);
+  CHECK(current_plug() == &outer);
+  blk_finish_plug(&outer);
+  CHECK(done.count.load() == 4);
+  CHECK(current_plug() == nullptr);
+}
+
+TEST_CASE("v6.18 __blk_mq_alloc_requests_batch: the plug's cached requests are a LIFO list (rq_list_add_head), the batch's last tag is used first") {
+  Queue qu;
+  start_tags_at_0(qu);
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 8);
+  for (int i = 0; i < 8; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  blk_finish_plug(&plug);
+  REQUIRE(qu.driver.seen.size() == 8);
+  for (int i = 0; i < 8; i++) CHECK(qu.driver.seen[i].tag == 7 - i);  // tags 0..7, used 7 first
+  CHECK(qu.q->counters().tag_calls == 1);
+}
+
+TEST_CASE("v6.18 blk_mq_peek_cached_request: a cached request serves only a bio of its own queue, hctx type and op_is_flush()") {
+  Done done;
+  BlkPlug plug;
+  SUBCASE("another queue allocates its own") {
+    Queue qa, qb;
+    start_tags_at_0(qa);
+    blk_start_plug_nr_ios(&plug, 8);
+    submit_bio(make_read(&qa.bdev, qa.bs, 0, 4096, &done));  // a batch of 8 in qa: 7 cached
+    CHECK(list_length(plug.cached_rqs) == 7);
+    submit_bio(make_read(&qb.bdev, qb.bs, 0, 4096, &done));
+    CHECK(list_length(plug.cached_rqs) == 7);  // qa's are left alone
+    submit_bio(make_read(&qa.bdev, qa.bs, 8, 4096, &done));
+    CHECK(list_length(plug.cached_rqs) == 6);
+    blk_finish_plug(&plug);
+    REQUIRE(qa.driver.seen.size() == 2);
+    CHECK(qa.driver.seen[0].tag == 7);
+    CHECK(qa.driver.seen[1].tag == 6);
+    CHECK(qb.driver.seen.size() == 1);
+    CHECK(sbitmap_weight(&tags_of(qa.q.get())->sb) == 0);  // the unused cached ones were freed
+  }
+  SUBCASE("a polled bio does not take a default queue's request") {
+    RecordingDriver d;
+    TagSetConfig set;
+    set.queue_depth = 64;
+    set.nr_poll_queues = 1;
+    RequestQueue q(set, QueueLimits{}, &d);
+    BlockDevice bdev;
+    bdev.queue = &q;
+    bdev.capacity = 1 << 20;
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    blk_start_plug_nr_ios(&plug, 8);
+    submit_bio(make_read(&bdev, bs, 0, 4096, &done));  // the batch comes from the default hctx
+    CHECK(list_length(plug.cached_rqs) == 7);
+    submit_bio(make_read(&bdev, bs, 8, 4096, &done, REQ_POLLED));
+    CHECK(list_length(plug.cached_rqs) == 7);
+    blk_finish_plug(&plug);
+    REQUIRE(d.seen.size() == 2);
+    CHECK_FALSE(d.seen[0].polled);
+    CHECK(d.seen[1].polled);
+  }
+  SUBCASE("a FUA write does not take a request allocated for a plain write") {
+    QueueLimits lim;
+    lim.write_cache = true;  // so REQ_FUA reaches the queue
+    Queue qu({}, 64, lim);
+    start_tags_at_0(qu);
+    blk_start_plug_nr_ios(&plug, 8);
+    submit_bio(make_read(&qu.bdev, qu.bs, 0, 4096, &done, REQ_OP_WRITE));  // tags 0..7, 7 used
+    submit_bio(make_read(&qu.bdev, qu.bs, 8, 4096, &done, REQ_OP_WRITE | REQ_FUA));
+    CHECK(list_length(plug.cached_rqs) == 7);  // op_is_flush() differs: a new tag instead
+    submit_bio(make_read(&qu.bdev, qu.bs, 16, 4096, &done, REQ_OP_WRITE));
+    CHECK(list_length(plug.cached_rqs) == 6);
+    blk_finish_plug(&plug);
+    REQUIRE(qu.driver.seen.size() == 3);
+    CHECK(qu.driver.seen[0].tag == 7);
+    CHECK(qu.driver.seen[1].tag == 8);  // a single tag, the first free one
+    CHECK(qu.driver.seen[2].tag == 6);
   }
 }
 
