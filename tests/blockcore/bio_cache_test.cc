@@ -301,3 +301,28 @@ TEST_CASE("v6.18 bio_put_percpu_cache: a bio put into the cache has bi_bdev clea
   REQUIRE(BioAllocCache::remote_top(bs.this_thread_cache()->free_list_remote.load()) == bio);
   CHECK(bio->bi_bdev == nullptr);
 }
+
+TEST_CASE("v6.18 bio_alloc_percpu_cache: the IRQ (remote) list is spliced in at exactly ALLOC_CACHE_THRESHOLD (16), 15 remote puts are not") {
+  REQUIRE(ALLOC_CACHE_THRESHOLD == 16);
+  for (unsigned n : {ALLOC_CACHE_THRESHOLD - 1, ALLOC_CACHE_THRESHOLD}) {
+    CAPTURE(n);
+    BioSet bs(4, 0, BIOSET_PERCPU_CACHE);  // a fresh set: the owner's own list is empty
+    std::vector<Bio*> bios;
+    for (unsigned i = 0; i < n; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+    on_thread([&] {
+      for (Bio* b : bios) bio_put(b);  // n remote puts
+    });
+    Bio* next = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+    const BioCacheCounters c = my_domain(bs);
+    if (n < ALLOC_CACHE_THRESHOLD) {
+      CHECK(c.splices == 0);       // nr_irq < ALLOC_CACHE_THRESHOLD: left where it is
+      CHECK(c.alloc_hits == 0);
+      CHECK(c.cached == n);
+    } else {
+      CHECK(c.splices == 1);       // nr_irq >= ALLOC_CACHE_THRESHOLD: spliced, then a hit
+      CHECK(c.alloc_hits == 1);
+      CHECK(c.cached == n - 1);
+    }
+    bio_put(next);
+  }
+}

@@ -235,6 +235,55 @@ TEST_CASE("blk_validate_limits names the wrong limit") {
 
 // ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
 
+TEST_CASE_FIXTURE(Fixture, "v6.18 bio_may_need_split: a bio whose current bvec is partly consumed (bi_bvec_done) and runs into the next may need a split, and is two segments") {
+  QueueLimits lim;
+  REQUIRE(blk_validate_limits(lim).empty());
+  // Two separate pages; the iterator starts 2 KiB into the first and the bio ends 1 KiB into
+  // the second: 3072 bytes, less than the first bvec's 4096, but more than its 2048 left.
+  Bio* bio = bio_with({{page(0), 4096, 0}, {page(2), 4096, 0}});
+  bio_advance(bio, 2048);
+  bio->bi_iter.bi_size = 3072;
+  REQUIRE(bio->bi_iter.bi_idx == 0);
+  REQUIRE(bio->bi_iter.bi_bvec_done == 2048);
+  CHECK(bio_may_need_split_iter(bio, lim));  // bi_size > bv_len - bi_bvec_done
+  unsigned segs = 0;
+  CHECK(bio_split_rw_at(bio, lim, &segs, get_max_io_size(bio, lim)) == 0);  // fits whole
+  CHECK(segs == 2);  // the rest of page 0, the start of page 2
+  Bio* front = bio_split_to_limits(bio, lim, &segs, &split_bs, &counters);
+  CHECK(front == bio);
+  CHECK(segs == 2);
+  CHECK(counters.checks == 1);
+  bio_put(bio);
+  // Inside one bvec (1 KiB in, 2 KiB long): no split is needed, one segment.
+  Bio* inside = bio_with({{page(4), 4096, 0}});
+  bio_advance(inside, 1024);
+  inside->bi_iter.bi_size = 2048;
+  CHECK_FALSE(bio_may_need_split_iter(inside, lim));
+  bio_put(inside);
+}
+
+TEST_CASE_FIXTURE(Fixture, "v6.18 bio_split_rw_at: a split clears REQ_POLLED (bio_clear_polled) on the split and the rest, a bio that fits keeps it") {
+  QueueLimits lim;
+  lim.max_sectors = 8;  // 4 KiB
+  lim.max_hw_sectors = 8;
+  REQUIRE(blk_validate_limits(lim).empty());
+  Bio* bio = bio_with({{page(0), 2 * PAGE_SIZE, 0}}, REQ_OP_READ | REQ_POLLED);
+  unsigned segs = 0;
+  Bio* front = bio_split_to_limits(bio, lim, &segs, &split_bs, &counters);
+  REQUIRE(front);
+  REQUIRE(front != bio);
+  CHECK((front->bi_opf & REQ_POLLED) == 0);
+  CHECK((bio->bi_opf & REQ_POLLED) == 0);
+  CHECK(bio_op(front) == REQ_OP_READ);
+  bio_endio(front);
+  CHECK(split_all(bio, lim) == std::vector<uint32_t>{4096});
+  // Two vecs that fit: walked, not split, still polled.
+  Bio* fits = bio_with({{page(4), 2048, 0}, {page(6), 2048, 0}}, REQ_OP_READ | REQ_POLLED);
+  CHECK(bio_split_to_limits(fits, lim, &segs, &split_bs, &counters) == fits);
+  CHECK((fits->bi_opf & REQ_POLLED) != 0);
+  bio_put(fits);
+}
+
 TEST_CASE("v6.18 blk_validate_limits: max_sectors defaults to min(max_hw_sectors, BLK_DEF_MAX_SECTORS_CAP), 8192 sectors (4 MiB)") {
   CHECK(BLK_DEF_MAX_SECTORS_CAP == 8192u);
   QueueLimits big;

@@ -616,6 +616,103 @@ TEST_CASE("v6.18 blk_mq_peek_cached_request: a cached request serves only a bio 
   }
 }
 
+TEST_CASE("v6.18 bio_may_need_split through blk-mq: a bio starting inside a bvec never reaches the driver as a request over max_segments or max_sectors") {
+  Done done;
+  {  // max_segments 1: the rest of one page and the start of another are two requests.
+    QueueLimits lim;
+    lim.max_segments = 1;
+    Queue qu({}, 64, lim);
+    Bio* bio = bio_alloc_bioset(&qu.bdev, 2, REQ_OP_READ, GFP_KERNEL, &qu.bs);
+    REQUIRE(bio_add_page(bio, buf, PAGE_SIZE, 0) == PAGE_SIZE);
+    REQUIRE(bio_add_page(bio, buf + 2 * PAGE_SIZE, PAGE_SIZE, 0) == PAGE_SIZE);
+    bio_advance(bio, 2048);
+    bio->bi_iter.bi_size = 3072;  // 2 KiB left in the first bvec, 1 KiB of the second
+    bio->bi_iter.bi_sector = 0;
+    bio->bi_end_io = on_done;
+    bio->bi_private = &done;
+    submit_bio(bio);
+    CHECK(done.count.load() == 1);
+    REQUIRE(qu.driver.seen.size() == 2);
+    CHECK(qu.driver.seen[0].bytes == 2048);
+    CHECK(qu.driver.seen[1].bytes == 1024);
+    CHECK(qu.driver.seen[1].sector == 4);
+    for (const auto& r : qu.driver.seen) CHECK(r.segs == 1);
+  }
+  {  // max_sectors 8 (4 KiB): 14 KiB starting 2 KiB into a 16 KiB bvec.
+    QueueLimits lim;
+    lim.max_sectors = lim.max_hw_sectors = 8;
+    Queue qu({}, 64, lim);
+    Bio* bio = make_read(&qu.bdev, qu.bs, 0, 16384, &done);
+    bio_advance(bio, 2048);
+    REQUIRE(bio->bi_iter.bi_bvec_done == 2048);
+    bio->bi_iter.bi_sector = 100;
+    submit_bio(bio);
+    CHECK(done.count.load() == 2);
+    REQUIRE(qu.driver.seen.size() == 4);
+    uint32_t total = 0;
+    sector_t next = 100;
+    for (const auto& r : qu.driver.seen) {
+      CHECK(r.bytes <= 4096);
+      CHECK(r.sector == next);
+      next += r.bytes >> SECTOR_SHIFT;
+      total += r.bytes;
+    }
+    CHECK(total == 14336);
+  }
+}
+
+TEST_CASE("v6.18 blk_mq_end_request_batch: tags are freed in groups of at most TAG_COMP_BATCH (32) per hctx, one sbitmap_queue_clear_batch (one wake-up) per group") {
+  // A driver that keeps what it is given, for the test to complete in one batch.
+  class HoldingDriver : public BlkMqOps {
+   public:
+    std::vector<Request*> held;
+    blk_status_t queue_rq(BlkMqHwCtx*, Request* rq, bool) override {
+      held.push_back(rq);
+      return BLK_STS_OK;
+    }
+  };
+  HoldingDriver da, db;
+  TagSetConfig set;
+  set.queue_depth = 128;
+  RequestQueue qa(set, QueueLimits{}, &da), qb(set, QueueLimits{}, &db);
+  BlockDevice a, b;
+  a.queue = &qa;
+  b.queue = &qb;
+  a.capacity = b.capacity = 1 << 20;
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  Done done;
+  SbitmapQueue* ta = qa.hctx(0)->tags->bitmap_tags.get();
+  SbitmapQueue* tb = qb.hctx(0)->tags->bitmap_tags.get();
+  // 70 requests of one hctx: groups of 32, 32 and 6.
+  for (int i = 0; i < 70; i++) submit_bio(make_read(&a, bs, sector_t(i) * 8, 4096, &done));
+  REQUIRE(da.held.size() == 70);
+  IoCompBatch iob;
+  for (Request* rq : da.held) REQUIRE(blk_mq_add_to_batch(rq, &iob, BLK_STS_OK));
+  da.held.clear();
+  blk_mq_end_request_batch(&iob);
+  CHECK(done.count.load() == 70);
+  SbitmapStats s = sbitmap_queue_stats(ta);
+  CHECK(s.batch_frees == 3);
+  CHECK(s.batch_freed == 70);
+  CHECK(sbitmap_weight(&ta->sb) == 0);
+  // Requests of two hctxs interleaved: a new group at every change of hctx.
+  for (int i = 0; i < 3; i++) {
+    submit_bio(make_read(&a, bs, sector_t(i) * 8, 4096, &done));
+    submit_bio(make_read(&b, bs, sector_t(i) * 8, 4096, &done));
+  }
+  for (int i = 0; i < 3; i++) {
+    blk_mq_add_to_batch(da.held[size_t(i)], &iob, BLK_STS_OK);
+    blk_mq_add_to_batch(db.held[size_t(i)], &iob, BLK_STS_OK);
+  }
+  blk_mq_end_request_batch(&iob);
+  CHECK(done.count.load() == 76);
+  CHECK(sbitmap_queue_stats(ta).batch_frees == 3 + 3);
+  CHECK(sbitmap_queue_stats(tb).batch_frees == 3);
+  CHECK(sbitmap_queue_stats(tb).batch_freed == 3);
+  CHECK(sbitmap_weight(&ta->sb) == 0);
+  CHECK(sbitmap_weight(&tb->sb) == 0);
+}
+
 TEST_CASE("v6.18 blk_mq_submit_bio: REQ_POLLED on a queue without poll queues (!blk_mq_can_poll) ends with BLK_STS_NOTSUPP") {
   Queue qu;  // no poll queues
   REQUIRE(qu.q->nr_poll_queues() == 0);
