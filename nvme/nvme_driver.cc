@@ -191,21 +191,25 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
   nq->inflight.fetch_sub(left, std::memory_order_relaxed);
 }
 
-// nvme_queue_rqs(): commands for the whole plug list, submitted per hardware queue.
+// nvme_queue_rqs() as in mainline v6.18 (drivers/nvme/host/pci.c): commands for the whole plug
+// list, submitted per hardware queue. The queue is switched (and the run so far submitted)
+// by each request's hctx before its command is prepared; a request whose command cannot be
+// set up (nvme_prep_rq_batch() false) goes on the requeue list, which is left in *rqs for the
+// core. The core then issues it alone through queue_rq(), whose nvme_setup_cmd() fails again
+// and whose status ends it (blk_mq_issue_direct). It is not ended here.
 void NvmeDriver::queue_rqs(RqList* rqs) {
   RqList run, requeue;
   BlkMqHwCtx* cur = nullptr;
   while (Request* rq = rqs->pop()) {
-    if (const blk_status_t st = nvme_setup_cmd(ns_, rq, nvme_iod(rq))) [[unlikely]] {
-      blk_mq_end_request(rq, st);
-      continue;
-    }
-    if (cur && rq->mq_hctx != cur) {
+    if (cur && rq->mq_hctx != cur && !run.empty()) {
       submit_run(static_cast<NvmeHctx*>(cur->driver_data), &run, &requeue);
       run = RqList{};
     }
     cur = rq->mq_hctx;
-    run.add_tail(rq);
+    if (nvme_setup_cmd(ns_, rq, nvme_iod(rq)) == BLK_STS_OK) [[likely]]
+      run.add_tail(rq);
+    else
+      requeue.add_tail(rq);  // nvme_prep_rq_batch() failed
   }
   if (!run.empty()) submit_run(static_cast<NvmeHctx*>(cur->driver_data), &run, &requeue);
   *rqs = requeue;

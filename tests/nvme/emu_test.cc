@@ -20,6 +20,7 @@
 #include <random>
 #include <vector>
 
+#include "blockcore/sbitmap.h"
 #include "nvme/emu_ns.h"
 #include "nvme_test_util.h"
 
@@ -799,4 +800,76 @@ TEST_CASE("emu: with injected host answers an inline namespace still takes the r
   ns->set_host_fault(EmuHostFault{});  // answers back to normal: inline again
   CHECK(driver_io(drv, bs, REQ_OP_READ, 0, r.p, 4096) == BLK_STS_OK);
   CHECK(ns->inline_commands() == 1);
+}
+
+// ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
+
+namespace {
+// A request for `bio` on hardware queue `hctx_idx`, made as blk_mq_rq_ctx_init() and
+// blk_mq_bio_to_request() make one, to hand to the driver's queue_rqs() directly.
+Request* request_for(RequestQueue* q, unsigned hctx_idx, Bio* bio) {
+  BlkMqHwCtx* hctx = q->hctx(hctx_idx);
+  unsigned cpu = 0;
+  const int tag = sbitmap_queue_get(hctx->tags->bitmap_tags.get(), &cpu);
+  REQUIRE(tag >= 0);
+  Request* rq = hctx->tags->static_rqs[size_t(tag)];
+  rq->q = q;
+  rq->mq_hctx = hctx;
+  rq->cmd_flags = bio->bi_opf;
+  rq->__sector = bio->bi_iter.bi_sector;
+  rq->__data_len = bio->bi_iter.bi_size;
+  rq->nr_phys_segments = 1;
+  rq->status = BLK_STS_OK;
+  rq->alloc_cpu = uint16_t(cpu);
+  rq->start_time_ns = rq->io_start_time_ns = 0;
+  rq->rq_next = nullptr;
+  bio->bi_next = nullptr;
+  rq->bio = rq->biotail = bio;
+  return rq;
+}
+}  // namespace
+
+TEST_CASE("v6.18 nvme_queue_rqs: a request whose command setup fails (nvme_prep_rq_batch) is left on the requeue list for the core, not ended in place") {
+  TempPath tmp("queue-rqs");
+  auto dev = open_emu(tmp, ",lba=4096");
+  NvmeDriver* d = dev->nvme();
+  REQUIRE(d);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf buf(3 * 4096);
+  std::memset(buf.p, 0, buf.len);
+  IoWait good, bad;
+  // A 512-byte read at sector 1 of a 4096-byte-block namespace: no NVMe command can say it.
+  Request* r1 = request_for(d->queue(), 0, make_bio(*dev, bs, REQ_OP_READ, 0, buf.p, 4096, &good));
+  Request* rb = request_for(d->queue(), 0, make_bio(*dev, bs, REQ_OP_READ, 1, buf.p + 4096, 512, &bad));
+  Request* r2 = request_for(d->queue(), 0, make_bio(*dev, bs, REQ_OP_READ, 8, buf.p + 8192, 4096, &good));
+  RqList list;
+  list.add_tail(r1);
+  list.add_tail(rb);
+  list.add_tail(r2);
+  d->queue_rqs(&list);
+  CHECK(list.head == rb);  // only the failed one is left, for the core
+  CHECK(list.tail == rb);
+  wait_for(*dev, good, 2);  // the others were submitted
+  CHECK(good.status.load() == BLK_STS_OK);
+  CHECK(bad.done.load() == 0);  // not ended by queue_rqs
+  // What the core does with what is left (blk_mq_issue_direct): queue_rq, and its status ends it.
+  const blk_status_t st = d->queue_rq(rb->mq_hctx, list.pop(), true);
+  CHECK(st == BLK_STS_IOERR);
+  blk_mq_end_request(rb, st);
+  CHECK(bad.done.load() == 1);
+  CHECK(bad.status.load() == BLK_STS_IOERR);
+
+  // End to end through a plug: the same three bios, each ends once, the bad one with its status.
+  IoWait good2, bad2;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 3);
+  submit_bio(make_bio(*dev, bs, REQ_OP_READ, 0, buf.p, 4096, &good2));
+  submit_bio(make_bio(*dev, bs, REQ_OP_READ, 1, buf.p + 4096, 512, &bad2));
+  submit_bio(make_bio(*dev, bs, REQ_OP_READ, 8, buf.p + 8192, 4096, &good2));
+  blk_finish_plug(&plug);
+  wait_for(*dev, good2, 2);
+  wait_for(*dev, bad2, 1);
+  CHECK(good2.status.load() == BLK_STS_OK);
+  CHECK(bad2.status.load() == BLK_STS_IOERR);
+  CHECK(sbitmap_weight(&d->queue()->hctx(0)->tags->bitmap_tags->sb) == 0);
 }
