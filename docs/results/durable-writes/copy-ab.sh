@@ -1,9 +1,10 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # ABBA of two daemon binaries: fio randwrite direct psync QD1 at bs, CPU of the daemon per I/O.
 bs=${1:-128k}; rounds=${2:-3}; secs=${3:-6}
 W=/tmp/zc/w; mkdir -p $W/mnt
 truncate -s 0 $W/img; truncate -s 1G $W/img
-/work/main/build/bin/mkfs.biofs -q -f $W/img
+$REPO/build/bin/mkfs.biofs -q -f $W/img
 run_one() { # binary label
   $1 $W/img $W/mnt -o threads=2 || exit 1
   pid=$(pgrep -n -f "$1 $W/img")
@@ -13,7 +14,7 @@ run_one() { # binary label
   t1=$(awk '{print $14+$15}' /proc/$pid/stat)
   ios=$(echo "$out" | awk -F";" "{print \$49*\$50/1000}")
   iops=$(echo "$out" | awk -F';' '{print $49}')
-  copies=$(/work/main/tools/biofs-stat $W/mnt --json 2>/dev/null | tr -d " " | grep -o '"fs_write_copies":[0-9]*' || true)
+  copies=$($REPO/tools/biofs-stat $W/mnt --json 2>/dev/null | tr -d " " | grep -o '"fs_write_copies":[0-9]*' || true)
   fusermount3 -u $W/mnt; while pgrep -f "$1 $W/img" >/dev/null; do sleep 0.1; done
   echo "$2 iops=$iops cpu_us_per_io=$(echo "($t1-$t0)*10000/$ios" | bc -l | cut -c1-6) $copies"
 }

@@ -1,4 +1,5 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # Readers beside an fdatasync writer: fio, one job of 4 KiB random overwrites with fdatasync after
 # each, one job of 4 KiB random reads (io_uring QD8) of another file, both direct, on biofs over a
 # loop device (emu:/dev/loopN,vwc: a flush reaches the host's block layer). Binary A against B,
@@ -6,7 +7,7 @@
 # WRITER=dsync: the writer opens with O_DSYNC instead (fio --sync=dsync), no fdatasync.
 a=$1; b=$2; rounds=${3:-3}; secs=${4:-5}
 sync_opt=--fdatasync=1; [ "${WRITER:-}" = dsync ] && sync_opt=--sync=dsync
-W=/var/tmp/flushab; mkfs=/work/main/build/bin/mkfs.biofs
+W=/var/tmp/flushab; mkfs=$REPO/build/bin/mkfs.biofs
 one() {
   rm -rf $W; mkdir -p $W/m; truncate -s 2G $W/img; local loop; loop=$(losetup -f --show $W/img)
   $mkfs -q $loop; $1 "emu:$loop,vwc" $W/m || exit 1

@@ -1,4 +1,5 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # fsync'd small writes, three layers interleaved: fio 4 KiB random overwrites, psync QD1,
 # direct, O_DSYNC (--sync=dsync) and write+fdatasync, on biofs (emu:IMG,vwc), ext4 on a loop
 # device, passthrough_hp --nopassthrough over that ext4 through /dev/fuse (hp) and over
@@ -9,9 +10,9 @@ rounds=${1:-3}; secs=${2:-5}; on_loop=${3:-}
 W=/var/tmp/synclayers; rm -rf $W; mkdir -p $W/b $W/e $W/h $W/u
 truncate -s 2G $W/bimg; bdev=$W/bimg; bloop=""
 if [ "$on_loop" = loop ]; then bloop=$(losetup -f --show $W/bimg); bdev=$bloop; fi
-/work/main/build/bin/mkfs.biofs -q $bdev
+$REPO/build/bin/mkfs.biofs -q $bdev
 truncate -s 2G $W/eimg; mkfs.ext4 -q -F $W/eimg; loop=$(losetup -f --show $W/eimg); mount $loop $W/e
-/work/main/build/bin/biofs "emu:$bdev,vwc" $W/b || exit 1; bpid=$(pgrep -f -n "emu:$bdev,vwc")
+$REPO/build/bin/biofs "emu:$bdev,vwc" $W/b || exit 1; bpid=$(pgrep -f -n "emu:$bdev,vwc")
 /opt/biofs-libfuse/bin/passthrough_hp --nopassthrough $W/e $W/h & sleep 1; hpid=$(pgrep -f -n "passthrough_hp --nopassthrough $W/e $W/h")
 /opt/biofs-libfuse/bin/passthrough_hp --nopassthrough -o io_uring $W/e $W/u & sleep 1; upid=$(pgrep -f -n "passthrough_hp --nopassthrough -o io_uring $W/e $W/u")
 for d in $W/b $W/e; do fio --name=prep --filename=$d/f --size=64M --bs=1M --rw=write --direct=1 --ioengine=psync --end_fsync=1 >/dev/null 2>&1; done

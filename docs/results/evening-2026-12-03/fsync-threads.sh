@@ -1,9 +1,10 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # per-thread daemon CPU per write for fio psync randwrite with --fdatasync=1 (or dsync) on biofs over a loop device
 mode=${1:-fdatasync}
 W=/var/tmp/fsthr; rm -rf $W; mkdir -p $W/b; truncate -s 2G $W/bimg; bloop=$(losetup -f --show $W/bimg)
-/work/main/build/bin/mkfs.biofs -q $bloop
-/work/main/build/bin/biofs "emu:$bloop,vwc" $W/b || exit 1; bpid=$(pgrep -f -n "emu:$bloop,vwc")
+$REPO/build/bin/mkfs.biofs -q $bloop
+$REPO/build/bin/biofs "emu:$bloop,vwc" $W/b || exit 1; bpid=$(pgrep -f -n "emu:$bloop,vwc")
 fio --name=prep --filename=$W/b/f --size=64M --bs=1M --rw=write --direct=1 --ioengine=psync --end_fsync=1 >/dev/null 2>&1
 snap() { for t in /proc/$bpid/task/*; do echo "$(cat $t/comm | tr ' ' _) $(awk '{print $14+$15}' $t/stat)"; done | awk '{a[$1]+=$2} END {for (k in a) print k, a[k]}' | sort; }
 # io-wq workers come and go: count the process total too

@@ -1,7 +1,8 @@
 #!/bin/bash
-# (run from anywhere; uses /work/main/build/bin)
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
+# (run from anywhere; uses $REPO/build/bin)
 # 4k randread on a disk image (psync QD1, or ENGINE=io_uring QD=64): fio on the CPU that takes the disk's interrupts vs the other, per transport
-cd /work/main
+cd $REPO
 for opts in fuse_uring=off fuse_uring=auto; do
   w=$(mktemp -d /var/tmp/irq-XXXX); mkdir $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
   build/bin/biofs "emu:$w/img,vwc" $w/m -o $opts; pid=$(pgrep -f -n "emu:$w/img,vwc")

@@ -1,7 +1,8 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # ring threads pinned (libfuse's default) vs free to run on any CPU, one mount, alternated
 rounds=${1:-2}
-cd /work/main
+cd $REPO
 w=$(mktemp -d /dev/shm/pin-XXXX); mkdir $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 build/bin/biofs "emu:$w/img,vwc" $w/m ${OPTS:+-o $OPTS}
 pid=$(pgrep -f -n "emu:$w/img,vwc")

@@ -1,6 +1,7 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # profile an unlink phase of 15000 files on the default stack (tmpfs image): per-thread CPU and perf of the whole system
-cd /work/main
+cd $REPO
 w=$(mktemp -d /dev/shm/ul-XXXX); mkdir $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 build/bin/biofs "emu:$w/img,vwc" $w/m ${OPTS:+-o $OPTS}
 pid=$(pgrep -f -n "emu:$w/img,vwc")

@@ -1,8 +1,9 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # A/B: random 4 KiB writes into a fresh fallocated 512 MiB file (tmpfs image), old vs new biofs.
 # usage: frag-ab.sh ROUNDS NIOS ENGINE DEPTH BIN_A BIN_B
 ROUNDS=$1 NIOS=$2 ENG=$3 QD=$4; shift 4
-B=/work/main/build/bin
+B=$REPO/build/bin
 IMG=/dev/shm/fragab.img; MNT=/tmp/fragabmnt; mkdir -p $MNT
 tck=$(getconf CLK_TCK)
 for r in $(seq $ROUNDS); do

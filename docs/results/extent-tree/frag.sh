@@ -1,7 +1,8 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # 60,000 random 4 KiB writes into a fresh fallocated 512 MiB file through the mount, verified.
 set -e
-B=/work/main/build/bin
+B=$REPO/build/bin
 IMG=/dev/shm/frag.img; MNT=/tmp/fragmnt
 umount $MNT 2>/dev/null || true
 rm -f $IMG; truncate -s 2G $IMG

@@ -1,10 +1,11 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # A/B of a temporary switch read from the environment by a patched daemon (not kept in the tree):
 #   completion thread free:  devices/open_device.cc  cfg.completion_affinity = opts.completion_affinity && !getenv("BIOFS_EXP_NOAFF");
 #   SQPOLL emulated queues: nvme/emu_queue.cc  if (getenv("BIOFS_EXP_SQPOLL")) { params.flags |= IORING_SETUP_SQPOLL; params.sq_thread_idle = atoi(...); }
 #   COOP_TASKRUN:           nvme/emu_queue.cc  if (getenv("BIOFS_EXP_COOP")) params.flags |= IORING_SETUP_COOP_TASKRUN;
 # Usage: aff-ab.sh NAME=VALUE  (three rounds, default and switched alternated; disk image, fio on CPU 0)
-cd /work/main
+cd $REPO
 w=/var/tmp/aff; rm -rf $w; mkdir -p $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 run() { # $1 env
   env $1 build/bin/biofs "emu:$w/img,vwc" $w/m

@@ -1,10 +1,11 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # fio io_uring QD64 4k randread on the disk image (emu:IMG,vwc on /var/tmp), fio on CPU 0, and
 # while it runs either a whole-system profile (prof-disk.txt) or the daemon's counters twice,
 # 2 s apart (stat: disk-stat-qd64.txt is the second). Usage: prof-disk.sh [perf|stat]
 set -e
 mode=${1:-perf}
-cd /work/main
+cd $REPO
 w=$(mktemp -d /var/tmp/prof-XXXX); mkdir $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 build/bin/biofs "emu:$w/img,vwc" $w/m
 fio --name=pre --filename=$w/m/f --size=256M --rw=write --bs=1M --direct=1 --output=/dev/null

@@ -1,7 +1,8 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # Where a psync QD1 4 KiB read's daemon CPU goes on the disk image (emu:IMG,vwc, image on /var/tmp
 # ext4), fio on CPU 0: perf of the daemon's threads, context switches, and the wait syscalls.
-cd /work/main
+cd $REPO
 w=$(mktemp -d /var/tmp/pp-XXXX); mkdir $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 build/bin/biofs "emu:$w/img,vwc" $w/m ${OPTS:+-o $OPTS}; pid=$(pgrep -f -n "emu:$w/img,vwc")
 fio --name=pre --filename=$w/m/f --size=256M --rw=write --bs=1M --direct=1 --output=/dev/null

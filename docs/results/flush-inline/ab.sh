@@ -1,11 +1,12 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # A/B of the emulated flush run on the submitting thread (inline=auto, the default) against
 # through io_uring (inline=off): biofs on a loop device, fio psync 4k randwrite with
 # --fdatasync=1 and with O_DSYNC, rounds alternated. Per write: IOPS, the daemon's CPU (all its
 # threads, io-wq workers included) and the ring / completion / io-wq threads' shares.
 # usage: ab.sh [rounds] [seconds]
 rounds=${1:-3}; secs=${2:-5}
-BIN=${BIN:-/work/main/build/bin}
+BIN=${BIN:-$REPO/build/bin}
 W=/var/tmp/flush-ab; rm -rf $W; mkdir -p $W/b; truncate -s 2G $W/bimg; bloop=$(losetup -f --show $W/bimg)
 $BIN/mkfs.biofs -q $bloop
 cell() {  # $1 device options, $2 fdatasync|dsync

@@ -1,8 +1,9 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # A/B: two biofs mounts ("ENV|mount options" each), and the raw file; fio io_uring QD64 4k, disk-level stats.
 # Usage: ab.sh "ENV_A" "ENV_B" rounds [rw]
 set -e
-cd /work/main
+cd $REPO
 A=$1; B=$2; N=${3:-3}; RW=${4:-randread}
 w=/var/tmp/sched-auto-w; rm -rf $w; mkdir -p $w/a $w/b
 for x in a b; do truncate -s 2G $w/$x.img; build/bin/mkfs.biofs -q $w/$x.img; done

@@ -1,7 +1,8 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # Disk-level view of fio QD64 4k randread: raw file vs biofs (emu:IMG,vwc). diskstats deltas over 5 s.
 set -e
-cd /work/main
+cd $REPO
 w=/var/tmp/sched-auto-w; rm -rf $w; mkdir -p $w/m
 truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 build/bin/biofs "emu:$w/img,vwc" $w/m

@@ -1,7 +1,8 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # Run-delay share (runnable, not running) of each FUSE ring thread and of the requester, over 3 s
 # of a workload, on a tmpfs or disk image. Usage: rundelay.sh IMGDIR "mount opts"
-cd /work/main
+cd $REPO
 w=$1/rd; rm -rf $w; mkdir -p $w/m; truncate -s 2G $w/img; build/bin/mkfs.biofs -q $w/img
 dev="emu:$w/img"; [[ $1 == /dev/shm* ]] || dev="$dev,vwc"
 build/bin/biofs ${2:+-o $2} "$dev" $w/m

@@ -1,8 +1,9 @@
 #!/bin/bash
+REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)  # the biofs checkout this script sits in
 # base (bf4d7b3) vs head binaries, ABBA per round: fio 4k direct, psync QD1 and io_uring QD64,
 # randread and randwrite; daemon CPU per I/O.
 rounds=${1:-3}; secs=${2:-5}
-W=/var/tmp/abh; rm -rf $W; mkdir -p $W/mnt; truncate -s 1G $W/img; /work/main/build/bin/mkfs.biofs -q $W/img
+W=/var/tmp/abh; rm -rf $W; mkdir -p $W/mnt; truncate -s 1G $W/img; $REPO/build/bin/mkfs.biofs -q $W/img
 run_one() { # bin label
   $1 "emu:$W/img,vwc" $W/mnt || exit 1; pid=$(pgrep -n -f "emu:$W/img,vwc")
   [ -f $W/laid ] || { fio --name=prep --filename=$W/mnt/f --size=256M --bs=1M --rw=write --direct=1 --ioengine=psync >/dev/null 2>&1; touch $W/laid; }
