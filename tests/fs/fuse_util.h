@@ -182,6 +182,19 @@ inline bool wait_for_count(const std::atomic<int>& count, int want, std::chrono:
   return count.load() >= want;
 }
 
+// The mount's stats JSON (daemon/stats.h), read through its xattr.
+inline std::string stats_of(const std::string& mnt) {
+  std::string out;
+  REQUIRE(run("getfattr --only-values -n user.biofs.stats " + mnt, &out) == 0);
+  return out;
+}
+
+// A number in the stats JSON, by key ("polled": 12 -> 12); -1 if absent.
+inline long long stat_number(const std::string& stats, const std::string& key) {
+  const size_t at = stats.find("\"" + key + "\":");
+  return at == std::string::npos ? -1 : std::atoll(stats.c_str() + at + key.size() + 3);
+}
+
 inline constexpr uid_t kNobody = 65534;
 
 // Runs `call` in a child as user `uid` (group the same number, no supplementary groups);
