@@ -319,8 +319,23 @@ static void blk_mq_dispatch_queue_list(RqList* list) {
   if (!list->empty()) q->ops()->BlkMqOps::queue_rqs(list);
 }
 
+// v6.18 blk_mq_free_plug_rqs()
+static void blk_mq_free_plug_rqs(BlkPlug* plug) {
+  while (Request* rq = plug->cached_rqs.pop()) blk_mq_free_request(rq);
+}
+
+// v6.18 __blk_flush_plug(): dispatches what is plugged, then frees the cached requests
+// unconditionally, also on the flush of a task about to sleep: a blocked submitter must not
+// hold tags it is not using (it may be waiting for a tag of another queue, or someone else for
+// one of these). The kernel's flush from schedule() inserts the requests and runs the hardware
+// queue asynchronously (kblockd); here the sleeping thread dispatches them itself through
+// queue_rqs. A thread here blocks only at the waits that call this, never in the middle of a
+// driver call, and there is no kblockd: an asynchronous run would be a hand-off to another
+// thread that the kernel's path does not have.
 void blk_flush_plug(BlkPlug* plug) {
   if (plug->rq_count) blk_mq_flush_plug_list(plug);
+  if (!plug->cached_rqs.empty()) [[unlikely]]
+    blk_mq_free_plug_rqs(plug);
 }
 
 void blk_mq_flush_plug_list(BlkPlug* plug) {
@@ -378,7 +393,6 @@ static void blk_add_rq_to_plug(BlkPlug* plug, Request* rq) {
 void blk_finish_plug(BlkPlug* plug) {
   if (plug != tls_plug) return;
   blk_flush_plug(plug);
-  while (Request* rq = plug->cached_rqs.pop()) blk_mq_free_request(rq);  // blk_mq_free_plug_rqs
   publish_counters(plug);
   tls_plug = nullptr;
 }

@@ -168,7 +168,7 @@ struct BlkPlug {
 void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios);
 inline void blk_start_plug(BlkPlug* plug) { blk_start_plug_nr_ios(plug, 1); }
 void blk_finish_plug(BlkPlug* plug);            // flushes, frees cached requests, publishes counts
-void blk_flush_plug(BlkPlug* plug);             // dispatches what is plugged (blk_mq_flush_plug_list)
+void blk_flush_plug(BlkPlug* plug);             // dispatches what is plugged, frees cached requests
 // Hands the plug's requests to their drivers, one queue_rqs() call per queue in submission
 // order; leaves the plug empty. Completions may run inside it (null_blk, brd).
 void blk_mq_flush_plug_list(BlkPlug* plug);
@@ -176,7 +176,8 @@ void blk_mq_flush_plug_list(BlkPlug* plug);
 // blk_start_plug() is ignored, so this is the plug that will flush.
 BlkPlug* current_plug();
 // What the kernel's sched_submit_work() does for a task about to sleep: dispatch what its plug
-// holds, which may be what it, or whoever it waits for, is waiting for. Every place that may
+// holds, which may be what it, or whoever it waits for, is waiting for, and free the requests
+// it had cached (__blk_flush_plug). Every place that may
 // block a thread that submits I/O calls it first (a plug can outlive one submission: a FUSE
 // ring thread keeps one across a batch of requests).
 void blk_flush_plug_before_sleep();

@@ -216,6 +216,42 @@ TEST_CASE("a thread about to sleep dispatches its plug (sched_submit_work), whic
   CHECK(qu.q->counters().plug_flushes == 2);
 }
 
+TEST_CASE("v6.18 __blk_flush_plug: a submitter about to sleep for a tag of one queue first frees the requests its plug cached on another") {
+  // A plug batch-allocates 8 requests on qa and uses one (7 cached); its next bio is for qb,
+  // whose only tag is taken, so the thread sleeps in the tag wait. The flush before that sleep
+  // frees qa's cached tags: a waiter must not hold tags it is not using.
+  Queue qa, qb({}, 1);
+  SbitmapQueue* qb_tags = tags_of(qb.q.get());
+  unsigned qb_cpu = 0;
+  REQUIRE(sbitmap_queue_get(qb_tags, &qb_cpu) == 0);  // qb's one tag, held here
+  Done done;
+  std::atomic<int> stage{0};
+  std::thread submitter([&] {
+    BlkPlug plug;
+    blk_start_plug_nr_ios(&plug, 8);
+    submit_bio(make_read(&qa.bdev, qa.bs, 0, 4096, &done));
+    int cached = 0;
+    for (Request* rq = plug.cached_rqs.head; rq; rq = rq->rq_next) cached++;
+    stage = cached;
+    submit_bio(make_read(&qb.bdev, qb.bs, 0, 4096, &done));  // sleeps until qb's tag is freed
+    blk_finish_plug(&plug);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (stage.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  CHECK(stage.load() == 7);  // qa's batch: 7 cached after the first bio
+  // The submitter is now asleep for qb's tag; qa's tags must all have come back (the one used
+  // was dispatched by the same flush and completed inline).
+  while (sbitmap_weight(&tags_of(qa.q.get())->sb) != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(sbitmap_weight(&tags_of(qa.q.get())->sb) == 0);
+  CHECK(done.count.load() == 1);
+  sbitmap_queue_clear(qb_tags, 0, qb_cpu);  // wakes the submitter
+  submitter.join();
+  CHECK(done.count.load() == 2);
+  CHECK(done.errors.load() == 0);
+  CHECK(sbitmap_weight(&qb_tags->sb) == 0);
+}
+
 TEST_CASE("without a plug each bio is dispatched at once") {
   Queue qu;
   Done done;
