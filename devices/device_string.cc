@@ -16,7 +16,7 @@ SubOption flag(const char* name, bool* f) {
   return {name, Takes::nothing, [f](std::string_view) { *f = true; return std::string(); }};
 }
 
-// The options both NVMe kinds take: fault injection and its seed.
+// The options both NVMe kinds take: fault injection and its seed, and the driver's retries.
 void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
   FaultConfig* c = &out->fault;
   auto fraction = [out](const char* name, double* f) {
@@ -42,6 +42,17 @@ void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
   t->push_back(fraction("timeout", &c->timeout));
   t->push_back(bounded("delay_us", &c->delay_us, 60'000'000));
   t->push_back(bounded("timeout_ms", &c->timeout_ms, 600'000));  // 10 minutes
+  t->push_back({"fault_retry", Takes::nothing, [out](std::string_view) {
+                  out->fault.dont_retry = false;  // the kernel injector's dont_retry=0
+                  out->faults = true;
+                  return std::string();
+                }});
+  t->push_back({"max_retries", Takes::value, [out](std::string_view v) {
+                  uint64_t n;
+                  if (!parse_uint(v, &n, 0, 255)) return std::string("expected 0..255");
+                  out->max_retries = unsigned(n);
+                  return std::string();
+                }});
   t->push_back({"fault_after", Takes::value, [out](std::string_view v) {
                   if (!parse_uint(v, &out->fault.after)) return std::string("expected a command count");
                   out->faults = true;

@@ -23,6 +23,7 @@
 #include "blockcore/null_blk.h"
 #include "nvme/emu_ns.h"
 #include "nvme/fault_inject.h"
+#include "nvme/nvme_driver.h"
 #include "nvme/uring_passthru.h"
 
 namespace biofs {
@@ -36,6 +37,7 @@ struct DeviceSpec {
   unsigned stripe_children = 0;  // stripe:N
   bool faults = false;  // a fault option was given: the transport is wrapped (fault_inject.h)
   FaultConfig fault;
+  unsigned max_retries = NVME_DEFAULT_MAX_RETRIES;  // max_retries=N (nvme_core.max_retries)
 };
 
 // Parses a device string. False with one line in *err naming the part that is wrong.

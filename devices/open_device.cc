@@ -84,6 +84,7 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
   cfg.completion_affinity = opts.completion_affinity;
   cfg.nr_poll_queues = opts.poll_queues;
   cfg.toggles = opts.toggles;
+  cfg.max_retries = ds.max_retries;
   dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
   dev->bdev_ = dev->nvme_->bdev();
   return dev;

@@ -314,7 +314,9 @@ void EmuQueue::queue_flush(NvmeIod* iod) {
   if (!vwc_) return post(iod, NVME_SC_SUCCESS);
   if (cache_) {
     cache_->wait_written_back();
-    if (int err = cache_->take_error()) return post(iod, nvme_status_from_errno(err, nvme_cmd_write));
+    // DNR: the loss is reported once, so a retried flush would succeed over it.
+    if (int err = cache_->take_error())
+      return post(iod, uint16_t(nvme_status_from_errno(err, nvme_cmd_write) | NVME_STATUS_DNR));
   }
   if (run_flush_inline()) return execute_inline(iod, EMU_XFER_NONE);
   iod->pending = 1;

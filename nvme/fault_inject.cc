@@ -45,6 +45,7 @@ void FaultInjector::set(const FaultConfig& cfg) {
   timeout_.store(threshold(cfg.timeout), std::memory_order_relaxed);
   delay_us_.store(cfg.delay_us, std::memory_order_relaxed);
   timeout_ms_.store(cfg.timeout_ms, std::memory_order_relaxed);
+  dont_retry_.store(cfg.dont_retry, std::memory_order_relaxed);
   seed_.store(cfg.seed, std::memory_order_relaxed);
   after_.store(cfg.after, std::memory_order_relaxed);
   seq_.store(0, std::memory_order_relaxed);
@@ -60,6 +61,7 @@ FaultConfig FaultInjector::config() const {
   c.timeout = frac(timeout_.load(std::memory_order_relaxed));
   c.delay_us = delay_us_.load(std::memory_order_relaxed);
   c.timeout_ms = timeout_ms_.load(std::memory_order_relaxed);
+  c.dont_retry = dont_retry_.load(std::memory_order_relaxed);
   c.seed = seed_.load(std::memory_order_relaxed);
   c.after = after_.load(std::memory_order_relaxed);
   return c;
@@ -111,6 +113,7 @@ FaultInjector::Decision FaultInjector::decide(uint8_t opcode) {
     d.kind = DELAY;
     d.hold_ns = uint64_t(delay_us_.load(std::memory_order_relaxed)) * 1000;
   }
+  if (d.status && dont_retry_.load(std::memory_order_relaxed)) d.status |= NVME_STATUS_DNR;
   return d;
 }
 

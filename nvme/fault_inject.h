@@ -33,6 +33,10 @@ struct FaultConfig {
   uint32_t timeout_ms = 50;  // after this long
   uint64_t seed = 1;
   uint64_t after = 0;        // the first `after` commands pass untouched (lets a mount finish)
+  // The kernel's fault_inject dont_retry (drivers/nvme/host/fault_inject.c, on by default):
+  // injected statuses carry DNR, so the driver does not retry them (nvme_decide_disposition).
+  // false (fault_retry): they do not, and the driver retries them up to its max_retries.
+  bool dont_retry = true;
   bool any() const { return fail_read > 0 || fail_write > 0 || fail_flush > 0 || delay > 0 || timeout > 0; }
 };
 
@@ -63,6 +67,7 @@ class FaultInjector {
 
   std::atomic<uint32_t> fail_read_{0}, fail_write_{0}, fail_flush_{0}, delay_{0}, timeout_{0};
   std::atomic<uint32_t> delay_us_{0}, timeout_ms_{0};
+  std::atomic<bool> dont_retry_{true};
   std::atomic<uint64_t> seed_{1}, after_{0};
   std::atomic<uint64_t> seq_{0};
   std::atomic<uint64_t> failed_{0}, delayed_{0}, timed_out_{0};

@@ -75,6 +75,7 @@ blk_status_t nvme_setup_cmd(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
   c.nsid = ns.nsid;
   iod->nr_vecs = 0;
   iod->data_len = 0;
+  iod->retries = 0;  // nvme_clear_nvme_request(); a retry keeps its count (NvmeDriver::nvme_retry_req)
   switch (req_op_of(rq)) {
     case REQ_OP_READ:
     case REQ_OP_WRITE: {

@@ -36,7 +36,8 @@ struct alignas(64) NvmeIod {
   uint16_t pending;   // sub-operations still in flight
   uint8_t xfer;       // how the data moves (transport specific)
   uint8_t redo;       // the host answered a sub-operation transiently: run the command again
-  uint8_t rsvd[6];
+  uint8_t retries;    // nvme_request.retries: times the driver sent it again (nvme_retry_req)
+  uint8_t rsvd[5];
   NvmeDsmRange dsm;   // the range list of a discard (one range)
   iovec vecs[NVME_MAX_SEGS];
 };

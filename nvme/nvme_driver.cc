@@ -254,7 +254,7 @@ int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
     if (!guard.owns_lock()) return 0;
     n = nq->q->reap(iob, &failed);
   }
-  while (Request* rq = failed.pop()) blk_mq_end_request(rq, rq->status);
+  end_failed(nq, &failed);
   if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
   return n;
 }
@@ -273,22 +273,79 @@ void NvmeDriver::reap_own(NvmeHctx* nq) {
   if (reap(nq, false) < 0 && nq->q->completed_in_submit()) reap(nq, true);
 }
 
+// A command sent again here by a device that runs commands inline has completed already and
+// posts nothing for another reaper to see: the loop reaps it.
 int NvmeDriver::reap(NvmeHctx* nq, bool block) {
-  IoCompBatch iob;
-  RqList failed;
-  int n;
-  {
-    std::unique_lock guard(nq->cq_lock, std::defer_lock);
-    if (block)
-      guard.lock();
-    else if (!guard.try_lock())
-      return -1;
-    n = nq->q->reap(&iob, &failed);
+  int total = 0;
+  for (;;) {
+    IoCompBatch iob;
+    RqList failed;
+    int n;
+    {
+      std::unique_lock guard(nq->cq_lock, std::defer_lock);
+      if (block)
+        guard.lock();
+      else if (!guard.try_lock())
+        return total ? total : -1;
+      n = nq->q->reap(&iob, &failed);
+    }
+    blk_mq_end_request_batch(&iob);
+    const bool resent = end_failed(nq, &failed);
+    if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
+    total += n;
+    if (!resent || !nq->q->completed_in_submit()) return total;
+    block = true;
   }
-  blk_mq_end_request_batch(&iob);
-  while (Request* rq = failed.pop()) blk_mq_end_request(rq, rq->status);
-  if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
-  return n;
+}
+
+// v6.18 nvme_decide_disposition() (drivers/nvme/host/core.c), without multipath (FAILOVER) and
+// in-band authentication (AUTHENTICATE), which biofs does not have: a failed command is
+// completed with its error if the request may not be retried (blk_noretry_request(): here
+// REQ_FAILFAST), if its status has DNR (Do Not Retry), or once it has been retried
+// max_retries times; otherwise it is retried.
+static bool nvme_should_retry(const Request* rq, unsigned max_retries) {
+  const NvmeIod* iod = nvme_iod(const_cast<Request*>(rq));
+  if (rq->cmd_flags & REQ_FAILFAST) return false;
+  if (iod->status & NVME_STATUS_DNR) return false;
+  return iod->retries < max_retries;
+}
+
+bool NvmeDriver::end_failed(NvmeHctx* nq, RqList* failed) {
+  bool resent = false;
+  while (Request* rq = failed->pop()) {
+    if (nvme_should_retry(rq, cfg_.max_retries) && nvme_retry_req(nq, rq)) {
+      resent = true;
+      continue;
+    }
+    nvme_log_error(nq->q->name(), nvme_iod(rq));
+    blk_mq_end_request(rq, rq->status);
+  }
+  return resent;
+}
+
+// v6.18 nvme_retry_req(): the command goes to its queue again with its retry count one higher.
+// The kernel requeues the request (blk_mq_requeue_request) and kblockd sends it after the
+// Command Retry Delay that the status's CRD field selects (CRDT1-3 of Identify Controller);
+// here the reaper sends it at once: the CRD field is not read (the emulated controller and
+// QEMU's report CRDT 0). False if it could not be sent; the caller then ends it.
+bool NvmeDriver::nvme_retry_req(NvmeHctx* nq, Request* rq) {
+  NvmeIod* iod = nvme_iod(rq);
+  const uint8_t retries = uint8_t(iod->retries + 1);
+  if (nvme_setup_cmd(ns_, rq, iod) != BLK_STS_OK) return false;  // it was set up once: not expected
+  iod->retries = retries;
+  RqList one;
+  one.add_tail(rq);
+  nq->inflight.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard guard(nq->sq_lock);
+    nq->q->submit(&one, true);
+  }
+  if (!one.empty()) {  // cannot happen (one slot per tag); end it with its error rather than lose it
+    nq->inflight.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  retries_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 int NvmeDriver::poll_all(bool wait) {

@@ -30,6 +30,9 @@
 
 namespace biofs {
 
+// The kernel's default of nvme_core.max_retries (drivers/nvme/host/core.c, v6.18).
+inline constexpr unsigned NVME_DEFAULT_MAX_RETRIES = 5;
+
 struct NvmeDriverConfig {
   unsigned nr_queues = 1;          // hardware queues (one transport queue each)
   // Poll queues beside them (nvme's poll_queues parameter): no completion thread; the threads
@@ -45,6 +48,9 @@ struct NvmeDriverConfig {
   // the latest costs a sched_setaffinity each time. Submitters that spin without ever
   // yielding or blocking should poll instead.
   bool completion_affinity = true;
+  // nvme_core's max_retries: how often a failed command without DNR is sent again
+  // (nvme_decide_disposition). 0: never.
+  unsigned max_retries = NVME_DEFAULT_MAX_RETRIES;
   Toggles toggles;
 };
 
@@ -81,6 +87,8 @@ class NvmeDriver : public BlkMqOps {
   uint64_t inflight() const;
   // How often completion threads moved to follow their submitter (completion_affinity).
   uint64_t affinity_moves() const;
+  // Commands sent again after a failure (nvme_retry_req).
+  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
   void queue_rqs(RqList* rqs) override;
@@ -110,6 +118,8 @@ class NvmeDriver : public BlkMqOps {
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void reap_own(NvmeHctx* nq);         // a submitter's reap of what it may have completed itself
   void completion_thread(NvmeHctx* nq);
+  bool end_failed(NvmeHctx* nq, RqList* failed);  // ends or retries each; true if any was sent again
+  bool nvme_retry_req(NvmeHctx* nq, Request* rq);
   static void follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns, uint32_t* seen_changes);
 
   std::unique_ptr<NvmeTransport> transport_;
@@ -118,6 +128,7 @@ class NvmeDriver : public BlkMqOps {
   std::unique_ptr<NvmeIdNs> id_ns_;
   NvmeNsInfo ns_;
   uint32_t max_transfer_ = 0;
+  std::atomic<uint64_t> retries_{0};
   std::vector<std::unique_ptr<NvmeHctx>> hctxs_;
   std::unique_ptr<RequestQueue> queue_;
   BlockDevice bdev_;

@@ -106,6 +106,7 @@ uint16_t nvme_status_from_errno(int neg_errno, uint8_t opcode) {
     case -EPERM:
     case -EACCES: return NVME_SC_READ_ONLY | NVME_STATUS_DNR;
     case -EINTR:
+    case -EAGAIN:
     case -ECANCELED: return NVME_SC_ABORT_REQ;
     default: break;
   }
@@ -113,6 +114,9 @@ uint16_t nvme_status_from_errno(int neg_errno, uint8_t opcode) {
     case nvme_cmd_read: return NVME_SC_READ_ERROR;
     case nvme_cmd_write:
     case nvme_cmd_write_zeroes: return NVME_SC_WRITE_FAULT;
+    // A flush that failed lost data the cache held; the host answers the next fdatasync with
+    // success (errseq), so a retry would report the loss as gone: Do Not Retry.
+    case nvme_cmd_flush: return NVME_SC_INTERNAL | NVME_STATUS_DNR;
     default: return NVME_SC_INTERNAL;
   }
 }

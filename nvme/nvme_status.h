@@ -24,7 +24,10 @@ std::string nvme_status_describe(uint16_t status);
 
 // The status an emulated controller reports for a failed host system call (-errno), per
 // operation: reads fail as Unrecovered Read Error, writes as Write Fault, the rest as
-// Internal Error; no space is Capacity Exceeded.
+// Internal Error; no space is Capacity Exceeded. Answers a retry cannot change (no space,
+// invalid, read-only) carry DNR; interrupted or "try again" ones are Command Abort Requested,
+// without DNR, as is an I/O error, so that the driver retries them (nvme_decide_disposition);
+// a failed flush carries DNR (what it lost does not come back by asking again).
 uint16_t nvme_status_from_errno(int neg_errno, uint8_t opcode);
 
 }  // namespace biofs

@@ -56,7 +56,7 @@ class NvmeQueue {
   virtual void submit(RqList* rqs, bool commit) = 0;
   virtual void commit() = 0;
   // Reaps what has completed, without blocking: successes go to `iob`, failures to `failed`
-  // with rq->status set to the mapped block status (the caller ends them with
+  // with the NVMe status in nvme_iod(rq)->status and rq->status set to the mapped block status (the caller ends them with
   // blk_mq_end_request() once it holds no lock: ending runs bio callbacks). Returns the
   // requests completed. The caller serialises reap().
   virtual int reap(IoCompBatch* iob, RqList* failed) = 0;
@@ -84,7 +84,7 @@ class NvmeQueue {
     }
     fail(iod, status, failed);
   }
-  void fail(NvmeIod* iod, uint16_t status, RqList* failed);  // logs, maps, queues on `failed`
+  void fail(NvmeIod* iod, uint16_t status, RqList* failed);  // keeps, maps, queues on `failed`
 
   std::string name_;
   uint64_t errors_ = 0;
@@ -111,5 +111,7 @@ class NvmeTransport {
 // Error lines are printed to stderr, at most `n` per process (default 32), then one line
 // saying the rest are counted but not printed.
 void nvme_set_error_log_limit(int n);
+// One line for a command that ends with an error (nvme_iod(rq)->status), named by its queue.
+void nvme_log_error(const std::string& queue, const NvmeIod* iod);
 
 }  // namespace biofs

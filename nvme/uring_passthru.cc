@@ -151,8 +151,10 @@ int UringQueue::reap(IoCompBatch* iob, RqList* failed) {
   return uring_reap(&ring_, [&](void* data, int res) {
     auto* iod = static_cast<NvmeIod*>(data);
     NVME_TSAN_ACQUIRE(iod);
-    // res: 0, the NVMe status field (> 0), or -errno when the host side failed.
-    const uint16_t status = res >= 0 ? uint16_t(res) : uint16_t(NVME_SC_INTERNAL);
+    // res: 0, the NVMe status field (> 0), or -errno when the host side failed. A host error
+    // becomes a status that the driver retries where a retry may help (-EINTR, -EAGAIN,
+    // -EIO: no DNR) and not where it cannot (-EINVAL, -ENOSPC: DNR), nvme_status_from_errno.
+    const uint16_t status = res >= 0 ? uint16_t(res) : nvme_status_from_errno(res, iod->cmd.opcode);
     if (res < 0) [[unlikely]]  // the host side failed: say why, the NVMe status cannot
       std::fprintf(stderr, "%s: cid=%u: the kernel failed the command: %s\n", name_.c_str(),
                    unsigned(iod->cmd.command_id), std::strerror(-res));

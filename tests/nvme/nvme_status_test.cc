@@ -55,8 +55,22 @@ TEST_CASE("host errors become the status an emulated controller reports") {
   CHECK(nvme_status_from_errno(0, nvme_cmd_read) == NVME_SC_SUCCESS);
   CHECK(nvme_status_from_errno(-EIO, nvme_cmd_read) == NVME_SC_READ_ERROR);
   CHECK(nvme_status_from_errno(-EIO, nvme_cmd_write) == NVME_SC_WRITE_FAULT);
-  CHECK(nvme_status_from_errno(-EIO, nvme_cmd_flush) == NVME_SC_INTERNAL);
+  CHECK(nvme_status_from_errno(-EIO, nvme_cmd_flush) == (NVME_SC_INTERNAL | NVME_STATUS_DNR));
   CHECK((nvme_status_from_errno(-ENOSPC, nvme_cmd_write) & NVME_SCT_SC_MASK) == NVME_SC_CAP_EXCEEDED);
   CHECK(nvme_error_status(nvme_status_from_errno(-ENOSPC, nvme_cmd_write)) == BLK_STS_NOSPC);
   CHECK((nvme_status_from_errno(-EOPNOTSUPP, nvme_cmd_dsm) & NVME_SCT_SC_MASK) == NVME_SC_INVALID_FIELD);
+}
+
+TEST_CASE("host errors: the driver may retry what a retry can change (no DNR), never what it cannot (DNR)") {
+  // nvme_decide_disposition() reads DNR: a passthrough -EINTR/-EAGAIN or an I/O error is sent
+  // again, an invalid or read-only or full answer is not.
+  for (const int e : {-EINTR, -EAGAIN, -ECANCELED, -EIO}) {
+    CAPTURE(e);
+    CHECK((nvme_status_from_errno(e, nvme_cmd_read) & NVME_STATUS_DNR) == 0);
+  }
+  CHECK(nvme_status_from_errno(-EAGAIN, nvme_cmd_read) == NVME_SC_ABORT_REQ);
+  for (const int e : {-EINVAL, -EOPNOTSUPP, -ENOSPC, -EDQUOT, -EROFS, -EACCES}) {
+    CAPTURE(e);
+    CHECK((nvme_status_from_errno(e, nvme_cmd_write) & NVME_STATUS_DNR) != 0);
+  }
 }

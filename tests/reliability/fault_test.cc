@@ -65,10 +65,16 @@ TEST_CASE("fault: options in the device string and BIOFS_FAULT, and bad ones ref
   CHECK(ds.fault.timeout_ms == 40);
   CHECK(ds.fault.after == 7);
   CHECK(ds.fault.seed == 9);
+  CHECK(ds.fault.dont_retry);
+  CHECK(ds.max_retries == NVME_DEFAULT_MAX_RETRIES);
+  REQUIRE(parse_device_spec("emu:/x.img,fault_retry,max_retries=2", &ds, &err));
+  CHECK_FALSE(ds.fault.dont_retry);
+  CHECK(ds.max_retries == 2);
   REQUIRE(parse_device_spec("emu:/x.img", &ds, &err));
   CHECK_FALSE(ds.faults);
   for (const char* bad : {"emu:/x.img,fail_read=1.5", "emu:/x.img,delay_us=0", "emu:/x.img,timeout=abc",
-                          "emu:/x.img,fault_after=-1", "nvme:/dev/ng0n1,fail_write=2"}) {
+                          "emu:/x.img,fault_after=-1", "nvme:/dev/ng0n1,fail_write=2",
+                          "emu:/x.img,max_retries=256"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_device_spec(bad, &ds, &err));
     CHECK(err.find('\n') == std::string::npos);
@@ -118,6 +124,68 @@ TEST_CASE("fault: failed reads, writes and flushes reach the caller as EIO, and 
   CHECK(back == std::string(4096, '\0'));
   CHECK(io.write(4, 1, z.data(), REQ_PREFLUSH | REQ_FUA) == 0);
   CHECK(dev->faults()->counters().failed == 4);  // read, write, flush, the pre-flush
+}
+
+TEST_CASE("fault: v6.18 nvme_decide_disposition: a failed command without DNR is retried up to max_retries, one with DNR or REQ_FAILFAST is not") {
+  ScratchDir dir;
+  const std::string img = dir.file("d.img");
+  std::string a(4096, 'a');
+  {
+    auto dev = open_device("emu:" + img + ",size=4M,fault_retry", DeviceOptions{});
+    BlockIo io(dev->bdev(), 4096);
+    REQUIRE(io.write(1, 1, a.data()) == 0);
+    FaultConfig c;
+    c.fail_read = 1;
+    c.dont_retry = false;  // fault_retry: the injected status has no DNR
+    dev->faults()->set(c);
+    std::string back(4096, '\0');
+    uint64_t failed = 0;  // injected failures so far (the counter is cumulative)
+    auto failed_now = [&] {
+      const uint64_t n = dev->faults()->counters().failed - failed;
+      failed += n;
+      return n;
+    };
+    CHECK(io.read(1, 1, back.data()) == -EIO);
+    CHECK(failed_now() == 1 + NVME_DEFAULT_MAX_RETRIES);  // sent 6 times
+    CHECK(dev->nvme()->retries() == NVME_DEFAULT_MAX_RETRIES);
+    // REQ_FAILFAST (blk_noretry_request): failed once, not retried.
+    c.fail_read = 0, c.fail_write = 1;
+    dev->faults()->set(c);
+    CHECK(io.write(2, 1, a.data(), REQ_FAILFAST) == -EIO);
+    CHECK(failed_now() == 1);
+    CHECK(dev->nvme()->retries() == NVME_DEFAULT_MAX_RETRIES);
+    // DNR (the injector's default, as the kernel's dont_retry): failed once, not retried.
+    c = no_faults();
+    c.fail_read = 1;
+    dev->faults()->set(c);
+    CHECK(io.read(1, 1, back.data()) == -EIO);
+    CHECK(failed_now() == 1);
+    CHECK(dev->nvme()->retries() == NVME_DEFAULT_MAX_RETRIES);
+    // A fault on a fraction of commands: retries hide nearly all of it, DNR none of it.
+    for (const bool dnr : {true, false}) {
+      CAPTURE(dnr);
+      c = no_faults();
+      c.fail_read = 0.3, c.seed = 11, c.dont_retry = dnr;
+      dev->faults()->set(c);
+      int errors = 0;
+      for (int i = 0; i < 200; i++) errors += io.read(1, 1, back.data()) != 0;
+      if (dnr) CHECK(errors > 30);  // about 60 of 200
+      else CHECK(errors < 3);       // 0.3^6 of 200: about 0.15
+      CHECK(failed_now() > 30);
+    }
+    dev->faults()->set(no_faults());
+  }
+  // max_retries=0: never retried.
+  auto dev = open_device("emu:" + img + ",size=4M,fault_retry,max_retries=0", DeviceOptions{});
+  BlockIo io(dev->bdev(), 4096);
+  FaultConfig c;
+  c.fail_read = 1;
+  c.dont_retry = false;
+  dev->faults()->set(c);
+  std::string back(4096, '\0');
+  CHECK(io.read(1, 1, back.data()) == -EIO);
+  CHECK(dev->faults()->counters().failed == 1);
+  CHECK(dev->nvme()->retries() == 0);
 }
 
 TEST_CASE("fault: the same seed fails the same commands, another seed others") {
