@@ -278,7 +278,11 @@ bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
   if (fuse_req_is_uring(req)) {
+#if BIOFS_FUSE_RING_PATCHES
     const int waiting = fuse_req_uring_waiting(req);
+#else
+    const int waiting = 0;  // not reached: without the patches no mount takes the ring
+#endif
     tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
     receiver_free = others == 0 && tls_backlog == 0;
     if (ctx->ring_plug) plug_ring_batch(waiting);

@@ -178,7 +178,9 @@ int main(int argc, char** argv) {
   fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
   fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
   if (!se) fail(32, "cannot create the FUSE session");
+#if BIOFS_FUSE_RING_PATCHES
   fuse_session_uring_set_batch_end(se, fuse_ring_batch_end);
+#endif
   if (fuse_set_signal_handlers(se)) fail(32, "cannot set signal handlers");
   if (fuse_session_mount(se, mnt.c_str())) {
     fuse_remove_signal_handlers(se);

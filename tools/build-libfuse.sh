@@ -30,6 +30,12 @@
 # fuse_session_uring_set_batch_end(), a function each ring thread calls when it has handled a
 # batch of requests, where the daemon dispatches the block plug its reads and writes shared).
 #
+# The archive keeps only its newest fuse3, and the patches fit 3.18. When the archive has
+# moved on (a newer series, or a 3.18 the patches no longer apply to), the newest source is
+# built unpatched instead, and the build goes on without biofs's FUSE-over-io_uring transport
+# (CMakeLists.txt finds the patches' functions missing; the daemon then refuses fuse_uring=on
+# in one line and `auto` takes /dev/fuse). BIOFS_LIBFUSE_UNPATCHED=1 asks for that form.
+#
 # Idempotent: does nothing when PREFIX/.built names the same source version and patches.
 # Usage: tools/build-libfuse.sh [PREFIX]     (default /opt/biofs-libfuse; root for apt)
 set -euo pipefail
@@ -60,13 +66,18 @@ EOF
   $sudo apt-get update -qq
 fi
 
-version=$(apt-cache showsrc fuse3 2>/dev/null | awk '/^Version:/ {print $2}' | grep "^${want_series}\." | sort -V | tail -1 || true)
+# The newest fuse3 source of at least the series the daemon is written for.
+version=$(apt-cache showsrc fuse3 2>/dev/null | awk '/^Version:/ {print $2}' |
+  while read -r v; do dpkg --compare-versions "$v" ge "$want_series" && echo "$v"; done | sort -V | tail -1 || true)
 if [ -z "$version" ]; then
-  echo "build-libfuse: Debian's archive offers no fuse3 ${want_series}.x source package (apt-cache showsrc fuse3)" >&2
+  echo "build-libfuse: Debian's archive offers no fuse3 source of ${want_series} or later (apt-cache showsrc fuse3)" >&2
   exit 1
 fi
 patches_dir="$(cd "$(dirname "$0")" && pwd)/libfuse-patches"
-stamp="$version $(cat "$patches_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)"
+patched=1
+case "$version" in "$want_series".*) ;; *) patched=0 ;; esac
+[ "${BIOFS_LIBFUSE_UNPATCHED:-0}" = 1 ] && patched=0
+stamp="$version patched=$patched $(cat "$patches_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)"
 if [ -f "$prefix/.built" ] && [ "$(cat "$prefix/.built")" = "$stamp" ]; then
   exit 0
 fi
@@ -84,31 +95,55 @@ fi
 
 work=$(mktemp -d /tmp/biofs-libfuse.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-echo "build-libfuse: fuse3 $version from Debian's source package, with io_uring, into $prefix" >&2
+echo "build-libfuse: fuse3 $version from Debian's source package into $prefix" >&2
 (cd "$work" && apt-get source -qq "fuse3=$version" >/dev/null 2>&1) || {
   echo "build-libfuse: apt-get source fuse3=$version failed" >&2
   exit 1
 }
 src=$(find "$work" -maxdepth 1 -type d -name 'fuse3-*' | head -1)
-for p in "$patches_dir"/*.patch; do
-  [ -e "$p" ] || continue
-  patch -d "$src" -p1 --quiet --forward <"$p" || { echo "build-libfuse: $(basename "$p") does not apply to fuse3 $version" >&2; exit 1; }
-done
+if [ "$patched" = 1 ]; then
+  # All or none: a dry run of the series on a copy first.
+  cp -a "$src" "$work/dry"
+  for p in "$patches_dir"/*.patch; do
+    [ -e "$p" ] || continue
+    if ! patch -d "$work/dry" -p1 --quiet --forward <"$p" >/dev/null 2>&1; then
+      echo "build-libfuse: $(basename "$p") does not apply to fuse3 $version: building it unpatched" >&2
+      patched=0
+      break
+    fi
+  done
+  rm -rf "$work/dry"
+fi
+if [ "$patched" = 1 ]; then
+  for p in "$patches_dir"/*.patch; do
+    [ -e "$p" ] || continue
+    patch -d "$src" -p1 --quiet --forward <"$p"
+  done
+else
+  echo "build-libfuse: fuse3 $version without biofs's ring patches: this build has no FUSE-over-io_uring transport (fuse_uring=auto uses /dev/fuse)" >&2
+  stamp="$version patched=0 $(cat "$patches_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)"
+fi
 # A static library (no runtime path for the daemon), no setuid helpers, no init scripts or
 # udev rules: only the library, its headers and pkg-config file, and the examples.
+uring_opt=""
+[ "$patched" = 1 ] && uring_opt="-Denable-io-uring=true"  # the only form that uses it
 meson setup "$work/build" "$src" --prefix="$prefix" --libdir=lib -Dbuildtype=release \
   -Ddefault_library=static -Duseroot=false -Dtests=false -Dutils=false -Dexamples=true \
-  -Dinitscriptdir= -Dudevrulesdir="$work/udev" -Denable-io-uring=true >"$work/setup.log" 2>&1 || {
+  -Dinitscriptdir= -Dudevrulesdir="$work/udev" ${uring_opt} >"$work/setup.log" 2>&1 || {
   tail -20 "$work/setup.log" >&2
   exit 1
 }
-if ! grep -q 'liburing linking and SQE128 support.*YES' "$work/setup.log"; then
+if [ "$patched" = 1 ] && ! grep -q 'liburing linking and SQE128 support.*YES' "$work/setup.log"; then
   echo "build-libfuse: meson did not enable io_uring (needs liburing-dev and libnuma-dev)" >&2
   exit 1
 fi
 ninja -C "$work/build" >"$work/build.log" 2>&1 || { tail -20 "$work/build.log" >&2; exit 1; }
 $sudo rm -rf "$prefix"
 $sudo ninja -C "$work/build" install >/dev/null
-$sudo install -D -m 0755 "$work/build/example/passthrough_hp" "$prefix/bin/passthrough_hp"
+if [ -x "$work/build/example/passthrough_hp" ]; then
+  $sudo install -D -m 0755 "$work/build/example/passthrough_hp" "$prefix/bin/passthrough_hp"
+else
+  echo "build-libfuse: fuse3 $version built no example/passthrough_hp: biofs-compare's layer baseline is missing" >&2
+fi
 echo "$stamp" | $sudo tee "$prefix/.built" >/dev/null
 echo "build-libfuse: done ($prefix)" >&2

@@ -49,6 +49,10 @@ TEST_CASE("fuse_uring=off never asks, whatever the kernel offers") {
 }
 
 TEST_CASE("a kernel with the parameter on: on and auto both ask") {
+  if (!BIOFS_FUSE_RING_PATCHES) {
+    MESSAGE("skipped: this build has no FUSE-over-io_uring transport (libfuse without the ring patches)");
+    return;
+  }
   FakeParam p("Y\n");
   for (FuseUring w : {FuseUring::on, FuseUring::auto_}) {
     bool use = false;
@@ -60,6 +64,10 @@ TEST_CASE("a kernel with the parameter on: on and auto both ask") {
 }
 
 TEST_CASE("a kernel without FUSE-over-io_uring: on stops the mount, auto falls back and says why") {
+  if (!BIOFS_FUSE_RING_PATCHES) {
+    MESSAGE("skipped: this build has no FUSE-over-io_uring transport (libfuse without the ring patches)");
+    return;
+  }
   FakeParam p(nullptr);
   bool use = true;
   std::string note;
@@ -75,6 +83,10 @@ TEST_CASE("a kernel without FUSE-over-io_uring: on stops the mount, auto falls b
 }
 
 TEST_CASE("the parameter off: root switches it on and says so, others fall back") {
+  if (!BIOFS_FUSE_RING_PATCHES) {
+    MESSAGE("skipped: this build has no FUSE-over-io_uring transport (libfuse without the ring patches)");
+    return;
+  }
   FakeParam p("N\n");
   bool use = false;
   std::string note;
@@ -89,6 +101,23 @@ TEST_CASE("the parameter off: root switches it on and says so, others fall back"
     CHECK(p.value() == "N");
     CHECK(note.find("only root may switch it on") != std::string::npos);
   }
+}
+
+TEST_CASE("a build whose libfuse lacks the ring patches: on stops the mount, auto falls back, both say why") {
+  if (BIOFS_FUSE_RING_PATCHES) {
+    MESSAGE("skipped: this build's libfuse has the ring patches (tools/build-libfuse.sh)");
+    return;
+  }
+  FakeParam p("Y\n");  // the kernel offers it
+  bool use = true;
+  std::string note;
+  const std::string why = decide_fuse_uring(FuseUring::on, &use, &note);
+  CHECK(why.find("fuse_uring=on: this build's libfuse lacks biofs's ring patches") == 0);
+  CHECK_FALSE(use);
+  use = true;
+  CHECK(decide_fuse_uring(FuseUring::auto_, &use, &note) == "");
+  CHECK_FALSE(use);
+  CHECK(note.find("fuse_uring=auto: using /dev/fuse: this build's libfuse lacks") == 0);
 }
 
 TEST_CASE("parse_fuse_uring takes on, off and auto only") {

@@ -155,14 +155,15 @@ inline bool have_fuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
 
 // Whether a mount may ask for FUSE-over-io_uring: the kernel has it, and as root the daemon
 // can switch the fuse module's enable_uring on.
+// The build must have it too: without the libfuse ring patches (CMakeLists.txt) it has none.
 inline bool fuse_uring_possible() {
-  return access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
+  return BIOFS_FUSE_RING_PATCHES && access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
 }
 
 // The fuse_uring= values a test mounts with here: off, and on where possible (else it says so).
 inline std::vector<std::string> fuse_transports() {
   if (fuse_uring_possible()) return {"off", "on"};
-  MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here, or not root");
+  MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here (kernel, or this build's libfuse), or not root");
   return {"off"};
 }
 

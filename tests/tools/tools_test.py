@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tool_paths import BIN, REPO, TOOLS, load_tool  # noqa: E402
+from tool_paths import BIN, REPO, TOOLS, build_has_fuse_ring, load_tool  # noqa: E402
 
 
 compare = load_tool("biofs-compare")
@@ -768,7 +768,8 @@ class Mount(unittest.TestCase):
         self.assertIn("bio cache on", p.stdout)
         self.assertIn("tags/call", p.stdout)
         # No transport named: fuse_uring=auto, FUSE-over-io_uring where the kernel has it.
-        uring = os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
+        uring = (os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
+                 and build_has_fuse_ring())
         transport = "io_uring" if uring else "/dev/fuse"
         # Ring threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto); the guard
         # may have moved one if other tests kept the CPUs busy.
@@ -884,6 +885,8 @@ class Mount(unittest.TestCase):
         hp = "/opt/biofs-libfuse/bin/passthrough_hp"
         if not os.access(hp, os.X_OK):
             self.skipTest("no passthrough_hp (tools/build-libfuse.sh installs it)")
+        if not build_has_fuse_ring():
+            self.skipTest("this build has no FUSE-over-io_uring transport (libfuse without the ring patches)")
         p = self.compare("--toggle", "fuse_uring=off,on", "--repeats", "1", "--layers", "hp,hp_uring",
                          "--layer-repeats", "1", "--hp", hp)
         self.assertEqual(p.returncode, 0, p.stderr)
