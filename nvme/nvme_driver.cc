@@ -303,8 +303,8 @@ int NvmeDriver::reap(NvmeHctx* nq, bool block) {
 // completed with its error if the request may not be retried (blk_noretry_request(): here
 // REQ_FAILFAST), if its status has DNR (Do Not Retry), or once it has been retried
 // max_retries times; otherwise it is retried.
-static bool nvme_should_retry(const Request* rq, unsigned max_retries) {
-  const NvmeIod* iod = nvme_iod(const_cast<Request*>(rq));
+static bool nvme_should_retry(Request* rq, unsigned max_retries) {
+  const NvmeIod* iod = nvme_iod(rq);
   if (rq->cmd_flags & REQ_FAILFAST) return false;
   if (iod->status & NVME_STATUS_DNR) return false;
   return iod->retries < max_retries;
