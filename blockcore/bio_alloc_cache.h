@@ -10,8 +10,8 @@
 //   free_list_remote puts from any other thread (the kernel's IRQ list, free_list_irq): a
 //                    lock-free stack. The owner takes the whole stack with one exchange when its
 //                    own list is empty and the stack holds ALLOC_CACHE_THRESHOLD or more.
-// A bio always goes back to the domain that allocated it (bi_cache), so the cache patch's worst case —
-// allocate on one CPU, free on another — refills the allocating thread's cache.
+// Which domain a put goes to (the putting CPU's, as v6.18; or with BIOSET_CACHE_HOME the one in
+// bi_cache that allocated the bio) is bio_set.h's rule 4.
 #pragma once
 
 #include <atomic>

@@ -3,6 +3,7 @@
 #include "bio_set.h"
 
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -131,6 +132,9 @@ BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, Allocator
   if (flags_ & BIOSET_NEED_BVECS)
     bvec_pool_ = std::make_unique<Mempool>(pool_size, BIO_MAX_VECS * sizeof(BioVec), allocator_);
   if (flags_ & BIOSET_PERCPU_CACHE) {
+    const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    nr_cpus_ = cpus > 0 ? unsigned(cpus) : 1;
+    cpu_caches_ = std::make_unique<std::atomic<BioAllocCache*>[]>(nr_cpus_);
     std::lock_guard guard(g_cache_lock);
     for (int i = 0; i < kMaxCachedSets; i++) {
       if (g_slot_owner[i].set == nullptr) {
@@ -177,7 +181,30 @@ BioSet::~BioSet() {
 
 void BioSet::detach(BioAllocCache* cache) {
   cache->owner.store(nullptr, std::memory_order_relaxed);
+  for (unsigned cpu = 0; cpu < nr_cpus_; cpu++) {  // no CPU's puts go to an ended domain
+    BioAllocCache* expected = cache;
+    cpu_caches_[cpu].compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
+  }
   bio_alloc_cache_empty(cache, REMOTE_CLOSED);
+}
+
+BioAllocCache* BioSet::this_thread_cache_if_any() const {
+  const ThreadCacheSlot& slot = tls_slots[cache_slot_];
+  return slot.gen == cache_gen_ ? slot.cache : nullptr;
+}
+
+// sched_getcpu() reads the CPU number rseq keeps in the thread (glibc 2.35+): no syscall.
+void BioSet::note_cpu(BioAllocCache* cache) {
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || unsigned(cpu) >= nr_cpus_) return;
+  if (cpu_caches_[cpu].load(std::memory_order_relaxed) != cache)
+    cpu_caches_[cpu].store(cache, std::memory_order_relaxed);
+}
+
+BioAllocCache* BioSet::cache_of_this_cpu() const {
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || unsigned(cpu) >= nr_cpus_) return nullptr;
+  return cpu_caches_[cpu].load(std::memory_order_relaxed);
 }
 
 BioAllocCache* BioSet::this_thread_cache() {
@@ -324,13 +351,8 @@ static void bio_put_remote(BioAllocCache* cache, Bio* bio) {
   }
 }
 
-// bio_put_percpu_cache()
-static void bio_put_percpu_cache(Bio* bio) {
-  BioAllocCache* cache = bio->bi_cache;
-  if (cache->owner.load(std::memory_order_relaxed) != current_thread_token()) {
-    bio_put_remote(cache, bio);
-    return;
-  }
+// The owner's put onto its own list (the kernel's task-context put): plain loads and stores.
+static void bio_put_own_cache(BioAllocCache* cache, Bio* bio) {
   if (!cache_enter(cache)) [[unlikely]] {  // being trimmed: this one goes to the mempool
     bio_free(bio);
     return;
@@ -352,6 +374,41 @@ static void bio_put_percpu_cache(Bio* bio) {
   cache_exit(cache);
 }
 
+// A put by a thread other than the allocating one (`own`: the putter's domain in the set, or
+// nullptr). v6.18: into the cache of the CPU the put runs on: a thread with a domain puts onto
+// its own list; another thread (a completion thread: the kernel's hardirq put) pushes onto the
+// remote (IRQ) list of the domain last seen on its CPU, and frees the bio when there is none.
+// With BIOSET_CACHE_HOME the bio goes back to the remote list of the domain that allocated it.
+[[gnu::noinline]] static void bio_put_percpu_cache_other(Bio* bio, BioAllocCache* own) {
+  BioSet* bs = bio->bi_pool;
+  if (bs->puts_home()) {
+    bio_put_remote(bio->bi_cache, bio);
+    return;
+  }
+  if (own) {
+    bio_put_own_cache(own, bio);
+    return;
+  }
+  if (BioAllocCache* cpu_cache = BioSetInternals::cache_of_this_cpu(bs)) {
+    bio_put_remote(cpu_cache, bio);
+    return;
+  }
+  count_remote_put_full(bs);
+  bio_free(bio);
+}
+
+// bio_put_percpu_cache(). The allocating thread's put is the same in both forms: onto its own
+// list (its domain is the putting CPU's cache). The test reads only the thread's slot and the
+// bio, never the domain's owner line, which another thread may be writing.
+static inline void bio_put_percpu_cache(Bio* bio) {
+  BioAllocCache* own = BioSetInternals::this_thread_cache_if_any(bio->bi_pool);
+  if (own == bio->bi_cache) [[likely]] {
+    bio_put_own_cache(own, bio);
+    return;
+  }
+  bio_put_percpu_cache_other(bio, own);
+}
+
 void bio_put(Bio* bio) {
   if (bio->bi_flags & ((1u << BIO_REFFED) | (1u << BIO_STAGE_TRACED))) [[unlikely]] {
     if (bio_flagged(bio, BIO_REFFED)) {
@@ -366,8 +423,10 @@ void bio_put(Bio* bio) {
     bio_free(bio);
 }
 
-// The owner's list is empty: splice the remote list in if enough has gathered there.
-[[gnu::noinline]] static Bio* bio_alloc_cache_refill(BioAllocCache* cache) {
+// The owner's list is empty: splice the remote list in if enough has gathered there. Notes the
+// domain on the CPU it runs on, so other threads' puts there come back to it.
+[[gnu::noinline]] static Bio* bio_alloc_cache_refill(BioSet* bs, BioAllocCache* cache) {
+  BioSetInternals::note_cpu(bs, cache);
   const uintptr_t head = cache->free_list_remote.load(std::memory_order_relaxed);
   if (BioAllocCache::remote_count(head) >= ALLOC_CACHE_THRESHOLD) bio_alloc_cache_splice(cache);
   if (!cache->free_list) cache->alloc_misses.add();
@@ -375,14 +434,14 @@ void bio_put(Bio* bio) {
 }
 
 // bio_alloc_percpu_cache(): a bio from the owner's list, or nullptr on a miss.
-static inline Bio* bio_alloc_percpu_cache(BioAllocCache* cache) {
+static inline Bio* bio_alloc_percpu_cache(BioSet* bs, BioAllocCache* cache) {
   if (!cache_enter(cache)) [[unlikely]] {  // being trimmed: a miss, from the mempool
     cache->alloc_misses.add();
     return nullptr;
   }
   Bio* bio = cache->free_list;
   if (!bio) [[unlikely]] {
-    bio = bio_alloc_cache_refill(cache);
+    bio = bio_alloc_cache_refill(bs, cache);
     if (!bio) {
       cache_exit(cache);
       return nullptr;
@@ -436,7 +495,7 @@ Bio* bio_alloc_bioset(BlockDevice* bdev, uint16_t nr_vecs, blk_opf_t opf, gfp_t 
     // Rule 2: the flag is set here, in the eligible branch, for a hit and a miss alike.
     opf |= REQ_ALLOC_CACHE;
     BioAllocCache* cache = bs->this_thread_cache();
-    if (Bio* bio = bio_alloc_percpu_cache(cache)) [[likely]] {
+    if (Bio* bio = bio_alloc_percpu_cache(bs, cache)) [[likely]] {
       bio_init(bio, bdev, nr_vecs ? bio->bi_inline_vecs : nullptr, nr_vecs ? BIO_INLINE_VECS : 0, opf);
       bio->bi_pool = bs;
       bio->bi_cache = cache;

@@ -12,8 +12,13 @@
 //     flag, so its final put refills the reserve instead of a cache (kernel commit 759aa12f19155,
 //     "bio: don't rob starving biosets of bios"). A bio without the flag goes back to the
 //     mempool on its final put; a flagged one goes to its cache domain unless that is full.
-//  4. A put from a thread other than the allocating one goes to the domain's remote list (the
-//     kernel's IRQ list), spliced in by the owner; see bio_alloc_cache.h.
+//  4. v6.18 bio_put_percpu_cache(): a put goes to the cache of the CPU it runs on, not to the
+//     allocating one's. Here: a thread with a domain in the set puts onto its own list (the
+//     kernel's task-context put); any other thread (a device's completion thread: the kernel's
+//     hardirq put) pushes onto the remote list (free_list_irq) of the domain last seen running
+//     on its CPU (sched_getcpu), or frees the bio when no domain ran there. The owner splices
+//     the remote list in; see bio_alloc_cache.h. BIOSET_CACHE_HOME keeps biofs's earlier form,
+//     where every put returns the bio to the domain that allocated it (`bio_cache=home`).
 //  5. A thread that exits gives its cached bios back to the mempool; bioset teardown frees all.
 //  6. bio_alloc_clone shares the source's bvec table and iterator and gets REQ_ALLOC_CACHE by
 //     rules 1-3 for its own set, never from the source.
@@ -35,6 +40,7 @@ enum bioset_flags : unsigned {
   BIOSET_NEED_BVECS = 1u << 0,      // bios may carry more than BIO_INLINE_VECS vecs
   BIOSET_PERCPU_CACHE = 1u << 2,    // keep a per-CPU (per-thread) bio cache
   BIOSET_TRIM_IDLE = 1u << 3,       // with the cache: blockcore's trimmer empties idle domains (bio_cache_trim.h)
+  BIOSET_CACHE_HOME = 1u << 4,      // with the cache: a put returns the bio to its allocating domain (rule 4)
 };
 
 struct BioSetStats {
@@ -42,7 +48,8 @@ struct BioSetStats {
   std::vector<BioCacheCounters> domains;   // one entry per cache domain, live or ended
   uint64_t reserve_allocs = 0;             // bios the mempool served from its reserve
   uint64_t reserve_waits = 0;              // times an allocation waited for the reserve
-  uint64_t remote_put_full = 0;            // remote puts that found the domain full or gone
+  uint64_t remote_put_full = 0;            // remote puts that found the domain full or gone, or
+                                           // (kernel form) no domain on the putting CPU
 };
 
 class BioSet {
@@ -56,6 +63,7 @@ class BioSet {
   BioSet& operator=(const BioSet&) = delete;
 
   bool has_cache() const { return cache_slot_ >= 0; }
+  bool puts_home() const { return flags_ & BIOSET_CACHE_HOME; }  // rule 4's earlier form
   unsigned front_pad() const { return front_pad_; }
   Allocator& allocator() { return allocator_; }
   Mempool& bio_pool() { return bio_pool_; }
@@ -91,6 +99,12 @@ class BioSet {
   void count_remote_put_full() { remote_put_full_.fetch_add(1, std::memory_order_relaxed); }
   BioAllocCache* attach_this_thread();
   void detach(BioAllocCache* cache);  // the owner thread exited: empty and close the domain
+  // The calling thread's domain if it has one in this set, else nullptr (never attaches).
+  BioAllocCache* this_thread_cache_if_any() const;
+  // The CPU -> domain map the kernel form's puts from other threads follow: a domain is noted on
+  // the CPU it runs on whenever its own list runs dry (so also at its first allocation).
+  void note_cpu(BioAllocCache* cache);
+  BioAllocCache* cache_of_this_cpu() const;
 
   Allocator allocator_;
   const unsigned front_pad_;
@@ -100,7 +114,10 @@ class BioSet {
   int cache_slot_ = -1;                 // index into each thread's cache slots, -1: no cache
   uint64_t cache_gen_ = 0;              // unique per set: tells a slot's owner set apart
   std::vector<std::unique_ptr<BioAllocCache>> caches_;  // guarded by the global cache lock
-  std::atomic<uint64_t> remote_put_full_{0};
+  std::unique_ptr<std::atomic<BioAllocCache*>[]> cpu_caches_;  // one per configured CPU
+  unsigned nr_cpus_ = 0;
+  // Written by putting threads: its own line, away from what every allocation reads above.
+  alignas(64) std::atomic<uint64_t> remote_put_full_{0};
 };
 
 // bio_alloc_bioset(): a bio with room for nr_vecs vecs (0 for clones), or nullptr only with

@@ -15,6 +15,9 @@ struct BioSetInternals {
   static void bvec_free(BioSet* bs, BioVec* table, uint16_t nr_vecs) { bs->bvec_free(table, nr_vecs); }
   static bool bvec_pool_ready(const BioSet* bs) { return bs->bvec_pool_ready(); }
   static void count_remote_put_full(BioSet* bs) { bs->count_remote_put_full(); }
+  static BioAllocCache* this_thread_cache_if_any(const BioSet* bs) { return bs->this_thread_cache_if_any(); }
+  static void note_cpu(BioSet* bs, BioAllocCache* cache) { bs->note_cpu(cache); }
+  static BioAllocCache* cache_of_this_cpu(const BioSet* bs) { return bs->cache_of_this_cpu(); }
 };
 inline Bio* bio_from_element(const BioSet* bs, void* p) { return BioSetInternals::bio_from_element(bs, p); }
 inline BioVec* bvec_alloc(BioSet* bs, uint16_t* nr_vecs, gfp_t gfp) {

@@ -409,8 +409,22 @@ void submit_bio(Bio* bio) {
 
 void blk_mq_submit_bio(Bio* bio) { blk_mq_submit_bio_plug(bio, tls_plug); }
 
+// v6.18 bio_unaligned(): a bio whose size or start is not a multiple of the logical block size
+// (a zero-sized bio's sector counts too).
+static inline bool bio_unaligned(const Bio* bio, const RequestQueue* q) {
+  const uint32_t bs_mask = q->limits().logical_block_size - 1;
+  return (bio->bi_iter.bi_size & bs_mask) || ((bio->bi_iter.bi_sector << SECTOR_SHIFT) & bs_mask);
+}
+
 void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
   RequestQueue* q = bio->bi_bdev->queue;
+  // v6.18 blk_mq_submit_bio(): checked before the poll check and the split, and ended with
+  // bio_io_error(): no request is made, nothing reaches the driver.
+  if (bio_unaligned(bio, q)) [[unlikely]] {
+    bio->bi_status = BLK_STS_IOERR;
+    bio_endio(bio);
+    return;
+  }
   if (bio->bi_opf & REQ_POLLED) [[unlikely]] {
     // v6.18 blk_mq_submit_bio(): a polled bio on a queue that cannot poll is refused with
     // BLK_STS_NOTSUPP (-EOPNOTSUPP), not quietly turned into an unpolled one.

@@ -5,11 +5,11 @@
 
 namespace biofs {
 
-StripeTarget::StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, bool bio_cache)
+StripeTarget::StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache)
     : children_(std::move(children)),
       chunk_sectors_(chunk_sectors),
       chunk_shift_(unsigned(__builtin_ctz(chunk_sectors ? chunk_sectors : 1))),
-      clone_set_(64, 0, bio_cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u) {
+      clone_set_(64, 0, bio_cache_flags(bio_cache)) {
   if (children_.empty()) throw std::invalid_argument("stripe: no child devices");
   if (!chunk_sectors || (chunk_sectors & (chunk_sectors - 1)))
     throw std::invalid_argument("stripe: chunk of " + std::to_string(chunk_sectors) +

@@ -17,7 +17,7 @@ class StripeTarget {
  public:
   // chunk_sectors: a power of two, at least one logical block of every child.
   // Throws std::invalid_argument with one line when the geometry is impossible.
-  StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, bool bio_cache = true);
+  StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache = BioCache::on);
   BlockDevice* bdev() { return &bdev_; }
   uint64_t clones() const { return clones_.load(std::memory_order_relaxed); }
 

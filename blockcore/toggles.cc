@@ -1,6 +1,24 @@
 #include "toggles.h"
 
+#include "bio_set.h"
+
 namespace biofs {
+
+const char* bio_cache_name(BioCache mode) {
+  switch (mode) {
+    case BioCache::off: return "off";
+    case BioCache::home: return "home";
+    default: return "on";
+  }
+}
+
+unsigned bio_cache_flags(BioCache mode) {
+  switch (mode) {
+    case BioCache::off: return 0;
+    case BioCache::home: return BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME;
+    default: return BIOSET_PERCPU_CACHE;
+  }
+}
 
 const char* tag_batch_name(TagBatch mode) {
   switch (mode) {
@@ -16,13 +34,13 @@ const char* split_check_name(SplitCheck mode) { return mode == SplitCheck::fast 
 
 const std::vector<ToggleInfo>& toggle_table() {
   static const std::vector<ToggleInfo> table = {
-      {"bio_cache", "on|off", "off", "on",
+      {"bio_cache", "on|off|home", "off", "on",
        [](Toggles* t, std::string_view v) {
-         if (v != "on" && v != "off") return false;
-         t->bio_cache = v == "on";
-         return true;
+         for (BioCache m : {BioCache::off, BioCache::on, BioCache::home})
+           if (v == bio_cache_name(m)) return t->bio_cache = m, true;
+         return false;
        },
-       [](const Toggles& t) { return t.bio_cache ? "on" : "off"; }},
+       [](const Toggles& t) { return bio_cache_name(t.bio_cache); }},
       {"tag_batch", "off|plain|retain|loop|clamp", "plain", "retain",
        [](Toggles* t, std::string_view v) {
          for (TagBatch m : {TagBatch::off, TagBatch::plain, TagBatch::retain, TagBatch::loop, TagBatch::clamp})

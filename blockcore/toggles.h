@@ -24,6 +24,14 @@ enum class TagBatch : uint8_t {
            // clamp batches there a word at a time instead
 };
 
+// bio_cache=: whether bio sets keep a per-CPU (per-thread) bio cache, and where a put goes.
+enum class BioCache : uint8_t {
+  off,   // no cache: every bio comes from and goes back to the mempool
+  on,    // v6.18 bio_put_percpu_cache(): a put goes to the putting CPU's cache (bio_set.h rule 4)
+  home,  // a put returns the bio to the cache of the thread that allocated it: biofs before
+         // issue 33, which refills a submitter's cache from its completion thread's puts
+};
+
 // split_check=: which bio_may_need_split() form a queue uses.
 enum class SplitCheck : uint8_t {
   fast,  // bi_vcnt == 1 and the vec fits a page: the form before "block: fix bio_may_need_split()
@@ -33,7 +41,7 @@ enum class SplitCheck : uint8_t {
 };
 
 struct Toggles {
-  bool bio_cache = true;  // bio sets keep a per-CPU bio cache (BIOSET_PERCPU_CACHE)
+  BioCache bio_cache = BioCache::on;
   TagBatch tag_batch = TagBatch::loop;
   SplitCheck split_check = SplitCheck::iter;
 };
@@ -56,6 +64,9 @@ std::string set_toggle(Toggles* t, std::string_view name, std::string_view value
 // "bio_cache, tag_batch, split_check": for usage lines and errors.
 std::string toggle_names();
 
+const char* bio_cache_name(BioCache mode);
+// The bioset_flags a set made under `mode` takes: BIOSET_PERCPU_CACHE, with BIOSET_CACHE_HOME.
+unsigned bio_cache_flags(BioCache mode);
 const char* tag_batch_name(TagBatch mode);
 const char* split_check_name(SplitCheck mode);
 

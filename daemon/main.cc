@@ -146,8 +146,9 @@ int main(int argc, char** argv) {
              "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
   ctx.ring_plug = opts.fuse_uring_plug;
   if (const EmuNamespace* emu = dev->emu()) {
-    ctx.device_stats = [emu] {
+    ctx.device_stats = [emu, nvme = dev->nvme()] {
       DeviceStats d{emu->name(), emu->inline_io(), emu->inline_flush(), emu->inline_commands(), emu->host_retries()};
+      if (nvme) d.doorbells = nvme->doorbells();
       if (const EmuWriteCache* wc = emu->write_cache()) {
         d.write_cache_bytes = wc->capacity();
         d.write_cache = wc->stats();

@@ -62,7 +62,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},
                    {"inline_flush", device->inline_flush},
-                   {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries}};
+                   {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries},
+                   {"doorbells", device->doorbells}};
     const EmuWriteCacheStats& w = device->write_cache;
     if (device->write_cache_bytes)
       j["device"]["write_cache"] = {{"bytes", device->write_cache_bytes}, {"writes", w.writes},
@@ -75,6 +76,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   const uint64_t allocs = c.alloc_hits + c.alloc_misses;
   j["bio_cache"] = {
       {"enabled", io.bio_set().has_cache()},
+      {"mode", !io.bio_set().has_cache() ? "off" : io.bio_set().puts_home() ? "home" : "on"},
       {"alloc_hits", c.alloc_hits},
       {"alloc_misses", c.alloc_misses},
       {"hit_rate", six_digits(allocs ? double(c.alloc_hits) / double(allocs) : 0.0)},

@@ -44,6 +44,7 @@ struct DeviceStats {
   bool inline_flush = false;
   uint64_t inline_commands = 0;
   uint64_t host_retries = 0;
+  uint64_t doorbells = 0;          // submission doorbells the NVMe driver rang
   uint64_t write_cache_bytes = 0;  // 0: no write cache
   EmuWriteCacheStats write_cache;
 };

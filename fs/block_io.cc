@@ -187,10 +187,10 @@ int IoBatch::wait() {
   return st;
 }
 
-BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, bool bio_cache)
+BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, BioCache bio_cache)
     : bdev_(bdev),
       block_size_(block_size),
-      bs_(64, 0, BIOSET_NEED_BVECS | (bio_cache ? BIOSET_PERCPU_CACHE | BIOSET_TRIM_IDLE : 0u)) {}
+      bs_(64, 0, BIOSET_NEED_BVECS | bio_cache_flags(bio_cache) | (bio_cache != BioCache::off ? BIOSET_TRIM_IDLE : 0u)) {}
 
 int BlockIo::read(uint64_t blk, uint32_t count, void* buf) {
   IoBatch b(this);

@@ -100,8 +100,9 @@ class IoBatch {
 
 class BlockIo {
  public:
-  // bio_cache: whether the fs's bio set keeps a per-thread bio cache (the `bio_cache=` toggle).
-  BlockIo(BlockDevice* bdev, uint32_t block_size, bool bio_cache = true);
+  // bio_cache: whether the fs's bio set keeps a per-thread bio cache, and its put form (the
+  // `bio_cache=` toggle).
+  BlockIo(BlockDevice* bdev, uint32_t block_size, BioCache bio_cache = BioCache::on);
   BlockIo(const BlockIo&) = delete;
   BlockIo& operator=(const BlockIo&) = delete;
 

@@ -161,6 +161,11 @@ int NvmeDriver::init_hctx(BlkMqHwCtx* hctx, unsigned hctx_idx) {
   return 0;
 }
 
+// Counts a doorbell; the caller holds sq_lock, so a plain load and store suffice.
+static inline void ring_doorbell_count(std::atomic<uint64_t>* n) {
+  n->store(n->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // One hardware queue's run of prepared requests: one lock, one doorbell. What the ring cannot
 // take goes to `requeue` for the core to retry one by one.
 void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
@@ -178,6 +183,7 @@ void NvmeDriver::submit_run(NvmeHctx* nq, RqList* run, RqList* requeue) {
   {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(run, true);
+    ring_doorbell_count(&nq->doorbells);
   }
   if (run->empty()) [[likely]] {
     reap_own(nq);
@@ -226,6 +232,7 @@ blk_status_t NvmeDriver::queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) {
   {
     std::lock_guard guard(nq->sq_lock);
     nq->q->submit(&one, last);
+    if (last) ring_doorbell_count(&nq->doorbells);
   }
   if (one.empty()) [[likely]] {
     if (last || nq->q->completed_in_submit()) reap_own(nq);
@@ -240,6 +247,7 @@ void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
   {
     std::lock_guard guard(nq->sq_lock);
     nq->q->commit();
+    ring_doorbell_count(&nq->doorbells);
   }
   reap_own(nq);
 }
@@ -362,6 +370,12 @@ int NvmeDriver::poll_all(bool wait) {
     if (!busy) break;
   }
   return total;
+}
+
+uint64_t NvmeDriver::doorbells() const {
+  uint64_t n = 0;
+  for (const auto& nq : hctxs_) n += nq->doorbells.load(std::memory_order_relaxed);
+  return n;
 }
 
 uint64_t NvmeDriver::inflight() const {

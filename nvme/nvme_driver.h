@@ -89,6 +89,9 @@ class NvmeDriver : public BlkMqOps {
   uint64_t affinity_moves() const;
   // Commands sent again after a failure (nvme_retry_req).
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  // Submission doorbells rung (nvme_write_sq_db with write_sq true): one per hardware queue's
+  // run of a plug flush, per queue_rq with `last`, per commit_rqs.
+  uint64_t doorbells() const;
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
   void queue_rqs(RqList* rqs) override;
@@ -108,6 +111,7 @@ class NvmeDriver : public BlkMqOps {
     std::atomic<int> submit_cpu{-1};  // the CPU that submitted last (completion_affinity)
     std::atomic<uint32_t> submit_cpu_changes{0};  // how often submit_cpu changed
     std::atomic<uint64_t> affinity_moves{0};      // times the completion thread moved
+    std::atomic<uint64_t> doorbells{0};           // written under sq_lock, read by anyone
     std::thread completer;  // default queues only
     bool polled = false;
   };

@@ -1,6 +1,8 @@
 // The per-CPU (per-thread) bio cache rules of bio_set.h, one test case (or more) per rule.
 #include <doctest/doctest.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -22,6 +24,36 @@ void on_thread(Fn fn) {
 }
 
 BioCacheCounters my_domain(BioSet& bs) { return bs.this_thread_cache()->counters(); }
+
+// The kernel form sends a put from a thread without a cache of its own to the cache of the CPU
+// it runs on: tests of that pin every thread they use, restoring the caller's mask at the end.
+bool pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+struct PinnedTo {
+  cpu_set_t saved;
+  bool ok;
+  explicit PinnedTo(int cpu) {
+    sched_getaffinity(0, sizeof(saved), &saved);
+    ok = pin(cpu);
+  }
+  ~PinnedTo() { sched_setaffinity(0, sizeof(saved), &saved); }
+};
+template <typename Fn>
+void on_thread_pinned(int cpu, Fn fn) {
+  std::thread([&] {
+    REQUIRE(pin(cpu));
+    fn();
+  }).join();
+}
+int usable_cpus() {
+  cpu_set_t set;
+  sched_getaffinity(0, sizeof(set), &set);
+  return CPU_COUNT(&set);
+}
 }  // namespace
 
 TEST_CASE("rule 1: a cached set uses its cache for every bio with up to BIO_INLINE_VECS vecs") {
@@ -113,8 +145,8 @@ TEST_CASE("rule 3: a flagged bio goes to the cache unless it is full, then to th
   CHECK(bs.bio_alloc_size() >= sizeof(Bio));
 }
 
-TEST_CASE("rule 4: puts from another thread reach the owner's remote list and are spliced in") {
-  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+TEST_CASE("rule 4, bio_cache=home: puts from another thread reach the allocating domain's remote list and are spliced in") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME);
   std::vector<Bio*> bios;
   for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD + 4; i++)
     bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
@@ -136,8 +168,8 @@ TEST_CASE("rule 4: puts from another thread reach the owner's remote list and ar
   for (Bio* b : bios) bio_put(b);
 }
 
-TEST_CASE("rule 4: below the threshold the remote list is left alone and the owner misses") {
-  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+TEST_CASE("rule 4, bio_cache=home: below the threshold the remote list is left alone and the owner misses") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME);
   std::vector<Bio*> bios;
   for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD - 1; i++)
     bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
@@ -152,8 +184,8 @@ TEST_CASE("rule 4: below the threshold the remote list is left alone and the own
   bio_put(fresh);
 }
 
-TEST_CASE("rule 4: the cache stays bounded when local and remote puts add up") {
-  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+TEST_CASE("rule 4, bio_cache=home: the cache stays bounded when local and remote puts add up") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME);
   std::vector<Bio*> local, remote;
   for (unsigned i = 0; i < 200; i++) local.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
   for (unsigned i = 0; i < 200; i++) remote.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
@@ -192,11 +224,13 @@ TEST_CASE("rule 5: a thread's exit gives its cached bios back and its domain is 
 }
 
 TEST_CASE("rule 5: explicit pruning empties the caller's domain, both lists") {
+  PinnedTo cpu0(0);
+  REQUIRE(cpu0.ok);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
   std::vector<Bio*> bios;
   for (int i = 0; i < 40; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
   for (int i = 0; i < 20; i++) bio_put(bios[i]);
-  on_thread([&] {
+  on_thread_pinned(0, [&] {  // onto the IRQ list of this thread's domain, the one on CPU 0
     for (int i = 20; i < 40; i++) bio_put(bios[i]);
   });
   CHECK(my_domain(bs).cached == 40);
@@ -288,6 +322,8 @@ TEST_CASE("rule 8: with the allocator failing, allocations complete from the res
 // ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
 
 TEST_CASE("v6.18 bio_put_percpu_cache: a bio put into the cache has bi_bdev cleared, on the owner's and the remote list") {
+  PinnedTo cpu0(0);
+  REQUIRE(cpu0.ok);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
   BlockDevice dev;
   Bio* bio = bio_alloc_bioset(&dev, 0, REQ_OP_READ, GFP_KERNEL, &bs);
@@ -297,19 +333,21 @@ TEST_CASE("v6.18 bio_put_percpu_cache: a bio put into the cache has bi_bdev clea
   CHECK(bio->bi_bdev == nullptr);
   bio = bio_alloc_bioset(&dev, 0, REQ_OP_READ, GFP_KERNEL, &bs);  // the same bio, a hit
   CHECK(bio->bi_bdev == &dev);
-  on_thread([&] { bio_put(bio); });  // a remote put
+  on_thread_pinned(0, [&] { bio_put(bio); });  // a remote put, on this thread's CPU
   REQUIRE(BioAllocCache::remote_top(bs.this_thread_cache()->free_list_remote.load()) == bio);
   CHECK(bio->bi_bdev == nullptr);
 }
 
 TEST_CASE("v6.18 bio_alloc_percpu_cache: the IRQ (remote) list is spliced in at exactly ALLOC_CACHE_THRESHOLD (16), 15 remote puts are not") {
   REQUIRE(ALLOC_CACHE_THRESHOLD == 16);
+  PinnedTo cpu0(0);
+  REQUIRE(cpu0.ok);
   for (unsigned n : {ALLOC_CACHE_THRESHOLD - 1, ALLOC_CACHE_THRESHOLD}) {
     CAPTURE(n);
     BioSet bs(4, 0, BIOSET_PERCPU_CACHE);  // a fresh set: the owner's own list is empty
     std::vector<Bio*> bios;
     for (unsigned i = 0; i < n; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
-    on_thread([&] {
+    on_thread_pinned(0, [&] {
       for (Bio* b : bios) bio_put(b);  // n remote puts
     });
     Bio* next = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
@@ -325,4 +363,94 @@ TEST_CASE("v6.18 bio_alloc_percpu_cache: the IRQ (remote) list is spliced in at 
     }
     bio_put(next);
   }
+}
+
+// v6.18 bio_put_percpu_cache() puts into per_cpu_ptr(bs->cache, get_cpu()): the putting CPU's
+// cache, task context on its free_list, hardirq on its free_list_irq. A biofs thread with a
+// domain in the set is a CPU's task context; a thread without one (a completion thread) is its
+// hardirq context. bio_cache=home (BIOSET_CACHE_HOME) is the form that returns bios home.
+TEST_CASE("v6.18 bio_put_percpu_cache: a thread with a cache of its own puts onto its own list, not the allocating thread's") {
+  for (bool home : {false, true}) {
+    CAPTURE(home);
+    BioSet bs(4, 0, BIOSET_PERCPU_CACHE | (home ? unsigned(BIOSET_CACHE_HOME) : 0u));
+    std::vector<Bio*> bios;
+    for (unsigned i = 0; i < 20; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+    BioCacheCounters putter;
+    on_thread([&] {
+      Bio* own = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);  // now it has a domain
+      for (Bio* b : bios) bio_put(b);
+      bio_put(own);
+      putter = my_domain(bs);
+    });
+    const BioCacheCounters allocator = my_domain(bs);
+    if (!home) {
+      CHECK(putter.put_local == 21);  // all on the putter's list, no atomic read-modify-write
+      CHECK(putter.cached == 21);
+      CHECK(allocator.put_remote == 0);
+      CHECK(allocator.cached == 0);
+    } else {
+      CHECK(putter.put_local == 1);
+      CHECK(allocator.put_remote == 20);  // back to the allocating domain's remote list
+      CHECK(allocator.cached == 20);
+    }
+  }
+}
+
+TEST_CASE("v6.18 bio_put_percpu_cache: a thread without a cache (a completion thread) puts onto the IRQ list of the cache that runs on its CPU") {
+  PinnedTo cpu0(0);
+  REQUIRE(cpu0.ok);
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> bios;
+  // Another submitter on CPU 0 allocates the bios and leaves; then this thread's domain is the
+  // one that runs on CPU 0.
+  on_thread_pinned(0, [&] {
+    for (unsigned i = 0; i < 20; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+  });
+  Bio* mine = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  on_thread_pinned(0, [&] {
+    for (Bio* b : bios) bio_put(b);
+  });
+  BioCacheCounters c = my_domain(bs);
+  CHECK(c.put_remote == 20);
+  CHECK(c.cached == 20);
+  CHECK(bs.stats().remote_put_full == 0);
+  // The owner's own list is empty and the IRQ list holds >= ALLOC_CACHE_THRESHOLD: spliced.
+  Bio* next = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+  c = my_domain(bs);
+  CHECK(c.splices == 1);
+  CHECK(c.alloc_hits == 1);
+  bio_put(next);
+  bio_put(mine);
+}
+
+TEST_CASE("v6.18 bio_put_percpu_cache: with no cache on the putting CPU, a put from a thread without one frees the bio") {
+  if (usable_cpus() < 2) {
+    MESSAGE("skipped: needs two CPUs (one with a cache, one without)");
+    return;
+  }
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  std::vector<Bio*> bios;
+  // A submitter on CPU 0 allocates and exits: its domain ends, and CPU 0 has no cache any more.
+  on_thread_pinned(0, [&] {
+    for (unsigned i = 0; i < 20; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
+  });
+  // A new submitter on CPU 1 adopts the ended domain; CPU 0 must not lead to it.
+  std::promise<void> adopted, release;
+  std::thread submitter([&] {
+    REQUIRE(pin(1));
+    Bio* b = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+    adopted.set_value();
+    release.get_future().wait();
+    bio_put(b);
+  });
+  adopted.get_future().wait();
+  on_thread_pinned(0, [&] {
+    for (Bio* b : bios) bio_put(b);
+  });
+  const BioSetStats s = bs.stats();
+  CHECK(s.domains.size() == 1);  // the same domain, adopted
+  CHECK(s.remote_put_full == 20);
+  CHECK(s.total.put_remote == 0);
+  release.set_value();
+  submitter.join();
 }

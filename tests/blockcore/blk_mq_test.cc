@@ -775,3 +775,39 @@ TEST_CASE("v6.18 blk_mq_submit_bio: REQ_POLLED on a queue without poll queues (!
   CHECK(polled.errors.load() == 0);
   CHECK(d.seen.size() == 1);
 }
+
+TEST_CASE("v6.18 blk_mq_submit_bio: bio_unaligned, a size or a start that is not a multiple of the logical block size, ends the bio with BLK_STS_IOERR before any request") {
+  QueueLimits lim;
+  lim.logical_block_size = 4096;
+  Queue qu({}, 64, lim);
+  struct Case {
+    sector_t sector;
+    uint32_t bytes;
+    bool ok;
+  } cases[] = {
+      {8, 4096, true},     // aligned in both
+      {1, 4096, false},    // the start is not (bi_sector << 9 & 4095)
+      {0, 2048, false},    // the size is not (bi_size & 4095)
+      {4, 8192, false},    // half a block in
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.sector);
+    CAPTURE(c.bytes);
+    qu.driver.seen.clear();
+    const uint64_t requests = qu.q->counters().requests;
+    Done done;
+    Bio* bio = make_read(&qu.bdev, qu.bs, c.sector, c.bytes, &done);
+    bio_get(bio);
+    submit_bio(bio);
+    CHECK(done.count.load() == 1);
+    if (c.ok) {
+      CHECK(bio->bi_status == BLK_STS_OK);
+      CHECK(qu.driver.seen.size() == 1);
+    } else {
+      CHECK(bio->bi_status == BLK_STS_IOERR);  // bio_io_error()
+      CHECK(qu.driver.seen.empty());
+      CHECK(qu.q->counters().requests == requests);  // no request was made
+    }
+    bio_put(bio);
+  }
+}

@@ -13,9 +13,13 @@ using namespace biofs;
 TEST_CASE("mount options: the block-core toggles and queue settings") {
   DaemonOptions o;
   CHECK(parse_mount_options("bio_cache=off,tag_batch=retain,split_check=fast,queues=2,qd=64,commit=0", &o) == "");
-  CHECK_FALSE(o.toggles.bio_cache);
+  CHECK(o.toggles.bio_cache == BioCache::off);
   CHECK(o.toggles.tag_batch == TagBatch::retain);
   CHECK(o.toggles.split_check == SplitCheck::fast);
+  CHECK(parse_mount_options("bio_cache=home", &o) == "");
+  CHECK(o.toggles.bio_cache == BioCache::home);
+  CHECK(parse_mount_options("bio_cache=on", &o) == "");
+  CHECK(o.toggles.bio_cache == BioCache::on);
   CHECK(o.queues == 2);
   CHECK(o.qd == 64);
   CHECK(o.fs.commit_interval_s == 0);
@@ -43,7 +47,7 @@ TEST_CASE("mount options: FUSE and mount(8) options pass through") {
 TEST_CASE("mount options: unknown or malformed options are refused by name") {
   DaemonOptions o;
   CHECK(parse_mount_options("frobnicate", &o) == "unknown mount option 'frobnicate'");
-  CHECK(parse_mount_options("bio_cache=maybe", &o) == "bad value for mount option bio_cache: 'maybe' (expected on|off)");
+  CHECK(parse_mount_options("bio_cache=maybe", &o) == "bad value for mount option bio_cache: 'maybe' (expected on|off|home)");
   CHECK(parse_mount_options("tag_batch=", &o).find("tag_batch") != std::string::npos);
   CHECK(parse_mount_options("split_check=slow", &o).find("split_check") != std::string::npos);
   CHECK(parse_mount_options("qd=0", &o).find("qd") != std::string::npos);

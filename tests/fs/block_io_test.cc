@@ -62,7 +62,7 @@ TEST_CASE("block io: blocks written synchronously read back, unwritten blocks ar
 
 TEST_CASE("block io: a batch of many bios under one plug, and more than 1 MiB in one call") {
   BrdDevice d(8 << 20);
-  BlockIo io(d.bdev(), 4096, false);
+  BlockIo io(d.bdev(), 4096, BioCache::off);
   IoBuf big(3 << 20);
   for (size_t i = 0; i < big.size(); i++) big.data()[i] = uint8_t(i ^ (i >> 12));
   IoBatch b(&io);

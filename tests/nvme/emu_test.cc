@@ -876,3 +876,31 @@ TEST_CASE("v6.18 nvme_queue_rqs: a request whose command setup fails (nvme_prep_
   CHECK(bad2.status.load() == BLK_STS_IOERR);
   CHECK(sbitmap_weight(&d->queue()->hctx(0)->tags->bitmap_tags->sb) == 0);
 }
+
+// nvme_queue_rqs() submits each hardware queue's run with one nvme_submit_cmds(): the commands
+// of the whole run are copied in and the submission doorbell is written once, not per command.
+TEST_CASE("v6.18 nvme_queue_rqs: a plug's run of requests for one hardware queue rings the doorbell once; queue_rq rings it per request with last") {
+  TempPath tmp("doorbell");
+  auto dev = open_emu(tmp, ",lba=4096,inline=off");
+  NvmeDriver* d = dev->nvme();
+  REQUIRE(d);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf buf(8 * 4096);
+  std::memset(buf.p, 0, buf.len);
+  IoWait plugged, direct;
+  const uint64_t before = d->doorbells();
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 8);
+  for (int i = 0; i < 8; i++)  // 4 KiB reads 64 KiB apart: eight requests, no two adjacent
+    submit_bio(make_bio(*dev, bs, REQ_OP_READ, sector_t(i) * 128, buf.p + i * 4096, 4096, &plugged));
+  CHECK(d->doorbells() == before);  // all still in the plug
+  blk_finish_plug(&plug);
+  CHECK(d->doorbells() == before + 1);
+  wait_for(*dev, plugged, 8);
+  CHECK(plugged.status.load() == BLK_STS_OK);
+  // Without a plug each bio goes alone through queue_rq(last = true): a doorbell each.
+  for (int i = 0; i < 8; i++)
+    submit_bio(make_bio(*dev, bs, REQ_OP_READ, sector_t(i) * 128, buf.p + i * 4096, 4096, &direct));
+  CHECK(d->doorbells() == before + 9);
+  wait_for(*dev, direct, 8);
+}

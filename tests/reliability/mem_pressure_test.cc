@@ -46,11 +46,11 @@ TEST_CASE("memory pressure: the filesystem completes every operation when alloca
   ScratchDir dir;
   const std::string img = dir.file("fs.img");
   for (double frac : {0.5, 1.0}) {
-    for (bool cache : {true, false}) {
+    for (BioCache cache : {BioCache::on, BioCache::home, BioCache::off}) {
       CAPTURE(frac);
-      CAPTURE(cache);
+      CAPTURE(bio_cache_name(cache));
       make_image(img, 24ull << 20);
-      Workload w(uint64_t(frac * 10) + cache);
+      Workload w(uint64_t(frac * 10) + unsigned(cache));
       uint64_t reserve = 0;
       FailCtx ctx(frac);
       {
@@ -91,8 +91,8 @@ TEST_CASE("memory pressure: the filesystem completes every operation when alloca
 // first send what its plug holds (as the kernel's schedule() flushes a plug).
 TEST_CASE("memory pressure: concurrent submitters share a small reserve without deadlock") {
   ScratchDir dir;
-  for (bool cache : {true, false}) {
-    CAPTURE(cache);
+  for (BioCache cache : {BioCache::on, BioCache::home, BioCache::off}) {
+    CAPTURE(bio_cache_name(cache));
     auto dev = open_device("emu:" + dir.file("d.img") + ",size=64M", DeviceOptions{});
     BlockIo io(dev->bdev(), 4096, cache);
     FailCtx ctx(1.0);

@@ -190,7 +190,7 @@ inline MountOptions test_mount_options() {
 }
 
 // Opens `spec`; with `mount`, mounts it (fs stays null and err says why if that fails).
-inline Mounted open_fs(const std::string& spec, bool mount = true, bool bio_cache = true) {
+inline Mounted open_fs(const std::string& spec, bool mount = true, BioCache bio_cache = BioCache::on) {
   Mounted m;
   m.dev = open_device(spec, DeviceOptions{});
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096, bio_cache);

@@ -1,18 +1,22 @@
 // `biofs-bench alloc`: what the per-CPU bio cache buys on the allocation path.
 //
-// Three shapes of work, each run with the cache off and on in the same process, A and B
-// alternating (off,on / on,off) so drift hits both equally:
+// Three shapes of work, each run with the cache off, on (v6.18's put form) and home (puts go back
+// to the allocating thread's cache) in the same process, the order rotating every repeat so drift
+// hits all three equally:
 //   local  1 thread   allocate a batch of bios, put them all, repeat (the submit/complete
 //                     pattern of one t/io_uring thread, batch = its submit batch)
 //   local  N threads  the same on every CPU at once, one set shared by all
 //   remote 2 threads  one thread allocates, another puts (the cache patch's worst case: allocate on
-//                     CPU A, free on CPU B); batches cross through a lock-free ring
+//                     CPU A, free on CPU B); batches cross through a lock-free ring. `on` frees
+//                     them there (no cache is on CPU B, as the kernel's IRQ list on B fills
+//                     and frees); `home` sends them back to A's cache
 // A fourth line prices the per-CPU choice itself: the cost of finding the calling thread's
 // cache domain, against sched_getcpu(), the alternative.
 #include "alloc_bench.h"
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "blockcore/bio_set.h"
+#include "blockcore/toggles.h"
 #include "json.h"
 #include "cli.h"
 #include "stats.h"
@@ -57,8 +62,8 @@ uint64_t local_loop(BioSet& bs, const Config& cfg, uint64_t deadline) {
   return ops;
 }
 
-Result run_local(bool cache, unsigned threads, const Config& cfg) {
-  BioSet bs(64, 0, BIOSET_NEED_BVECS | (cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u), cfg.allocator);
+Result run_local(BioCache cache, unsigned threads, const Config& cfg) {
+  BioSet bs(64, 0, BIOSET_NEED_BVECS | bio_cache_flags(cache), cfg.allocator);
   std::atomic<uint64_t> total{0};
   std::atomic<unsigned> ready{0};
   std::atomic<uint64_t> start_at{0};
@@ -110,8 +115,8 @@ class Ring {
   alignas(64) std::atomic<uint64_t> tail_{0};
 };
 
-Result run_remote(bool cache, const Config& cfg) {
-  BioSet bs(64, 0, BIOSET_NEED_BVECS | (cache ? unsigned(BIOSET_PERCPU_CACHE) : 0u), cfg.allocator);
+Result run_remote(BioCache cache, const Config& cfg) {
+  BioSet bs(64, 0, BIOSET_NEED_BVECS | bio_cache_flags(cache), cfg.allocator);
   Ring ring(12);
   std::atomic<bool> producing{true};
   std::atomic<uint64_t> put{0};
@@ -213,21 +218,22 @@ int alloc_main(int argc, char** argv) {
     std::printf("threads pinned to CPUs 0..n-1 (remote: allocator on CPU 0, putter on CPU 1)\n");
   }
 
-  std::vector<double> ns[3][2];
-  std::vector<double> hit_rate[3];
+  constexpr BioCache kModes[3] = {BioCache::off, BioCache::on, BioCache::home};
+  std::vector<double> ns[3][3];
+  std::vector<double> hit_rate[3][3];
   for (unsigned rep = 0; rep < cfg.repeats; rep++) {
     for (size_t c = 0; c < ncases; c++) {
-      for (int k = 0; k < 2; k++) {
-        const bool cache = (rep % 2 == 0) ? k == 1 : k == 0;  // off,on then on,off
+      for (unsigned k = 0; k < 3; k++) {
+        const unsigned m = (k + rep) % 3;  // off,on,home / on,home,off / home,off,on
         const Case& cs = cases[c];
-        const Result r = std::string(cs.free) == "remote" ? run_remote(cache, cfg)
-                                                          : run_local(cache, cs.threads, cfg);
-        ns[c][cache].push_back(r.ns_per_op);
+        const Result r = std::string(cs.free) == "remote" ? run_remote(kModes[m], cfg)
+                                                          : run_local(kModes[m], cs.threads, cfg);
+        ns[c][m].push_back(r.ns_per_op);
         const uint64_t eligible = r.cache.alloc_hits + r.cache.alloc_misses;
-        if (cache && eligible) hit_rate[c].push_back(double(r.cache.alloc_hits) / double(eligible));
+        if (eligible) hit_rate[c][m].push_back(double(r.cache.alloc_hits) / double(eligible));
         if (cfg.json)
           print_line({{"kind", "run"}, {"mode", cs.mode}, {"free", cs.free}, {"threads", cs.threads},
-                      {"bio_cache", cache ? "on" : "off"}, {"repeat", rep}, {"ns_per_op", fixed(r.ns_per_op, 3)},
+                      {"bio_cache", bio_cache_name(kModes[m])}, {"repeat", rep}, {"ns_per_op", fixed(r.ns_per_op, 3)},
                       {"ops", r.ops}, {"cache_hits", r.cache.alloc_hits}, {"cache_misses", r.cache.alloc_misses},
                       {"remote_puts", r.cache.put_remote}, {"splices", r.cache.splices}});
       }
@@ -235,19 +241,22 @@ int alloc_main(int argc, char** argv) {
   }
 
   if (!cfg.json)
-    std::printf("\n%-10s %-7s %7s %14s %14s %9s %9s %8s\n", "mode", "free", "threads", "off ns/op",
-                "on ns/op", "off/on", "spread", "hits");
+    std::printf("\n%-10s %-7s %7s %10s %10s %10s %8s %8s %8s %8s %8s\n", "mode", "free", "threads", "off ns", "on ns",
+                "home ns", "off/on", "home/on", "spread", "hits on", "home");
   for (size_t c = 0; c < ncases; c++) {
-    const double off = median(ns[c][0]), on = median(ns[c][1]);
-    const double sp = std::max(spread(ns[c][0]), spread(ns[c][1]));
-    const double hr = median(hit_rate[c]);
+    const double off = median(ns[c][0]), on = median(ns[c][1]), home = median(ns[c][2]);
+    const double sp = std::max({spread(ns[c][0]), spread(ns[c][1]), spread(ns[c][2])});
+    const double hr_on = median(hit_rate[c][1]), hr_home = median(hit_rate[c][2]);
     if (cfg.json)
       print_line({{"kind", "median"}, {"mode", cases[c].mode}, {"free", cases[c].free},
                   {"threads", cases[c].threads}, {"off_ns_per_op", fixed(off, 3)}, {"on_ns_per_op", fixed(on, 3)},
-                  {"ratio_off_on", fixed(off / on, 3)}, {"spread", fixed(sp, 3)}, {"hit_rate", fixed(hr, 4)}});
+                  {"home_ns_per_op", fixed(home, 3)}, {"ratio_off_on", fixed(off / on, 3)},
+                  {"ratio_home_on", fixed(home / on, 3)}, {"spread", fixed(sp, 3)},
+                  {"hit_rate", fixed(hr_on, 4)}, {"hit_rate_home", fixed(hr_home, 4)}});
     else
-      std::printf("%-10s %-7s %7u %14.2f %14.2f %8.2fx %8.1f%% %7.1f%%\n", cases[c].mode, cases[c].free,
-                  cases[c].threads, off, on, off / on, sp * 100, hr * 100);
+      std::printf("%-10s %-7s %7u %10.2f %10.2f %10.2f %7.2fx %7.2fx %7.1f%% %7.1f%% %7.1f%%\n", cases[c].mode,
+                  cases[c].free, cases[c].threads, off, on, home, off / on, home / on, sp * 100, hr_on * 100,
+                  hr_home * 100);
   }
   price_domain_lookup(cfg);
   return 0;
