@@ -796,3 +796,31 @@ TEST_CASE("stress: more threads than tags, all waiting, no waiter is left asleep
 }
 
 #endif  // BIOFS_SBITMAP_STRESS
+
+// Deliberate difference (sbitmap.h rule 6): v6.18 sbitmap_queue_wake_up() fires at most one
+// wake_batch per call, so one clear_batch of 8 tags with wake_batch 4 would wake 4 of 8
+// waiters and leave the other 4 asleep beside 4 free tags until some later completion. Here a
+// call that brings several batches due fires them all.
+TEST_CASE("rule 6 (biofs): one clear_batch that brings two wake batches due wakes both, no waiter sleeps beside a free tag") {
+  SbitmapQueue sbq(32);
+  REQUIRE(sbq.wake_batch.load() == 4);
+  std::vector<int> held;
+  for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
+  REQUIRE(held.size() == 32);
+  constexpr int kWaiters = 8;
+  std::atomic<int> done{0}, failed{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; i++)
+    waiters.emplace_back([&] {
+      unsigned cpu;
+      if (sbitmap_queue_get_wait(&sbq, &cpu, 10s) < 0) failed++;
+      done++;
+    });
+  REQUIRE(eventually([&] { return sbq.ws_active.load() == kWaiters && sbitmap_queue_stats(&sbq).waits >= kWaiters; }));
+  sbitmap_queue_clear_batch(&sbq, 0, held.data(), kWaiters);  // one call, 8 completions
+  CHECK(eventually([&] { return done.load() == kWaiters; }));
+  for (auto& t : waiters) t.join();
+  CHECK(failed.load() == 0);
+  CHECK(sbitmap_queue_stats(&sbq).wake_batches == 2);
+  CHECK(sbitmap_queue_stats(&sbq).wait_timeouts == 0);
+}
