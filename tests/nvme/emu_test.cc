@@ -879,7 +879,7 @@ TEST_CASE("v6.18 nvme_queue_rqs: a request whose command setup fails (nvme_prep_
 
 // nvme_queue_rqs() submits each hardware queue's run with one nvme_submit_cmds(): the commands
 // of the whole run are copied in and the submission doorbell is written once, not per command.
-TEST_CASE("v6.18 nvme_queue_rqs: a plug's run of requests for one hardware queue rings the doorbell once; queue_rq rings it per request with last") {
+TEST_CASE("v6.18 nvme_queue_rqs: a plug's run of requests for one hardware queue rings the doorbell once, queue_rq rings it per request with last") {
   TempPath tmp("doorbell");
   auto dev = open_emu(tmp, ",lba=4096,inline=off");
   NvmeDriver* d = dev->nvme();
