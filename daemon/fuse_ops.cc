@@ -3,6 +3,7 @@
 #include "blockcore/blk_mq.h"
 #include "blockcore/blk_poll.h"
 #include "blockcore/stage_clock.h"
+#include "fuse_compat.h"
 #include "stats.h"
 
 #include <fcntl.h>
@@ -53,25 +54,30 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // the kernel keeps max_background in flight (12 by default): too few for a depth of 64.
   conn->max_background = ctx->max_background;
   conn->congestion_threshold = ctx->max_background * 3 / 4;
-  if (ctx->writeback_cache && fuse_set_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE)) {
+  if (ctx->writeback_cache && fuse_want(conn, FUSE_CAP_WRITEBACK_CACHE)) {
     // Buffered writes stay in the kernel's page cache until writeback, as on ext4. Their WRITE
     // requests come from the flusher and carry no writer, so the kernel clears the set-id bits
     // itself when the write() happens: without FUSE_CAP_HANDLE_KILLPRIV it sends the mode.
-    fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
+    fuse_unwant(conn, FUSE_CAP_HANDLE_KILLPRIV);
   }
   // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h), not whenever a
   // file's mtime moves (libfuse's default FUSE_CAP_AUTO_INVAL_DATA, meant for servers whose
   // files change behind the kernel; nothing changes biofs's but this daemon).
-  if (ctx->keep_cache) fuse_unset_feature_flag(conn, FUSE_CAP_AUTO_INVAL_DATA);
+  if (ctx->keep_cache) fuse_unwant(conn, FUSE_CAP_AUTO_INVAL_DATA);
   // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
   // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.
-  ctx->posix_acl = (conn->capable_ext & FUSE_CAP_POSIX_ACL) && (conn->capable_ext & FUSE_CAP_DONT_MASK);
-  if (ctx->posix_acl) fuse_set_feature_flag(conn, FUSE_CAP_POSIX_ACL), fuse_set_feature_flag(conn, FUSE_CAP_DONT_MASK);
-  // mmap() of a file opened O_DIRECT (direct_io), which ext4 allows (kernel >= 6.6).
-  fuse_set_feature_flag(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
+  ctx->posix_acl = fuse_offers(conn, FUSE_CAP_POSIX_ACL) && fuse_offers(conn, FUSE_CAP_DONT_MASK);
+  if (ctx->posix_acl) fuse_want(conn, FUSE_CAP_POSIX_ACL), fuse_want(conn, FUSE_CAP_DONT_MASK);
+  // mmap() of a file opened O_DIRECT (direct_io), which ext4 allows (kernel >= 6.6; libfuse
+  // >= 3.16 can ask for it).
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+  fuse_want(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
+#endif
   // libfuse asks for io_uring by default whenever the session has `-o io_uring`, or the
   // environment's FUSE_URING_ENABLE: only fuse_uring= decides here.
-  if (!ctx->want_uring) fuse_unset_feature_flag(conn, FUSE_CAP_OVER_IO_URING);
+#if BIOFS_FUSE_HAS_URING
+  if (!ctx->want_uring) fuse_unwant(conn, FUSE_CAP_OVER_IO_URING);
+#endif
 }
 
 void op_destroy(void* userdata) {
@@ -246,7 +252,7 @@ void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
 
 void note_transport(fuse_req_t req) {
   FuseContext* ctx = CTX(req);
-  const int now = fuse_req_is_uring(req) ? 2 : 1;
+  const int now = fuse_req_on_ring(req) ? 2 : 1;
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
 
@@ -277,7 +283,7 @@ bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
-  if (fuse_req_is_uring(req)) {
+  if (fuse_req_on_ring(req)) {
 #if BIOFS_FUSE_RING_PATCHES
     const int waiting = fuse_req_uring_waiting(req);
 #else
@@ -315,13 +321,13 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   note_transport(req);
   FuseContext* ctx = CTX(req);
   BlkPollGroup group;
-  const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
+  const bool on_ring = fuse_req_on_ring(req);  // req is gone once answered
   const bool poll = start_data_request(req, size, &group);
   // Over io_uring the reply's payload buffer is the request's own (page-aligned) and libfuse
   // sends it without a copy when the data is already there: the read goes straight into it.
   char* payload = nullptr;
   size_t payload_size = 0;
-  if (on_ring && fuse_req_get_payload(req, &payload, &payload_size, nullptr) != 0) payload = nullptr;
+  if (on_ring && fuse_req_ring_payload(req, &payload, &payload_size) != 0) payload = nullptr;
   ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, poll, receiver = pthread_self()](ssize_t n,
                                                                                                        const uint8_t* data) {
     end_data_request(req, poll);
@@ -338,7 +344,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   const StageToken t = stage_request_received();
   note_transport(req);
   FuseContext* ctx = CTX(req);
-  const bool on_ring = fuse_req_is_uring(req);  // req is gone once answered
+  const bool on_ring = fuse_req_on_ring(req);  // req is gone once answered
   // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.

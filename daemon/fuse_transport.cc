@@ -40,6 +40,8 @@ std::string decide_fuse_uring(FuseUring want, bool* use, std::string* note) {
     *note = "fuse_uring=auto: using /dev/fuse: " + why;
     return std::string();
   };
+  if (!BIOFS_LIBFUSE_HAS_URING)
+    return cannot("this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring (tools/build-libfuse.sh could not build a newer one)");
   if (!BIOFS_FUSE_RING_PATCHES)
     return cannot("this build's libfuse lacks biofs's ring patches (tools/build-libfuse.sh built the archive's fuse3 without them)");
   std::ifstream in(path);

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages biofs needs to build, test and benchmark, then libfuse 3.18
-# from Debian's source package (tools/build-libfuse.sh).
+# from Debian's source package (tools/build-libfuse.sh). When no newer libfuse can be built,
+# it says so in one line and the build goes on with Debian 12's libfuse3-dev (3.14: /dev/fuse
+# only, no FUSE-over-io_uring).
 # Idempotent: packages already present are left alone and apt is not touched at all.
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config   # build
-  fuse3                              # fusermount3 (libfuse itself: tools/build-libfuse.sh)
+  fuse3 libfuse3-dev                 # fusermount3; Debian's libfuse, the fallback of tools/build-libfuse.sh
   liburing-dev libnuma-dev           # nvme/: io_uring transports; libfuse's io_uring transport
   dpkg-dev meson                     # tools/build-libfuse.sh: libfuse 3.18 from Debian's source
   libtbb-dev                         # blockcore/: scalable allocator
@@ -30,8 +32,21 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
+
+# A newer libfuse from Debian's source package, or one line saying why not (the build then
+# takes Debian's libfuse3-dev).
+build_libfuse() {
+  local out
+  if out=$("$(dirname "$0")/build-libfuse.sh" 2>&1); then
+    [ -z "$out" ] || printf '%s\n' "$out" >&2
+    return 0
+  fi
+  echo "install-deps: no libfuse >= 3.18 could be built ($(printf '%s\n' "$out" | tail -1)); building with Debian's libfuse3-dev $(dpkg-query -W -f='${Version}' libfuse3-dev 2>/dev/null): /dev/fuse only" >&2
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
-  exec "$(dirname "$0")/build-libfuse.sh"
+  build_libfuse
+  exit 0
 fi
 
 echo "install-deps: installing ${missing[*]}" >&2
@@ -43,4 +58,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-exec "$(dirname "$0")/build-libfuse.sh"
+build_libfuse

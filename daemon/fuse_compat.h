@@ -1,0 +1,67 @@
+// libfuse's API across the versions biofs builds on: the archive's newest fuse3 source (3.18 and
+// later, built by tools/build-libfuse.sh) and Debian 12's own libfuse3-dev 3.14, the fallback
+// when no newer one could be built. 3.14 has no FUSE-over-io_uring (the daemon serves /dev/fuse
+// and says so) and no 64-bit feature flags (3.17); what the daemon asks for, it asks here.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
+#define BIOFS_FUSE_HAS_URING 1
+#else
+#define BIOFS_FUSE_HAS_URING 0
+#endif
+
+namespace biofs {
+
+// fuse_set_feature_flag(): sets `cap` in what the daemon wants if the kernel offers it.
+inline bool fuse_want(fuse_conn_info* conn, uint64_t cap) {
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
+  return fuse_set_feature_flag(conn, cap);
+#else
+  if (!(conn->capable & cap)) return false;
+  conn->want |= unsigned(cap);
+  return true;
+#endif
+}
+
+inline void fuse_unwant(fuse_conn_info* conn, uint64_t cap) {
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
+  fuse_unset_feature_flag(conn, cap);
+#else
+  conn->want &= ~unsigned(cap);
+#endif
+}
+
+inline bool fuse_offers(const fuse_conn_info* conn, uint64_t cap) {
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
+  return conn->capable_ext & cap;
+#else
+  return conn->capable & cap;
+#endif
+}
+
+// Whether `req` came over FUSE-over-io_uring; never with a libfuse that has none.
+inline bool fuse_req_on_ring(fuse_req_t req) {
+#if BIOFS_FUSE_HAS_URING
+  return fuse_req_is_uring(req);
+#else
+  (void)req;
+  return false;
+#endif
+}
+
+// The ring entry's payload buffer of a request that came over io_uring: 0, or -1 without one.
+inline int fuse_req_ring_payload(fuse_req_t req, char** payload, size_t* size) {
+#if BIOFS_FUSE_HAS_URING
+  return fuse_req_get_payload(req, payload, size, nullptr);
+#else
+  (void)req, (void)payload, (void)size;
+  return -1;
+#endif
+}
+
+}  // namespace biofs
