@@ -197,14 +197,15 @@ BioAllocCache* BioSet::this_thread_cache_if_any() const {
 void BioSet::note_cpu(BioAllocCache* cache) {
   const int cpu = sched_getcpu();
   if (cpu < 0 || unsigned(cpu) >= nr_cpus_) return;
+  // Release: a putter that finds the domain here also sees it constructed (its acquire below).
   if (cpu_caches_[cpu].load(std::memory_order_relaxed) != cache)
-    cpu_caches_[cpu].store(cache, std::memory_order_relaxed);
+    cpu_caches_[cpu].store(cache, std::memory_order_release);
 }
 
 BioAllocCache* BioSet::cache_of_this_cpu() const {
   const int cpu = sched_getcpu();
   if (cpu < 0 || unsigned(cpu) >= nr_cpus_) return nullptr;
-  return cpu_caches_[cpu].load(std::memory_order_relaxed);
+  return cpu_caches_[cpu].load(std::memory_order_acquire);
 }
 
 BioAllocCache* BioSet::this_thread_cache() {
