@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
 #define BIOFS_FUSE_HAS_URING 1
@@ -62,6 +63,16 @@ inline int fuse_req_ring_payload(fuse_req_t req, char** payload, size_t* size) {
   (void)req, (void)payload, (void)size;
   return -1;
 #endif
+}
+
+// Whether /dev/fuse requests reach the handlers with a page-aligned write payload, which libfuse
+// arranges from 3.17.1 ("Allow to have page aligned writes"): a polled overwrite can then go to
+// the device from the request's own buffer (fs/file_io.cc, try_overwrite_async); before, it is
+// copied. Read from the running library, since 3.17.0 and 3.17.1 share FUSE_VERSION.
+inline bool fuse_dev_payload_aligned() {
+  unsigned major = 0, minor = 0, patch = 0;
+  if (std::sscanf(fuse_pkgversion(), "%u.%u.%u", &major, &minor, &patch) < 2) return false;
+  return major > 3 || (major == 3 && (minor > 17 || (minor == 17 && patch >= 1)));
 }
 
 }  // namespace biofs

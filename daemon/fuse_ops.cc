@@ -71,7 +71,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // mmap() of a file opened O_DIRECT (direct_io), which ext4 allows (kernel >= 6.6; libfuse
   // >= 3.16 can ask for it).
 #ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
-  fuse_want(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
+  ctx->direct_io_mmap = fuse_want(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
 #endif
   // libfuse asks for io_uring by default whenever the session has `-o io_uring`, or the
   // environment's FUSE_URING_ENABLE: only fuse_uring= decides here.
@@ -511,6 +511,9 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
                    ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
     fuse.polled = ctx->polled.load(std::memory_order_relaxed);
+    fuse.libfuse = fuse_pkgversion();
+    fuse.direct_io_mmap = ctx->direct_io_mmap;
+    fuse.dev_payload_aligned = fuse_dev_payload_aligned();
     fuse.journal_commits = ctx->fs->commits();
     if (const RingGuard* g = ctx->ring_guard) {
       fuse.guard_boosts = g->boosts();

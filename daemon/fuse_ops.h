@@ -24,6 +24,7 @@ struct FuseContext {
   // the block layer).
   bool keep_cache = true;
   bool posix_acl = false;  // the kernel took FUSE_CAP_POSIX_ACL (op_init)
+  bool direct_io_mmap = false;  // asked for FUSE_CAP_DIRECT_IO_ALLOW_MMAP, which the kernel offered (op_init)
   // FUSE-over-io_uring (fuse_transport.h): asked for at INIT.
   bool want_uring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats

@@ -57,7 +57,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
                  {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled},
                  {"guard_boosts", fuse->guard_boosts}, {"guard_boosted", fuse->guard_boosted},
-                 {"guard_io_boosts", fuse->guard_io_boosts}};
+                 {"guard_io_boosts", fuse->guard_io_boosts}, {"libfuse", fuse->libfuse},
+                 {"direct_io_mmap", fuse->direct_io_mmap}, {"dev_payload_aligned", fuse->dev_payload_aligned}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
   if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},

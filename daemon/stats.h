@@ -31,6 +31,11 @@ struct FuseStats {
   unsigned guard_boosted = 0;
   uint64_t guard_io_boosts = 0;  // of the moves, those for reads and writes in flight (fuse_uring_sched=auto)
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
+  // What this build's libfuse does (fuse_compat.h): its version, whether mmap of an O_DIRECT
+  // file was granted at INIT, whether /dev/fuse write payloads arrive page-aligned.
+  std::string libfuse;
+  bool direct_io_mmap = false;
+  bool dev_payload_aligned = false;
   uint64_t journal_commits = 0;
 };
 

@@ -137,11 +137,18 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
       CHECK(std::memcmp(buf, data.data(), data.size()) == 0);
       free(buf);
       // ext4 maps a file opened O_DIRECT; FUSE does once the server offers
-      // FUSE_DIRECT_IO_ALLOW_MMAP (else ENODEV).
+      // FUSE_DIRECT_IO_ALLOW_MMAP (else ENODEV), which a libfuse before 3.16 cannot ask for.
+      const std::string stats = stats_of(s.mnt);
       void* map = mmap(nullptr, data.size(), PROT_READ, MAP_SHARED, fd, 0);
-      REQUIRE_MESSAGE(map != MAP_FAILED, strerror(errno));
-      CHECK(std::memcmp(map, data.data(), data.size()) == 0);
-      munmap(map, data.size());
+      if (stat_flag(stats, "direct_io_mmap")) {
+        REQUIRE_MESSAGE(map != MAP_FAILED, strerror(errno));
+        CHECK(std::memcmp(map, data.data(), data.size()) == 0);
+        munmap(map, data.size());
+      } else {
+        MESSAGE("mmap of an O_DIRECT file not checked: libfuse " << libfuse_version(stats) << " cannot ask for it");
+        CHECK(map == MAP_FAILED);
+        CHECK(libfuse_version(stats) < 316);
+      }
       close(fd);
     }
     const std::string stats = stats_of(s.mnt);

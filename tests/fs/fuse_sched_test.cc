@@ -241,8 +241,10 @@ TEST_CASE("fuse: small direct reads and writes run to completion on poll queues,
       CHECK(stat_number(stats, "poll_queues") > 0);
       // Each request found a worker free: every one ran to completion in its worker.
       CHECK(stat_number(stats, "polled") >= 4 * ops);
-      // A polled write's buffer stays put until it has ended: no copy, on either transport.
-      CHECK(stat_number(stats, "fs_write_copies") == 0);
+      // A polled write's buffer stays put until it has ended: no copy, on either transport,
+      // where it is page-aligned (libfuse >= 3.17.1 on /dev/fuse); otherwise every one is copied.
+      if (ring || stat_flag(stats, "dev_payload_aligned")) CHECK(stat_number(stats, "fs_write_copies") == 0);
+      else CHECK(stat_number(stats, "fs_write_copies") == ops);
     } else {
       CHECK(stat_number(stats, "poll_queues") == 0);
       CHECK(stat_number(stats, "polled") == 0);

@@ -196,6 +196,22 @@ inline long long stat_number(const std::string& stats, const std::string& key) {
   return at == std::string::npos ? -1 : std::atoll(stats.c_str() + at + key.size() + 3);
 }
 
+// A boolean in the stats JSON, by key ("inline": true -> true); REQUIREs that it is there.
+inline bool stat_flag(const std::string& stats, const std::string& key) {
+  const bool yes = stats.find("\"" + key + "\":true") != std::string::npos;
+  REQUIRE_MESSAGE((yes || stats.find("\"" + key + "\":false") != std::string::npos), key);
+  return yes;
+}
+
+// The daemon's libfuse version from its stats ("libfuse": "3.14.0" -> 314); REQUIREs it.
+inline unsigned libfuse_version(const std::string& stats) {
+  const size_t at = stats.find("\"libfuse\":\"");
+  REQUIRE(at != std::string::npos);
+  unsigned major = 0, minor = 0;
+  REQUIRE(std::sscanf(stats.c_str() + at + 11, "%u.%u", &major, &minor) == 2);
+  return major * 100 + minor;
+}
+
 inline constexpr uid_t kNobody = 65534;
 
 // Runs `call` in a child as user `uid` (group the same number, no supplementary groups);
