@@ -4,6 +4,9 @@
 // and says so) and no 64-bit feature flags (3.17); what the daemon asks for, it asks here.
 #pragma once
 
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 318
+#endif
 #include <fuse_lowlevel.h>
 
 #include <cstddef>
@@ -62,6 +65,16 @@ inline int fuse_req_ring_payload(fuse_req_t req, char** payload, size_t* size) {
 #else
   (void)req, (void)payload, (void)size;
   return -1;
+#endif
+}
+
+// fuse_session_custom_io(): the session's reads and writes of `fd` go through `io` (3.13 on;
+// 3.17 added the size of `io` to the call).
+inline int fuse_set_custom_io(fuse_session* se, const fuse_custom_io* io, int fd) {
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 17)
+  return fuse_session_custom_io(se, io, sizeof(*io), fd);
+#else
+  return fuse_session_custom_io(se, io, fd);
 #endif
 }
 

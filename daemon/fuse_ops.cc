@@ -4,6 +4,7 @@
 #include "blockcore/blk_poll.h"
 #include "blockcore/stage_clock.h"
 #include "fuse_compat.h"
+#include "fuse_reactor.h"
 #include "stats.h"
 
 #include <fcntl.h>
@@ -250,9 +251,22 @@ void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
     ctx->replies_elsewhere.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Whether `req` came over a FUSE ring, libfuse's or the reactor's (fuse_reactor.h), and then how
+// many requests wait behind it in its thread's ring.
+bool request_on_ring(fuse_req_t req, int* waiting) {
+  if (FuseReactor::current_request(nullptr, nullptr, waiting)) return true;
+  if (!fuse_req_on_ring(req)) return false;
+#if BIOFS_FUSE_RING_PATCHES
+  *waiting = fuse_req_uring_waiting(req);
+#else
+  *waiting = 0;  // not reached: without the patches no mount takes libfuse's ring
+#endif
+  return true;
+}
+
 void note_transport(fuse_req_t req) {
   FuseContext* ctx = CTX(req);
-  const int now = fuse_req_on_ring(req) ? 2 : 1;
+  const int now = fuse_req_on_ring(req) ? 2 : FuseReactor::current_request(nullptr, nullptr, nullptr) ? 3 : 1;
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
 
@@ -283,12 +297,8 @@ bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
-  if (fuse_req_on_ring(req)) {
-#if BIOFS_FUSE_RING_PATCHES
-    const int waiting = fuse_req_uring_waiting(req);
-#else
-    const int waiting = 0;  // not reached: without the patches no mount takes the ring
-#endif
+  int waiting = 0;
+  if (request_on_ring(req, &waiting)) {
     tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
     receiver_free = others == 0 && tls_backlog == 0;
     if (ctx->ring_plug) plug_ring_batch(waiting);
@@ -321,13 +331,14 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   note_transport(req);
   FuseContext* ctx = CTX(req);
   BlkPollGroup group;
-  const bool on_ring = fuse_req_on_ring(req);  // req is gone once answered
-  const bool poll = start_data_request(req, size, &group);
-  // Over io_uring the reply's payload buffer is the request's own (page-aligned) and libfuse
-  // sends it without a copy when the data is already there: the read goes straight into it.
+  // Over io_uring the reply's payload buffer is the request's own (page-aligned) and the reply
+  // goes without a copy when the data is already there: the read goes straight into it.
   char* payload = nullptr;
   size_t payload_size = 0;
-  if (on_ring && fuse_req_ring_payload(req, &payload, &payload_size) != 0) payload = nullptr;
+  const bool reactor = FuseReactor::current_request(&payload, &payload_size, nullptr);
+  const bool on_ring = reactor || fuse_req_on_ring(req);  // req is gone once answered
+  const bool poll = start_data_request(req, size, &group);
+  if (!reactor && on_ring && fuse_req_ring_payload(req, &payload, &payload_size) != 0) payload = nullptr;
   ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, poll, receiver = pthread_self()](ssize_t n,
                                                                                                        const uint8_t* data) {
     end_data_request(req, poll);
@@ -344,7 +355,8 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   const StageToken t = stage_request_received();
   note_transport(req);
   FuseContext* ctx = CTX(req);
-  const bool on_ring = fuse_req_on_ring(req);  // req is gone once answered
+  // req is gone once answered
+  const bool on_ring = fuse_req_on_ring(req) || FuseReactor::current_request(nullptr, nullptr, nullptr);
   // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.
@@ -507,7 +519,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     const uid_t uid = fuse_req_ctx(req)->uid;
     if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
     FuseContext* ctx = CTX(req);
-    static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring"};
+    static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring", "reactor"};
     FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
                    ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
     fuse.polled = ctx->polled.load(std::memory_order_relaxed);
@@ -515,6 +527,12 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     fuse.direct_io_mmap = ctx->direct_io_mmap;
     fuse.dev_payload_aligned = fuse_dev_payload_aligned();
     fuse.journal_commits = ctx->fs->commits();
+    if (const FuseReactor* r = ctx->reactor) {
+      fuse.reactor = true;
+      fuse.reactor_requests = r->requests();
+      fuse.reactor_posted = r->replies_posted();
+      fuse.reactor_error = r->error();
+    }
     if (const RingGuard* g = ctx->ring_guard) {
       fuse.guard_boosts = g->boosts();
       fuse.guard_boosted = g->boosted();

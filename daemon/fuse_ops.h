@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "fs/filesystem.h"
+#include "fuse_reactor.h"
 #include "ring_guard.h"
 #include "stats.h"
 
@@ -30,13 +31,15 @@ struct FuseContext {
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
+  const FuseReactor* reactor = nullptr;   // fuse_uring=reactor: the reactor (fuse_reactor.h), for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
   // The device's counters for the stats, from main (which opened it); unset: none to report.
   std::function<DeviceStats()> device_stats;
   // Replies to io_uring requests sent by a thread other than the request's ring thread (the
   // completion path's), for the stats.
   std::atomic<uint64_t> replies_elsewhere{0};
-  // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring.
+  // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring
+  // (libfuse's ring), 3 the reactor's ring (fuse_reactor.h).
   std::atomic<int> transport{0};
   // Run to completion (blockcore/blk_poll.h): a worker waits for the I/O of a read or write of
   // at most POLL_MAX_BYTES, reaping its own poll queue and replying itself, when another

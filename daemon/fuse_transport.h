@@ -8,9 +8,11 @@
 
 namespace biofs {
 
-enum class FuseUring { off, on, auto_ };
+// on: libfuse's ring (its ring threads; needs tools/libfuse-patches); reactor: biofs's own ring
+// side (fuse_reactor.h), on any libfuse.
+enum class FuseUring { off, on, auto_, reactor };
 
-// "on", "off" or "auto".
+// "on", "off", "auto" or "reactor".
 bool parse_fuse_uring(const std::string& value, FuseUring* out);
 const char* fuse_uring_name(FuseUring v);
 

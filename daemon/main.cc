@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/fuse_ops.h"
+#include "daemon/fuse_reactor.h"
 #include "daemon/fuse_transport.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
@@ -134,6 +135,9 @@ int main(int argc, char** argv) {
   if (!fs) fail(32, spec + ": " + err);
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
+  // fuse_uring=reactor: the ring is ours (fuse_reactor.h), libfuse serves /dev/fuse only.
+  const bool reactor_wanted = use_uring && opts.fuse_uring == FuseUring::reactor;
+  if (reactor_wanted) use_uring = false;
   ctx.want_uring = use_uring;
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
@@ -189,6 +193,22 @@ int main(int argc, char** argv) {
     fs->unmount();
     fail(32, "cannot mount on '" + mnt + "'");
   }
+  std::unique_ptr<FuseReactor> reactor;
+  if (reactor_wanted) {
+    FuseReactor::Config rc;
+    rc.depth = opts.fuse_uring_qd;
+    rc.batch_end = ctx.ring_plug ? fuse_ring_batch_end : nullptr;
+    std::string why;
+    reactor = FuseReactor::attach(se, fuse_session_fd(se), rc, &why);
+    if (!reactor) {
+      fuse_session_unmount(se);
+      fuse_remove_signal_handlers(se);
+      fuse_session_destroy(se);
+      fs->unmount();
+      fail(32, why);
+    }
+    ctx.reactor = reactor.get();
+  }
   report_ok(notes);
   // Idle ring threads run only on otherwise idle CPUs: the guard moves a waiting one back to
   // SCHED_OTHER until the CPUs calm down (ring_guard.h). libfuse starts a ring per CPU.
@@ -219,8 +239,11 @@ int main(int argc, char** argv) {
   // let them finish before it is closed.
   wait_for_callbacks(ctx);
   fuse_session_unmount(se);
+  if (reactor) reactor->stop();  // its entries ended with the connection
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
+  ctx.reactor = nullptr;
+  reactor.reset();
   // The ring threads are gone: the guard may stop (it watched them through the teardown too).
   if (guard && !guard->error().empty()) fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", guard->error().c_str());
   ctx.ring_guard = nullptr;

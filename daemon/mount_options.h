@@ -32,8 +32,9 @@ struct DaemonOptions {
   MountOptions fs;               // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)
   bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
-  // fuse_uring=on|off|auto: the FUSE transport (fuse_transport.h); auto, the default, takes
-  // FUSE-over-io_uring where the kernel has it and falls back to /dev/fuse with one line.
+  // fuse_uring=on|off|auto|reactor: the FUSE transport (fuse_transport.h); auto, the default,
+  // takes FUSE-over-io_uring where the kernel has it and falls back to /dev/fuse with one line;
+  // reactor: biofs's own ring side (fuse_reactor.h).
   FuseUring fuse_uring = FuseUring::auto_;
   unsigned fuse_uring_qd = 64;   // fuse_uring_qd=N: requests in flight per FUSE ring queue
   // fuse_uring_plug=on|off: a ring thread keeps its block plug across a batch of requests

@@ -37,6 +37,11 @@ struct FuseStats {
   bool direct_io_mmap = false;
   bool dev_payload_aligned = false;
   uint64_t journal_commits = 0;
+  // fuse_uring=reactor (fuse_reactor.h): requests received on its rings, replies made on
+  // another thread and posted to the ring's reactor, and why it is not running, if it is not.
+  bool reactor = false;
+  uint64_t reactor_requests = 0, reactor_posted = 0;
+  std::string reactor_error;
 };
 
 // What the device reports, where it has something to say (an emulated namespace): its

@@ -77,7 +77,7 @@ patches_dir="$(cd "$(dirname "$0")" && pwd)/libfuse-patches"
 patched=1
 case "$version" in "$want_series".*) ;; *) patched=0 ;; esac
 [ "${BIOFS_LIBFUSE_UNPATCHED:-0}" = 1 ] && patched=0
-stamp="$version patched=$patched $(cat "$patches_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)"
+stamp="$version patched=$patched custom-io $(cat "$patches_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)"
 if [ -f "$prefix/.built" ] && [ "$(cat "$prefix/.built")" = "$stamp" ]; then
   exit 0
 fi
@@ -127,6 +127,10 @@ fi
 # udev rules: only the library, its headers and pkg-config file, and the examples.
 uring_opt=""
 [ "$patched" = 1 ] && uring_opt="-Denable-io-uring=true"  # the only form that uses it
+# The session's custom I/O functions (fuse_session_custom_io), through which the daemon's own
+# ring side, fuse_uring=reactor, catches replies: a configuration option from 3.17 on, off by
+# default.
+grep -q "'enable-custom-io'" "$src/meson_options.txt" 2>/dev/null && uring_opt="$uring_opt -Denable-custom-io=true"
 meson setup "$work/build" "$src" --prefix="$prefix" --libdir=lib -Dbuildtype=release \
   -Ddefault_library=static -Duseroot=false -Dtests=false -Dutils=false -Dexamples=true \
   -Dinitscriptdir= -Dudevrulesdir="$work/udev" ${uring_opt} >"$work/setup.log" 2>&1 || {

@@ -66,7 +66,9 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(o.fuse_uring_qd == 32);
   CHECK(parse_mount_options("fuse_uring=on", &o) == "");
   CHECK(o.fuse_uring == FuseUring::on);
-  CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto)");
+  CHECK(parse_mount_options("fuse_uring=reactor", &o) == "");
+  CHECK(o.fuse_uring == FuseUring::reactor);
+  CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto|reactor)");
   CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
   using RS = DaemonOptions::RingSched;
   CHECK(o.fuse_uring_sched == RS::auto_);  // idle rings where the guard can move them back (ring_guard.h)
@@ -91,9 +93,12 @@ TEST_CASE("mount options: fuse_uring_sched=idle without the io_uring transport i
   auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
     return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl);
   };
-  CommandLine off, on, by_default, auto_off;
+  CommandLine off, on, by_default, auto_off, reactor;
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=off,fuse_uring_sched=idle"}, &off) ==
-        "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the FUSE ring threads");
+        "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules libfuse's FUSE ring threads");
+  // The reactor's threads are the ones that reap the I/O: never idle-class.
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=reactor,fuse_uring_sched=idle"}, &reactor) ==
+        "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules libfuse's FUSE ring threads");
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle"}, &by_default) == "");  // auto by default
   CHECK(by_default.opts.fuse_uring_sched == DaemonOptions::RingSched::idle);
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle", "-o", "fuse_uring=auto"}, &on) == "");

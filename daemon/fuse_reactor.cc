@@ -1,0 +1,471 @@
+// The reactor (fuse_reactor.h): the kernel side it talks to is Linux 6.18 fs/fuse/dev_uring.c
+// (fuse_uring_register, fuse_uring_commit_fetch, fuse_uring_args_to_ring, fuse_uring_copy_from_ring).
+#include "fuse_reactor.h"
+
+#include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "fuse_compat.h"
+#include "fuse_uring_uapi.h"
+
+namespace biofs {
+
+using namespace kuapi;
+
+namespace {
+
+struct Queue;
+
+// One ring entry: the kernel's header buffer and, behind a page of room for the request's
+// fuse_in_header and opcode argument, its payload buffer (page-aligned).
+struct Entry {
+  Queue* q = nullptr;
+  fuse_uring_req_header* hdr = nullptr;
+  char* area = nullptr;  // kRoom bytes, then the payload
+  char* payload = nullptr;
+  size_t payload_size = 0;
+  iovec iov[2]{};
+  uint64_t commit_id = 0;
+  Entry* next_posted = nullptr;  // in its queue's list of replies posted from other threads
+};
+
+constexpr size_t kRoom = 4096;
+constexpr uint64_t kWakeTag = 1;  // user_data of the eventfd read; entries are pointers
+
+thread_local Queue* tls_queue = nullptr;  // the reactor thread's own queue
+thread_local Entry* tls_entry = nullptr;  // the request its thread is handling
+thread_local int tls_waiting = 0;         // completions behind it in the batch
+
+}  // namespace
+
+struct FuseReactor::Impl {
+  fuse_session* se = nullptr;
+  int fd = -1;
+  Config cfg;
+  std::vector<std::unique_ptr<Queue>> queues;
+  // FUSE_INIT, seen on its way in and out through the custom io.
+  std::atomic<uint64_t> init_unique{0};
+  std::atomic<bool> kernel_offers{false};
+  std::atomic<bool> started{false}, stopping{false};
+  std::atomic<uint64_t> requests{0}, posted{0};
+  mutable std::mutex err_mu;
+  std::string err;
+  // Requests handed to libfuse and not yet answered, by unique: where a reply goes.
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<uint64_t, Entry*> map;
+  };
+  std::array<Shard, 64> inflight;
+
+  void set_error(const std::string& why) {
+    std::lock_guard<std::mutex> g(err_mu);
+    if (err.empty()) err = why;
+  }
+  Shard& shard(uint64_t unique) { return inflight[unique % inflight.size()]; }
+  void track(Entry* e, uint64_t unique) {
+    Shard& s = shard(unique);
+    std::lock_guard<std::mutex> g(s.mu);
+    s.map[unique] = e;
+  }
+  Entry* untrack(uint64_t unique) {
+    Shard& s = shard(unique);
+    std::lock_guard<std::mutex> g(s.mu);
+    auto it = s.map.find(unique);
+    if (it == s.map.end()) return nullptr;
+    Entry* e = it->second;
+    s.map.erase(it);
+    return e;
+  }
+  bool start_queues(size_t payload_size);
+  void stop_queues();
+};
+
+namespace {
+
+FuseReactor::Impl* g_reactor = nullptr;  // the custom io's userdata is the session's (FuseContext)
+
+// The kernel has one queue per possible CPU (num_possible_cpus()).
+unsigned possible_cpus() {
+  unsigned last = 0;
+  if (FILE* f = fopen("/sys/devices/system/cpu/possible", "r")) {
+    unsigned a = 0, b = 0;
+    char sep = 0;
+    const int n = fscanf(f, "%u%c%u", &a, &sep, &b);
+    fclose(f);
+    if (n >= 1) last = (n == 3 && sep == '-') ? b : a;
+    return last + 1;
+  }
+  return unsigned(sysconf(_SC_NPROCESSORS_CONF));
+}
+
+struct Queue {
+  FuseReactor::Impl* r = nullptr;
+  unsigned qid = 0;
+  io_uring ring{};
+  bool ring_ok = false;
+  int efd = -1;
+  uint64_t efd_value = 0;
+  std::vector<Entry> entries;
+  std::atomic<Entry*> posted{nullptr};
+  std::thread thread;
+  unsigned live = 0;  // entries the kernel has not ended
+  // Set up by the thread (the ring is its own), then "go" or "stop" through the eventfd.
+  std::atomic<int> setup{0};  // 0 pending, 1 ready, -1 failed
+
+  ~Queue() {
+    for (Entry& e : entries) {
+      free(e.hdr);
+      free(e.area);
+    }
+    if (efd >= 0) close(efd);
+  }
+
+  io_uring_sqe* sqe() {
+    io_uring_sqe* s = io_uring_get_sqe(&ring);
+    if (!s) {  // cannot happen: the SQ holds an entry for every command we may have out
+      io_uring_submit(&ring);
+      s = io_uring_get_sqe(&ring);
+    }
+    return s;
+  }
+
+  void prep_cmd(Entry* e, uint32_t op) {
+    io_uring_sqe* s = sqe();
+    io_uring_prep_rw(IORING_OP_URING_CMD, s, r->fd, nullptr, 0, 0);
+    s->cmd_op = op;
+    if (op == FUSE_IO_URING_CMD_REGISTER) {
+      s->addr = uint64_t(uintptr_t(e->iov));
+      s->len = 2;
+    }
+    // The command area: the second half of the SQE128, from sqe->cmd on.
+    fuse_uring_cmd_req req{};
+    req.commit_id = op == FUSE_IO_URING_CMD_COMMIT_AND_FETCH ? e->commit_id : 0;
+    req.qid = uint16_t(qid);
+    char* area = reinterpret_cast<char*>(s) + offsetof(io_uring_sqe, cmd);
+    std::memset(area, 0, 80);
+    std::memcpy(area, &req, sizeof(req));
+    io_uring_sqe_set_data64(s, uint64_t(uintptr_t(e)));
+  }
+
+  void arm_wake() {
+    io_uring_sqe* s = sqe();
+    io_uring_prep_read(s, efd, &efd_value, sizeof(efd_value), 0);
+    io_uring_sqe_set_data64(s, kWakeTag);
+  }
+
+  void wake() {
+    const uint64_t one = 1;
+    if (write(efd, &one, sizeof(one)) < 0) {}
+  }
+
+  // A reply made on another thread: the reactor commits it.
+  void post(Entry* e) {
+    Entry* head = posted.load(std::memory_order_relaxed);
+    do e->next_posted = head;
+    while (!posted.compare_exchange_weak(head, e, std::memory_order_release, std::memory_order_relaxed));
+    wake();
+  }
+
+  void commit_posted() {
+    for (Entry* e = posted.exchange(nullptr, std::memory_order_acquire); e;) {
+      Entry* next = e->next_posted;
+      prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+      e = next;
+    }
+  }
+
+  bool create(size_t payload_size, unsigned depth);
+  void run();
+  void handle(Entry* e);
+};
+
+bool Queue::create(size_t payload_size, unsigned depth) {
+  efd = eventfd(0, EFD_CLOEXEC);
+  if (efd < 0) return false;
+  io_uring_params p{};
+  p.flags = IORING_SETUP_SQE128 | IORING_SETUP_COOP_TASKRUN;
+  if (io_uring_queue_init_params(depth + 2, &ring, &p) < 0) {
+    p = io_uring_params{};
+    p.flags = IORING_SETUP_SQE128;
+    if (io_uring_queue_init_params(depth + 2, &ring, &p) < 0) return false;
+  }
+  ring_ok = true;
+  entries.resize(depth);
+  for (Entry& e : entries) {
+    e.q = this;
+    e.hdr = static_cast<fuse_uring_req_header*>(aligned_alloc(64, 320));
+    e.area = static_cast<char*>(aligned_alloc(4096, kRoom + payload_size));
+    if (!e.hdr || !e.area) return false;
+    std::memset(e.hdr, 0, sizeof(*e.hdr));
+    e.payload = e.area + kRoom;
+    e.payload_size = payload_size;
+    e.iov[0] = {e.hdr, sizeof(fuse_uring_req_header)};
+    e.iov[1] = {e.payload, payload_size};
+  }
+  return true;
+}
+
+void Queue::run() {
+  tls_queue = this;
+  char name[16];
+  snprintf(name, sizeof(name), "fuse-reactor-%u", qid);
+  pthread_setname_np(pthread_self(), name);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(qid, &set);
+  sched_setaffinity(0, sizeof(set), &set);  // an offline CPU's queue runs anywhere
+  uint64_t go = 0;
+  if (read(efd, &go, sizeof(go)) != sizeof(go) || r->stopping.load()) return;
+  for (Entry& e : entries) prep_cmd(&e, FUSE_IO_URING_CMD_REGISTER);
+  live = unsigned(entries.size());
+  arm_wake();
+  io_uring_cqe* batch[64];
+  while (live > 0 && !r->stopping.load(std::memory_order_relaxed)) {
+    const int ret = io_uring_submit_and_wait(&ring, 1);
+    if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+      r->set_error(std::string("fuse_uring=reactor: io_uring_enter: ") + strerror(-ret));
+      break;
+    }
+    const unsigned n = io_uring_peek_batch_cqe(&ring, batch, 64);
+    for (unsigned i = 0; i < n; i++) {
+      const uint64_t tag = io_uring_cqe_get_data64(batch[i]);
+      const int res = batch[i]->res;
+      tls_waiting = int(n - i - 1);
+      if (tag == kWakeTag) {
+        commit_posted();
+        arm_wake();
+        continue;
+      }
+      Entry* e = reinterpret_cast<Entry*>(uintptr_t(tag));
+      if (res < 0) {  // the connection is going (-ENOTCONN), or the kernel refused the entry
+        live--;
+        if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED)
+          r->set_error(std::string("fuse_uring=reactor: the kernel ended a ring entry: ") + strerror(-res));
+        continue;
+      }
+      r->started.store(true, std::memory_order_relaxed);
+      handle(e);
+    }
+    io_uring_cq_advance(&ring, n);
+    tls_waiting = 0;
+    if (r->cfg.batch_end) r->cfg.batch_end(r->cfg.userdata);
+  }
+  tls_queue = nullptr;
+}
+
+// Lays the request out as /dev/fuse delivers it, in front of the payload, and has libfuse
+// decode it; its handler (or a later thread) replies through reactor_writev().
+void Queue::handle(Entry* e) {
+  const auto* in = reinterpret_cast<const fuse_in_header*>(e->hdr->in_out);
+  const uint32_t payload_sz = e->hdr->ring_ent_in_out.payload_sz;
+  e->commit_id = e->hdr->ring_ent_in_out.commit_id;
+  r->requests.fetch_add(1, std::memory_order_relaxed);
+  const size_t head = sizeof(fuse_in_header);
+  if (in->len < head + payload_sz || in->len - head - payload_sz > FUSE_URING_OP_IN_OUT_SZ ||
+      payload_sz > e->payload_size) {
+    auto* out = reinterpret_cast<fuse_out_header*>(e->hdr->in_out);
+    const uint64_t unique = in->unique;
+    *out = fuse_out_header{sizeof(fuse_out_header), -EIO, unique};
+    e->hdr->ring_ent_in_out.payload_sz = 0;
+    prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+    return;
+  }
+  const size_t op_sz = in->len - head - payload_sz;
+  char* start = e->payload - head - op_sz;
+  std::memcpy(start, in, head);
+  std::memcpy(start + head, e->hdr->op_in, op_sz);
+  r->track(e, in->unique);
+  fuse_buf buf{};
+  buf.size = in->len;
+  buf.mem = start;
+  buf.fd = -1;
+  tls_entry = e;
+  fuse_session_process_buf(r->se, &buf);
+  tls_entry = nullptr;
+}
+
+ssize_t reactor_read(int fd, void* buf, size_t len, void*) {
+  const ssize_t n = read(fd, buf, len);
+  FuseReactor::Impl* r = g_reactor;
+  if (r && n >= ssize_t(sizeof(fuse_in_header) + sizeof(fuse_init_in))) {
+    const auto* in = static_cast<const fuse_in_header*>(buf);
+    if (in->opcode == FUSE_INIT) {
+      const auto* init = reinterpret_cast<const fuse_init_in*>(in + 1);
+      const bool ext = init->flags & FUSE_INIT_EXT_FLAG;
+      r->kernel_offers.store(ext && (init->flags2 & uint32_t(FUSE_OVER_IO_URING >> 32)));
+      r->init_unique.store(in->unique);
+      if (!r->kernel_offers.load())
+        r->set_error("fuse_uring=reactor: the kernel did not offer FUSE-over-io_uring at INIT: using /dev/fuse");
+    }
+  }
+  return n;
+}
+
+// The INIT reply: FUSE_OVER_IO_URING added when the kernel offered it and every queue is
+// set up, and the queues told to register once the kernel has taken the reply.
+ssize_t reply_init(FuseReactor::Impl* r, int fd, const iovec* iov, int count) {
+  char msg[512];
+  size_t len = 0;
+  for (int i = 0; i < count; i++) {
+    if (len + iov[i].iov_len > sizeof(msg)) return writev(fd, iov, count);
+    std::memcpy(msg + len, iov[i].iov_base, iov[i].iov_len);
+    len += iov[i].iov_len;
+  }
+  auto* out = reinterpret_cast<fuse_out_header*>(msg);
+  const size_t flags2_end = sizeof(fuse_out_header) + offsetof(fuse_init_out, flags2) + sizeof(uint32_t);
+  bool ring = false;
+  if (out->error == 0 && len >= flags2_end && r->kernel_offers.load()) {
+    auto* init = reinterpret_cast<fuse_init_out*>(out + 1);
+    const unsigned pages = (init->flags & FUSE_MAX_PAGES_FLAG) ? std::max<unsigned>(init->max_pages, 1) : 32;
+    size_t payload = std::max<size_t>({8192, init->max_write, size_t(pages) * 4096});
+    payload = (payload + 4095) & ~size_t(4095);
+    if (r->start_queues(payload)) {
+      init->flags |= FUSE_INIT_EXT_FLAG;
+      init->flags2 |= uint32_t(FUSE_OVER_IO_URING >> 32);
+      ring = true;
+    }
+  }
+  const ssize_t n = write(fd, msg, len);
+  const int saved = errno;
+  if (ring) {
+    if (n == ssize_t(len)) {
+      for (auto& q : r->queues) q->wake();  // go: register
+    } else {
+      r->stop_queues();
+    }
+  }
+  errno = saved;
+  return n;
+}
+
+ssize_t reactor_writev(int fd, iovec* iov, int count, void*) {
+  FuseReactor::Impl* r = g_reactor;
+  if (!r || count < 1 || iov[0].iov_len != sizeof(fuse_out_header)) return writev(fd, iov, count);
+  const auto* out = static_cast<const fuse_out_header*>(iov[0].iov_base);
+  if (out->unique != 0 && out->unique == r->init_unique.load(std::memory_order_relaxed)) {
+    r->init_unique.store(0);
+    return reply_init(r, fd, iov, count);
+  }
+  Entry* e = out->unique ? r->untrack(out->unique) : nullptr;
+  if (!e) return writev(fd, iov, count);  // a /dev/fuse request's reply
+  // Into the entry (fuse_uring_copy_from_ring reads the out header and payload_sz bytes).
+  std::memcpy(e->hdr->in_out, out, sizeof(fuse_out_header));
+  size_t total = 0;
+  for (int i = 1; i < count; i++) {
+    const size_t n = iov[i].iov_len;
+    if (total + n > e->payload_size) {  // cannot be: libfuse replies within max_write
+      auto* h = reinterpret_cast<fuse_out_header*>(e->hdr->in_out);
+      h->error = -EIO;
+      total = 0;
+      break;
+    }
+    if (iov[i].iov_base != e->payload + total) std::memmove(e->payload + total, iov[i].iov_base, n);
+    total += n;
+  }
+  e->hdr->ring_ent_in_out.payload_sz = uint32_t(total);
+  if (tls_queue == e->q) {
+    e->q->prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+  } else {
+    r->posted.fetch_add(1, std::memory_order_relaxed);
+    e->q->post(e);
+  }
+  return ssize_t(sizeof(fuse_out_header) + total);
+}
+
+}  // namespace
+
+bool FuseReactor::Impl::start_queues(size_t payload_size) {
+  const unsigned n = possible_cpus();
+  for (unsigned qid = 0; qid < n; qid++) {
+    auto q = std::make_unique<Queue>();
+    q->r = this;
+    q->qid = qid;
+    queues.push_back(std::move(q));
+  }
+  bool ok = true;
+  for (auto& q : queues) {
+    if (!q->create(payload_size, cfg.depth)) {
+      set_error(std::string("fuse_uring=reactor: cannot set up the ring of queue ") + std::to_string(q->qid) +
+                ": " + strerror(errno) + ": using /dev/fuse");
+      ok = false;
+      break;
+    }
+  }
+  if (ok)
+    for (auto& q : queues) q->thread = std::thread([q = q.get()] { q->run(); });
+  if (!ok) stop_queues();
+  return ok;
+}
+
+void FuseReactor::Impl::stop_queues() {
+  stopping.store(true);
+  for (auto& q : queues)
+    if (q->efd >= 0) q->wake();
+  for (auto& q : queues)
+    if (q->thread.joinable()) q->thread.join();
+  for (auto& q : queues)
+    if (q->ring_ok) io_uring_queue_exit(&q->ring), q->ring_ok = false;
+}
+
+FuseReactor::FuseReactor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FuseReactor::~FuseReactor() {
+  stop();
+  g_reactor = nullptr;
+}
+
+std::unique_ptr<FuseReactor> FuseReactor::attach(fuse_session* se, int fd, const Config& cfg, std::string* err) {
+  if (g_reactor) return *err = "fuse_uring=reactor: one reactor per process", nullptr;
+  auto impl = std::make_unique<Impl>();
+  impl->se = se;
+  impl->fd = fd;
+  impl->cfg = cfg;
+  fuse_custom_io io{};
+  io.read = reactor_read;
+  io.writev = reactor_writev;
+  g_reactor = impl.get();
+  if (int rc = fuse_set_custom_io(se, &io, fd)) {
+    g_reactor = nullptr;
+    return *err = std::string("fuse_uring=reactor: fuse_session_custom_io: ") + strerror(-rc), nullptr;
+  }
+  return std::unique_ptr<FuseReactor>(new FuseReactor(std::move(impl)));
+}
+
+void FuseReactor::stop() {
+  if (impl_) impl_->stop_queues();
+}
+
+bool FuseReactor::running() const { return impl_->started.load(std::memory_order_relaxed); }
+
+std::string FuseReactor::error() const {
+  std::lock_guard<std::mutex> g(impl_->err_mu);
+  return impl_->err;
+}
+
+bool FuseReactor::current_request(char** payload, size_t* payload_size, int* waiting) {
+  Entry* e = tls_entry;
+  if (!e) return false;
+  if (payload) *payload = e->payload, *payload_size = e->payload_size;
+  if (waiting) *waiting = tls_waiting;
+  return true;
+}
+
+uint64_t FuseReactor::requests() const { return impl_->requests.load(std::memory_order_relaxed); }
+uint64_t FuseReactor::replies_posted() const { return impl_->posted.load(std::memory_order_relaxed); }
+
+}  // namespace biofs

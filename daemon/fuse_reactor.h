@@ -1,0 +1,71 @@
+// biofs's own FUSE-over-io_uring server side (fuse_uring=reactor), on the kernel's interface
+// (Linux 6.14+ fs/fuse/dev_uring.c; fuse_uring_uapi.h) and liburing, with any libfuse from
+// 3.14 on, unpatched.
+//
+// libfuse keeps what it does well: the mount, the session, FUSE_INIT over /dev/fuse, and the
+// decoding of every request and encoding of every reply. The reactor owns the ring side: one
+// thread per possible CPU (the kernel's queue id is the CPU a request was made on), each with
+// its own io_uring holding that queue's entries. A request arrives in an entry's header and
+// payload buffers; the reactor lays the fuse_in_header and the opcode's argument down in front
+// of the payload, so the request reads as /dev/fuse would deliver it with a write's data where
+// the kernel put it, and hands it to fuse_session_process_buf(). libfuse's reply comes back
+// through the session's custom writev: into the entry, and back to the kernel with
+// COMMIT_AND_FETCH by the entry's own reactor (replied on that thread: prepared at once; from
+// another thread, such as the block layer's completion thread: posted to the reactor, which
+// an eventfd in its ring wakes).
+//
+// The INIT reply goes out through the same writev: the reactor adds FUSE_OVER_IO_URING to it
+// when the kernel offered it, and starts the threads once the kernel has taken it. Forgets and
+// interrupts still come through /dev/fuse, to the session loop's workers.
+#pragma once
+
+#include "fuse_compat.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace biofs {
+
+class FuseReactor {
+ public:
+  struct Config {
+    unsigned depth = 64;  // entries per queue (fuse_uring_qd=)
+    // Called on a reactor thread when it has handled a batch of requests (fuse_ring_batch_end).
+    void (*batch_end)(void* userdata) = nullptr;
+    void* userdata = nullptr;
+  };
+
+  // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's
+  // /dev/fuse descriptor. Returns nullptr and *err when it cannot.
+  static std::unique_ptr<FuseReactor> attach(fuse_session* se, int fd, const Config& cfg, std::string* err);
+  ~FuseReactor();
+
+  // Stops the reactor threads and waits for them: after fuse_session_unmount(), before
+  // fuse_session_destroy().
+  void stop();
+
+  // Whether the kernel took the ring (INIT carried FUSE_OVER_IO_URING and every queue registered);
+  // the line saying why not, once it is known not to have.
+  bool running() const;
+  std::string error() const;
+
+  // On a reactor thread inside a request's handler: the request's payload buffer, where a
+  // read's data may go directly (the reply then sends it without a copy), and how many
+  // requests wait in this thread's batch behind it. False elsewhere.
+  static bool current_request(char** payload, size_t* payload_size, int* waiting);
+
+  // Requests received and replies committed, for the stats.
+  uint64_t requests() const;
+  uint64_t replies_posted() const;  // of the replies, those made on another thread and posted
+
+  struct Impl;
+
+ private:
+  explicit FuseReactor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace biofs
