@@ -60,8 +60,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
                  {"guard_io_boosts", fuse->guard_io_boosts}, {"libfuse", fuse->libfuse},
                  {"direct_io_mmap", fuse->direct_io_mmap}, {"dev_payload_aligned", fuse->dev_payload_aligned}};
   if (fuse && fuse->reactor)
-    j["fuse"]["reactor"] = {{"requests", fuse->reactor_requests}, {"posted", fuse->reactor_posted},
-                            {"error", fuse->reactor_error}};
+    j["fuse"]["reactor"] = {{"ring_requests", fuse->reactor_requests}, {"posted_replies", fuse->reactor_posted},
+                            {"why_not", fuse->reactor_error}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
   if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},

@@ -66,7 +66,8 @@ inline std::string with_test_opts(const std::string& opts) {
     if (opts.find("fuse_uring=") != std::string::npos) return opts;
     extra = "fuse_uring=off";
   }
-  if (extra == "fuse_uring=on" && access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0) {
+  if ((extra == "fuse_uring=on" || extra == "fuse_uring=reactor") &&
+      access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0) {
     MESSAGE("this kernel has no FUSE-over-io_uring: the io_uring run of this test uses /dev/fuse");
     extra = "fuse_uring=auto";
   }
@@ -160,11 +161,26 @@ inline bool fuse_uring_possible() {
   return BIOFS_FUSE_RING_PATCHES && access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
 }
 
-// The fuse_uring= values a test mounts with here: off, and on where possible (else it says so).
+// Whether the kernel offers FUSE-over-io_uring to this user: the reactor (fuse_uring=reactor,
+// daemon/fuse_reactor.h) needs nothing of libfuse.
+inline bool kernel_uring_possible() {
+  return access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
+}
+
+// The fuse_uring= values a test mounts with here: off, and on and reactor where possible (else
+// it says so).
 inline std::vector<std::string> fuse_transports() {
-  if (fuse_uring_possible()) return {"off", "on"};
-  MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here (kernel, or this build's libfuse), or not root");
-  return {"off"};
+  std::vector<std::string> t{"off"};
+  if (fuse_uring_possible()) t.push_back("on");
+  else MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here (kernel, or this build's libfuse), or not root");
+  if (kernel_uring_possible()) t.push_back("reactor");
+  else MESSAGE("skipped fuse_uring=reactor: this kernel has no FUSE-over-io_uring, or not root");
+  return t;
+}
+
+// The stats' "transport" for a fuse_uring= value.
+inline std::string transport_of(const std::string& fuse_uring) {
+  return fuse_uring == "on" ? "io_uring" : fuse_uring == "reactor" ? "reactor" : "/dev/fuse";
 }
 
 // Pins the calling thread to one CPU: its FUSE requests then go to that CPU's ring queue.
