@@ -43,7 +43,7 @@ std::string decide_fuse_uring(FuseUring want, bool* use, std::string* note) {
     return std::string();
   };
   if (want != FuseUring::reactor && !BIOFS_LIBFUSE_HAS_URING)
-    return cannot("this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring (tools/build-libfuse.sh could not build a newer one)");
+    return cannot("this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring (tools/build-libfuse.sh could not build a newer one; fuse_uring=reactor needs none)");
   if (want != FuseUring::reactor && !BIOFS_FUSE_RING_PATCHES)
     return cannot("this build's libfuse lacks biofs's ring patches (tools/build-libfuse.sh built the archive's fuse3 without them)");
   std::ifstream in(path);
