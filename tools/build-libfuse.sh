@@ -129,7 +129,8 @@ uring_opt=""
 [ "$patched" = 1 ] && uring_opt="-Denable-io-uring=true"  # the only form that uses it
 # The session's custom I/O functions (fuse_session_custom_io), through which the daemon's own
 # ring side, fuse_uring=reactor, catches replies: a configuration option from 3.17 on, off by
-# default.
+# default because a custom-io peer need not be the kernel and libfuse trusts what it sends; the
+# reactor's peer is the kernel, through the /dev/fuse descriptor of the mount itself.
 grep -q "'enable-custom-io'" "$src/meson_options.txt" 2>/dev/null && uring_opt="$uring_opt -Denable-custom-io=true"
 meson setup "$work/build" "$src" --prefix="$prefix" --libdir=lib -Dbuildtype=release \
   -Ddefault_library=static -Duseroot=false -Dtests=false -Dutils=false -Dexamples=true \
