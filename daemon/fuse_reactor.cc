@@ -2,7 +2,9 @@
 // (fuse_uring_register, fuse_uring_commit_fetch, fuse_uring_args_to_ring, fuse_uring_copy_from_ring).
 #include "fuse_reactor.h"
 
+#include <fcntl.h>
 #include <liburing.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -162,9 +164,10 @@ struct Queue {
     io_uring_sqe_set_data64(s, uint64_t(uintptr_t(e)));
   }
 
+  // A multishot poll of the eventfd: a completion each time a post makes it readable.
   void arm_wake() {
     io_uring_sqe* s = sqe();
-    io_uring_prep_read(s, efd, &efd_value, sizeof(efd_value), 0);
+    io_uring_prep_poll_multishot(s, efd, POLLIN);
     io_uring_sqe_set_data64(s, kWakeTag);
   }
 
@@ -229,8 +232,15 @@ void Queue::run() {
   CPU_ZERO(&set);
   CPU_SET(qid, &set);
   sched_setaffinity(0, sizeof(set), &set);  // an offline CPU's queue runs anywhere
+  if (r->cfg.sched_idle) {
+    sched_param sp{};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+      r->set_error("fuse_uring=reactor: cannot put the reactor threads in SCHED_IDLE");
+  }
   uint64_t go = 0;
   if (read(efd, &go, sizeof(go)) != sizeof(go) || r->stopping.load()) return;
+  // From here the ring polls the eventfd and the thread reads it without blocking.
+  fcntl(efd, F_SETFL, fcntl(efd, F_GETFL) | O_NONBLOCK);
   for (Entry& e : entries) prep_cmd(&e, FUSE_IO_URING_CMD_REGISTER);
   live = unsigned(entries.size());
   arm_wake();
@@ -247,8 +257,9 @@ void Queue::run() {
       const int res = batch[i]->res;
       tls_waiting = int(n - i - 1);
       if (tag == kWakeTag) {
+        if (read(efd, &efd_value, sizeof(efd_value)) < 0) {}  // reset it (EAGAIN: already)
         commit_posted();
-        arm_wake();
+        if (!(batch[i]->flags & IORING_CQE_F_MORE)) arm_wake();  // the poll ended: again
         continue;
       }
       Entry* e = reinterpret_cast<Entry*>(uintptr_t(tag));

@@ -36,6 +36,10 @@ class FuseReactor {
     // Called on a reactor thread when it has handled a batch of requests (fuse_ring_batch_end).
     void (*batch_end)(void* userdata) = nullptr;
     void* userdata = nullptr;
+    // The reactor threads in SCHED_IDLE (fuse_uring_sched=idle|auto): a CPU that runs only its
+    // reactor counts as idle, so a woken requester stays on it; the ring guard (ring_guard.h,
+    // name prefix "fuse-reactor-") moves a thread kept waiting back to SCHED_OTHER.
+    bool sched_idle = false;
   };
 
   // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's

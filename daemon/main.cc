@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   using RingSched = DaemonOptions::RingSched;
   const bool guard_can_act = RingGuard::may_leave_idle();
-  ctx.ring_sched_idle = use_uring && (opts.fuse_uring_sched == RingSched::idle ||
+  ctx.ring_sched_idle = (use_uring || reactor_wanted) && (opts.fuse_uring_sched == RingSched::idle ||
                                       (opts.fuse_uring_sched == RingSched::auto_ && guard_can_act));
   if (ctx.ring_sched_idle && !guard_can_act)
     notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
   std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
   if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
-  if (ctx.ring_sched_idle) fuse_o += ",io_uring_sched_idle";  // libfuse patch 0003
+  if (use_uring && ctx.ring_sched_idle) fuse_o += ",io_uring_sched_idle";  // libfuse patch 0003
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;
@@ -198,6 +198,7 @@ int main(int argc, char** argv) {
     FuseReactor::Config rc;
     rc.depth = opts.fuse_uring_qd;
     rc.batch_end = ctx.ring_plug ? fuse_ring_batch_end : nullptr;
+    rc.sched_idle = ctx.ring_sched_idle;
     std::string why;
     reactor = FuseReactor::attach(se, fuse_session_fd(se), rc, &why);
     if (!reactor) {
@@ -216,6 +217,7 @@ int main(int argc, char** argv) {
   if (ctx.ring_sched_idle) {
     RingGuard::Config gc;
     gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));
+    if (reactor) gc.name_prefix = "fuse-reactor-";
     // auto: also SCHED_OTHER while reads and writes are in flight (ring_guard.h)
     if (opts.fuse_uring_sched == RingSched::auto_) gc.async_io = &ctx.async_requests;
     guard = std::make_unique<RingGuard>(gc);

@@ -166,9 +166,8 @@ std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
                                    : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
   cl->device = p.positional[0];
   cl->mountpoint = p.positional[1];
-  if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle &&
-      (cl->opts.fuse_uring == FuseUring::off || cl->opts.fuse_uring == FuseUring::reactor))
-    return "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules libfuse's FUSE ring threads";
+  if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle && cl->opts.fuse_uring == FuseUring::off)
+    return "fuse_uring_sched=idle needs fuse_uring=on, auto or reactor: it schedules the FUSE ring threads";
   return "";
 }
 

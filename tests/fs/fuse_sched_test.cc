@@ -39,9 +39,10 @@ std::vector<std::pair<std::string, int>> thread_policies(pid_t pid) {
   return out;
 }
 
-long rings_in(const std::vector<std::pair<std::string, int>>& policies, int ring_policy) {
+long rings_in(const std::vector<std::pair<std::string, int>>& policies, int ring_policy,
+              const std::string& prefix = "fuse-ring-") {
   long n = 0;
-  for (const auto& [name, policy] : policies) n += name.rfind("fuse-ring-", 0) == 0 && policy == ring_policy;
+  for (const auto& [name, policy] : policies) n += name.rfind(prefix, 0) == 0 && policy == ring_policy;
   return n;
 }
 
@@ -398,4 +399,60 @@ TEST_CASE("fuse: over io_uring, the completion thread's replies never wait for a
   unmount(s.mnt, pid);
   std::string out;
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse reactor: fuse_uring_sched puts the reactor threads in SCHED_IDLE or not, and with every CPU busy the guard moves them back and the I/O goes on") {
+  if (!have_fuse() || !kernel_uring_possible()) {
+    MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  for (const std::string sched : {"normal", "idle"}) {
+    CAPTURE(sched);
+    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=reactor,fuse_uring_sched=" + sched);
+    write_file(s.mnt + "/f" + sched, "x");  // INIT is done: the reactor threads exist
+    const int policy = sched == "idle" ? SCHED_IDLE : SCHED_OTHER;
+    std::vector<std::pair<std::string, int>> policies = thread_policies(pid);
+    for (int i = 0; i < 200 && rings_in(policies, policy, "fuse-reactor-") != cpus; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      policies = thread_policies(pid);
+    }
+    CHECK(rings_in(policies, policy, "fuse-reactor-") == cpus);  // one per CPU, all in the class asked for
+    // Nothing else in SCHED_IDLE; an io_uring worker of a reactor's ring (iou-wrk-N, which the
+    // kernel starts for a command it could not complete at once) is the reactor's own and has
+    // its class.
+    std::string others_idle;
+    for (const auto& [name, p] : policies)
+      if (name.rfind("fuse-reactor-", 0) != 0 && name.rfind("iou-wrk-", 0) != 0 && p == SCHED_IDLE)
+        others_idle += name + " ";
+    CHECK_MESSAGE(others_idle.empty(), others_idle);
+    // CPU-bound threads on every CPU: an idle-class reactor gets no CPU until the guard moves it.
+    std::atomic<bool> hog{true};
+    std::vector<std::thread> hogs;
+    for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); cpu++)
+      hogs.emplace_back([&, cpu] {
+        pin_to_cpu(int(cpu));
+        while (hog.load(std::memory_order_relaxed)) {
+        }
+      });
+    std::string stats;
+    {
+      const int fd = open((s.mnt + "/d" + sched).c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+      REQUIRE(fd >= 0);
+      DirectBlock b;
+      std::memset(b.p, 7, 4096);
+      for (int i = 0; i < 200; i++) REQUIRE(pwrite(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
+      for (int i = 0; i < 200; i++) REQUIRE(pread(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
+      close(fd);
+      stats = stats_of(s.mnt);
+    }
+    hog = false;
+    for (std::thread& t : hogs) t.join();
+    CHECK(stats.find("\"transport\":\"reactor\"") != std::string::npos);
+    CHECK(stats.find("\"ring_sched\":\"" + sched + "\"") != std::string::npos);
+    if (sched == "idle") CHECK(stat_number(stats, "guard_boosts") >= 1);
+    else CHECK(stat_number(stats, "guard_boosts") == 0);
+    unmount(s.mnt, pid);
+  }
 }
