@@ -57,6 +57,33 @@ std::vector<std::pair<std::string, int>> settled_policies(pid_t pid, int ring_po
   return policies;
 }
 
+// With a CPU-bound thread pinned to every CPU, `ios` direct 4 KiB writes then reads of `path`
+// (each must complete); returns the mount's stats read before the busy threads stop.
+std::string direct_io_with_every_cpu_busy(const std::string& mnt, const std::string& path, int ios) {
+  std::atomic<bool> hog{true};
+  std::vector<std::thread> hogs;
+  for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); cpu++)
+    hogs.emplace_back([&, cpu] {
+      pin_to_cpu(int(cpu));
+      while (hog.load(std::memory_order_relaxed)) {
+      }
+    });
+  std::string stats;
+  {
+    const int fd = open(path.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+    REQUIRE(fd >= 0);
+    DirectBlock b;
+    std::memset(b.p, 7, 4096);
+    for (int i = 0; i < ios; i++) REQUIRE(pwrite(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
+    for (int i = 0; i < ios; i++) REQUIRE(pread(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
+    close(fd);
+    stats = stats_of(mnt);
+  }
+  hog = false;
+  for (std::thread& t : hogs) t.join();
+  return stats;
+}
+
 }  // namespace
 
 
@@ -88,27 +115,7 @@ TEST_CASE("fuse: CPU-bound threads on every CPU beside the daemon: its SCHED_IDL
   }
   FuseScratch s(64 << 20);
   const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=idle");
-  std::atomic<bool> hog{true};
-  std::vector<std::thread> hogs;
-  for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); cpu++)
-    hogs.emplace_back([&, cpu] {
-      pin_to_cpu(int(cpu));
-      while (hog.load(std::memory_order_relaxed)) {
-      }
-    });
-  std::string stats;
-  {
-    const int fd = open((s.mnt + "/f").c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
-    REQUIRE(fd >= 0);
-    DirectBlock b;
-    std::memset(b.p, 7, 4096);
-    for (int i = 0; i < 300; i++) REQUIRE(pwrite(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
-    for (int i = 0; i < 300; i++) REQUIRE(pread(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
-    close(fd);
-    stats = stats_of(s.mnt);
-  }
-  hog = false;
-  for (std::thread& t : hogs) t.join();
+  const std::string stats = direct_io_with_every_cpu_busy(s.mnt, s.mnt + "/f", 300);
   CHECK(stats.find("\"ring_sched\":\"idle\"") != std::string::npos);
   CHECK(stat_number(stats, "guard_boosts") >= 1);
   unmount(s.mnt, pid);
@@ -428,27 +435,7 @@ TEST_CASE("fuse reactor: fuse_uring_sched puts the reactor threads in SCHED_IDLE
         others_idle += name + " ";
     CHECK_MESSAGE(others_idle.empty(), others_idle);
     // CPU-bound threads on every CPU: an idle-class reactor gets no CPU until the guard moves it.
-    std::atomic<bool> hog{true};
-    std::vector<std::thread> hogs;
-    for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); cpu++)
-      hogs.emplace_back([&, cpu] {
-        pin_to_cpu(int(cpu));
-        while (hog.load(std::memory_order_relaxed)) {
-        }
-      });
-    std::string stats;
-    {
-      const int fd = open((s.mnt + "/d" + sched).c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
-      REQUIRE(fd >= 0);
-      DirectBlock b;
-      std::memset(b.p, 7, 4096);
-      for (int i = 0; i < 200; i++) REQUIRE(pwrite(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
-      for (int i = 0; i < 200; i++) REQUIRE(pread(fd, b.p, 4096, off_t(i % 64) * 4096) == 4096);
-      close(fd);
-      stats = stats_of(s.mnt);
-    }
-    hog = false;
-    for (std::thread& t : hogs) t.join();
+    const std::string stats = direct_io_with_every_cpu_busy(s.mnt, s.mnt + "/d" + sched, 200);
     CHECK(stats.find("\"transport\":\"reactor\"") != std::string::npos);
     CHECK(stats.find("\"ring_sched\":\"" + sched + "\"") != std::string::npos);
     if (sched == "idle") CHECK(stat_number(stats, "guard_boosts") >= 1);
