@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -183,6 +185,14 @@ TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while 
   std::string out;
   REQUIRE_MESSAGE(run("fio --version", &out) == 0, "fio is missing (tools/install-deps.sh installs it): " << out);
   FuseScratch s(96 << 20);
+  // On an image in memory (BIOFS_SCRATCH_DIR=/dev/shm) the host completes each read as it is
+  // submitted, so no read is ever in flight behind the ring: the disk run covers this.
+  struct statfs sfs;
+  REQUIRE(statfs(s.dir.c_str(), &sfs) == 0);
+  if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) {
+    MESSAGE("skipped: the image is in memory, where no device read stays in flight");
+    return;
+  }
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   for (const std::string sched : {"auto", "idle"}) {
     CAPTURE(sched);
