@@ -63,7 +63,7 @@ struct FuseReactor::Impl {
   // FUSE_INIT, seen on its way in and out through the custom io.
   std::atomic<uint64_t> init_unique{0};
   std::atomic<bool> kernel_offers{false};
-  std::atomic<bool> started{false}, stopping{false};
+  std::atomic<bool> stopping{false};
   std::atomic<uint64_t> requests{0}, posted{0};
   mutable std::mutex err_mu;
   std::string err;
@@ -126,8 +126,6 @@ struct Queue {
   std::atomic<Entry*> posted{nullptr};
   std::thread thread;
   unsigned live = 0;  // entries the kernel has not ended
-  // Set up by the thread (the ring is its own), then "go" or "stop" through the eventfd.
-  std::atomic<int> setup{0};  // 0 pending, 1 ready, -1 failed
 
   ~Queue() {
     for (Entry& e : entries) {
@@ -269,7 +267,6 @@ void Queue::run() {
           r->set_error(std::string("fuse_uring=reactor: the kernel ended a ring entry: ") + strerror(-res));
         continue;
       }
-      r->started.store(true, std::memory_order_relaxed);
       handle(e);
     }
     io_uring_cq_advance(&ring, n);
@@ -460,8 +457,6 @@ std::unique_ptr<FuseReactor> FuseReactor::attach(fuse_session* se, int fd, const
 void FuseReactor::stop() {
   if (impl_) impl_->stop_queues();
 }
-
-bool FuseReactor::running() const { return impl_->started.load(std::memory_order_relaxed); }
 
 std::string FuseReactor::error() const {
   std::lock_guard<std::mutex> g(impl_->err_mu);

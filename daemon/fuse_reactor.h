@@ -51,9 +51,8 @@ class FuseReactor {
   // fuse_session_destroy().
   void stop();
 
-  // Whether the kernel took the ring (INIT carried FUSE_OVER_IO_URING and every queue registered);
-  // the line saying why not, once it is known not to have.
-  bool running() const;
+  // The line saying why the kernel's requests do not come over the reactor's rings, once that
+  // is known ("" while nothing went wrong).
   std::string error() const;
 
   // On a reactor thread inside a request's handler: the request's payload buffer, where a
