@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -23,7 +25,20 @@ namespace biofs {
 
 namespace {
 
-FuseContext* CTX(fuse_req_t req) { return static_cast<FuseContext*>(fuse_req_userdata(req)); }
+// libfuse's ring threads (fuse_uring=libfuse) are cancelled when the session loop ends (stock
+// 3.18.3's fuse_uring_stop), at whatever cancellation point a handler waits in: a handler
+// unwound half done leaves its request unanswered, its I/O's callback writing to a stack frame
+// that is gone (HeldReply) and its locks held. As libfuse's /dev/fuse workers handle requests
+// with cancellation disabled, a ring thread disables it at its first request, for good: it
+// still ends, woken by the eventfd that fuse_uring_stop() writes.
+thread_local bool tls_cancel_checked = false;
+FuseContext* CTX(fuse_req_t req) {
+  if (!tls_cancel_checked) [[unlikely]] {
+    tls_cancel_checked = true;
+    if (fuse_req_on_ring(req)) pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, nullptr);
+  }
+  return static_cast<FuseContext*>(fuse_req_userdata(req));
+}
 Filesystem* FS(fuse_req_t req) { return CTX(req)->fs; }
 
 // Whether the caller may keep set-id bits over a write or truncation (CAP_FSETID): libfuse
@@ -106,7 +121,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 // most the pause).
 constexpr int kForgetGatherUs = 1000;
 void gather_forgets(const FuseContext* ctx) {
-  if (ctx->want_uring) std::this_thread::sleep_for(std::chrono::microseconds(kForgetGatherUs));
+  if (ctx->want_uring || ctx->reactor) std::this_thread::sleep_for(std::chrono::microseconds(kForgetGatherUs));
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -242,44 +257,38 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 }
 
 // Reads and writes reply from the completion path: the thread that handled the request submits
-// the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over
-// io_uring, such a reply from a thread other than the request's ring thread never waits for the
-// ring (libfuse patch 0005): when the ring thread is busy, its commit goes out with the ring
-// thread's batch. The reply ends the request's sampled per-stage trace (blockcore/stage_clock.h).
+// the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over the
+// reactor's ring such a reply is posted to the request's reactor thread (fuse_reactor.h). The
+// reply ends the request's sampled per-stage trace (blockcore/stage_clock.h).
 void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
   if (on_ring && !pthread_equal(pthread_self(), receiver))
     ctx->replies_elsewhere.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Whether `req` came over a FUSE ring, libfuse's or the reactor's (fuse_reactor.h), and then how
-// many requests wait behind it in its thread's ring.
+// many requests wait behind it in its thread's ring (the reactor's: stock libfuse does not say).
 bool request_on_ring(fuse_req_t req, int* waiting) {
   if (FuseReactor::current_request(nullptr, nullptr, waiting)) return true;
-  if (!fuse_req_on_ring(req)) return false;
-#if BIOFS_FUSE_RING_PATCHES
-  *waiting = fuse_req_uring_waiting(req);
-#else
-  *waiting = 0;  // not reached: without the patches no mount takes libfuse's ring
-#endif
-  return true;
+  *waiting = 0;
+  return fuse_req_on_ring(req);
 }
 
 void note_transport(fuse_req_t req) {
   FuseContext* ctx = CTX(req);
-  const int now = fuse_req_on_ring(req) ? 2 : FuseReactor::current_request(nullptr, nullptr, nullptr) ? 3 : 1;
+  const int now = FuseReactor::current_request(nullptr, nullptr, nullptr) ? 3 : fuse_req_on_ring(req) ? 2 : 1;
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
 
-// A ring thread runs a request to completion only when no request waits in its ring behind
-// it (fuse_req_uring_waiting(), libfuse patch 0004), nor did behind any of its last 8: a
-// queue that fills now and then is a deep one, and a thread that polls holds it up.
+// A reactor thread runs a request to completion only when no request waits in its ring behind
+// it, nor did behind any of its last 8: a queue that fills now and then is a deep one, and a
+// thread that polls holds it up. (libfuse's ring threads always do: HeldReply.)
 thread_local uint8_t tls_backlog = 0;  // one bit per recent request: others waited behind it
 
 // Plugging across a ring batch, as the kernel's io_uring plugs across a batch of SQEs
 // (io_submit_sqes: blk_start_plug_nr_ios(submit_nr) at the first request that plugs,
 // blk_finish_plug when the batch is in). A ring thread that handles a read or write with
 // requests waiting behind it in its ring starts a plug sized for them, and keeps it, as its
-// current plug, until the batch ends (fuse_ring_batch_end(), libfuse patch 0006): the batch's bios
+// current plug, until the batch ends (fuse_ring_batch_end(), FuseReactor::Config::batch_end): the batch's bios
 // reach the driver in one queue_rqs() call and take their tags in batches (tag_batch=). Every
 // place that may block flushes it first (blk_flush_plug_before_sleep()).
 thread_local BlkPlug tls_batch_plug;
@@ -300,7 +309,7 @@ bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   int waiting = 0;
   if (request_on_ring(req, &waiting)) {
     tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
-    receiver_free = others == 0 && tls_backlog == 0;
+    receiver_free = (others == 0 && tls_backlog == 0) || ctx->libfuse_ring;  // HeldReply: it waits anyway
     if (ctx->ring_plug) plug_ring_batch(waiting);
   } else {
     receiver_free = others + 1 < ctx->threads;
@@ -326,6 +335,42 @@ void end_data_request(fuse_req_t req, bool polled) {
 // The last thing a read or write callback does: `req` may be gone (answered), ctx is not.
 void end_callback(FuseContext* ctx) { ctx->callbacks_pending.fetch_sub(1, std::memory_order_release); }
 
+// libfuse's own ring, stock (fuse_uring=libfuse), takes no reply from another thread safely: its
+// ring thread holds the queue's lock while it handles a batch, so such a reply waits for the
+// batch (a handler waiting for that reply never returns), and it flushes the SQ ring without
+// that lock (libfuse issue #1443, fixed after 3.18.3). There a read or write runs to completion:
+// the completion leaves its result here and the handler, on the ring thread, replies.
+class HeldReply {
+ public:
+  // payload: where a read's data is meant to land (the ring's payload buffer), or nullptr.
+  explicit HeldReply(const void* payload = nullptr) : payload_(static_cast<const uint8_t*>(payload)) {}
+  // From the completion: the result, and a read's data unless it is already in the payload.
+  void finish(ssize_t n, const uint8_t* data = nullptr) {
+    std::lock_guard<std::mutex> l(m_);
+    n_ = n;
+    if (n > 0 && data != payload_) data_.assign(data, data + n);
+    data_ptr_ = n > 0 ? (data == payload_ ? payload_ : data_.data()) : nullptr;
+    done_ = true;
+    cv_.notify_one();  // under the lock: the handler cannot have gone yet
+  }
+  // From the handler, after finish(): waits for it and returns the result.
+  ssize_t wait(const uint8_t** data = nullptr) {
+    std::unique_lock<std::mutex> l(m_);
+    cv_.wait(l, [this] { return done_; });
+    if (data) *data = data_ptr_;
+    return n_;
+  }
+
+ private:
+  const uint8_t* const payload_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  ssize_t n_ = 0;
+  std::vector<uint8_t> data_;
+  const uint8_t* data_ptr_ = nullptr;
+};
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   const StageToken t = stage_request_received();
   note_transport(req);
@@ -339,9 +384,12 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
   const bool on_ring = reactor || fuse_req_on_ring(req);  // req is gone once answered
   const bool poll = start_data_request(req, size, &group);
   if (!reactor && on_ring && fuse_req_ring_payload(req, &payload, &payload_size) != 0) payload = nullptr;
-  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, poll, receiver = pthread_self()](ssize_t n,
-                                                                                                       const uint8_t* data) {
+  HeldReply held_reply(payload);
+  HeldReply* held = !reactor && on_ring ? &held_reply : nullptr;
+  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, poll, held,
+                                                 receiver = pthread_self()](ssize_t n, const uint8_t* data) {
     end_data_request(req, poll);
+    if (held) return held->finish(n, data);
     count_reply_elsewhere(ctx, on_ring, receiver);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
@@ -349,6 +397,14 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     end_callback(ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
+  if (held) {
+    const uint8_t* data;
+    const ssize_t n = held->wait(&data);
+    if (n < 0) fuse_reply_err(req, int(-n));
+    else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
+    stage_request_reply(t);
+    end_callback(ctx);
+  }
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
@@ -372,8 +428,12 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   }
   BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
-  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, poll, receiver = pthread_self()](ssize_t n) {
+  HeldReply held_reply;  // libfuse's ring: see op_read
+  HeldReply* held = on_ring && !FuseReactor::current_request(nullptr, nullptr, nullptr) ? &held_reply : nullptr;
+  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, poll, held,
+                                                       receiver = pthread_self()](ssize_t n) {
     end_data_request(req, poll);
+    if (held) return held->finish(n);
     count_reply_elsewhere(ctx, on_ring, receiver);
     if (n < 0) fuse_reply_err(req, int(-n));
     else fuse_reply_write(req, size_t(n));
@@ -385,6 +445,13 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
      // not reused before this handler returns, which a polled write waits for.
      on_ring || poll);
   if (poll) blk_poll_group_wait(&group);
+  if (held) {
+    const ssize_t n = held->wait();
+    if (n < 0) fuse_reply_err(req, int(-n));
+    else fuse_reply_write(req, size_t(n));
+    stage_request_reply(t);
+    end_callback(ctx);
+  }
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -519,7 +586,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     const uid_t uid = fuse_req_ctx(req)->uid;
     if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
     FuseContext* ctx = CTX(req);
-    static const char* const transports[] = {"none yet", "/dev/fuse", "io_uring", "reactor"};
+    static const char* const transports[] = {"none yet", "/dev/fuse", "libfuse ring", "reactor"};
     FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
                    ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
     fuse.polled = ctx->polled.load(std::memory_order_relaxed);

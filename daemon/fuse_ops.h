@@ -26,8 +26,10 @@ struct FuseContext {
   bool keep_cache = true;
   bool posix_acl = false;  // the kernel took FUSE_CAP_POSIX_ACL (op_init)
   bool direct_io_mmap = false;  // asked for FUSE_CAP_DIRECT_IO_ALLOW_MMAP, which the kernel offered (op_init)
-  // FUSE-over-io_uring (fuse_transport.h): asked for at INIT.
+  // libfuse's FUSE-over-io_uring (fuse_uring=libfuse, fuse_transport.h): asked for at INIT (the
+  // reactor asks for its own), and then each read and write replies from its ring thread.
   bool want_uring = false;
+  bool libfuse_ring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
@@ -38,8 +40,8 @@ struct FuseContext {
   // Replies to io_uring requests sent by a thread other than the request's ring thread (the
   // completion path's), for the stats.
   std::atomic<uint64_t> replies_elsewhere{0};
-  // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 io_uring
-  // (libfuse's ring), 3 the reactor's ring (fuse_reactor.h).
+  // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 libfuse's
+  // ring, 3 the reactor's ring (fuse_reactor.h).
   std::atomic<int> transport{0};
   // Run to completion (blockcore/blk_poll.h): a worker waits for the I/O of a read or write of
   // at most POLL_MAX_BYTES, reaping its own poll queue and replying itself, when another
@@ -67,8 +69,8 @@ void wait_for_callbacks(const FuseContext& ctx);
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.
 const fuse_lowlevel_ops* biofs_fuse_ops();
-// What a FUSE ring thread runs when it has handled a batch of requests (libfuse patch 0006,
-// fuse_session_uring_set_batch_end): dispatches the plug its reads and writes gathered.
+// What a reactor thread runs when it has handled a batch of requests (FuseReactor::Config::
+// batch_end): dispatches the plug its reads and writes gathered.
 void fuse_ring_batch_end(void* userdata);
 
 }  // namespace biofs

@@ -13,7 +13,8 @@ bool parse_fuse_uring(const std::string& value, FuseUring* out) {
   if (value == "on") return *out = FuseUring::on, true;
   if (value == "off") return *out = FuseUring::off, true;
   if (value == "auto") return *out = FuseUring::auto_, true;
-  if (value == "reactor") return *out = FuseUring::reactor, true;
+  if (value == "reactor") return *out = FuseUring::on, true;
+  if (value == "libfuse") return *out = FuseUring::libfuse, true;
   return false;
 }
 
@@ -22,7 +23,7 @@ const char* fuse_uring_name(FuseUring v) {
     case FuseUring::on: return "on";
     case FuseUring::off: return "off";
     case FuseUring::auto_: return "auto";
-    case FuseUring::reactor: return "reactor";
+    case FuseUring::libfuse: return "libfuse";
   }
   return "?";
 }
@@ -38,14 +39,12 @@ std::string decide_fuse_uring(FuseUring want, bool* use, std::string* note) {
   const std::string path = fuse_uring_param_path();
   // Says why the transport cannot be had: an error for `on`, a fallback note for `auto`.
   auto cannot = [&](const std::string& why) {
-    if (want == FuseUring::on || want == FuseUring::reactor) return std::string("fuse_uring=") + fuse_uring_name(want) + ": " + why;
+    if (want != FuseUring::auto_) return std::string("fuse_uring=") + fuse_uring_name(want) + ": " + why;
     *note = "fuse_uring=auto: using /dev/fuse: " + why;
     return std::string();
   };
-  if (want != FuseUring::reactor && !BIOFS_LIBFUSE_HAS_URING)
-    return cannot("this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring (tools/build-libfuse.sh could not build a newer one; fuse_uring=reactor needs none)");
-  if (want != FuseUring::reactor && !BIOFS_FUSE_RING_PATCHES)
-    return cannot("this build's libfuse lacks biofs's ring patches (tools/build-libfuse.sh built the archive's fuse3 without them)");
+  if (want == FuseUring::libfuse && !BIOFS_LIBFUSE_HAS_URING)
+    return cannot("this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring (tools/build-libfuse.sh could not build a newer one; fuse_uring=on, the reactor, needs none)");
   std::ifstream in(path);
   std::string value;
   if (!in || !(in >> value)) return cannot("this kernel has no FUSE-over-io_uring (" + path + " not readable)");

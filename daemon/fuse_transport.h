@@ -1,18 +1,21 @@
 // The FUSE transport: /dev/fuse (a worker read()s a request and write()s its reply) or
-// FUSE-over-io_uring (libfuse >= 3.18: one ring queue per CPU, whose thread fetches requests and
-// commits replies as io_uring commands). The kernel offers the second only when the fuse
-// module's `enable_uring` parameter is set; root may set it at run time.
+// FUSE-over-io_uring (kernel 6.14+: one ring queue per CPU, whose thread fetches requests and
+// commits replies as io_uring commands), served by biofs's reactor (fuse_reactor.h) or by
+// libfuse's own ring threads (libfuse >= 3.18, the A/B baseline). The kernel offers the ring
+// only when the fuse module's `enable_uring` parameter is set; root may set it at run time.
 #pragma once
 
 #include <string>
 
 namespace biofs {
 
-// on: libfuse's ring (its ring threads; needs tools/libfuse-patches); reactor: biofs's own ring
-// side (fuse_reactor.h), on any libfuse.
-enum class FuseUring { off, on, auto_, reactor };
+// on: biofs's own ring side, the reactor (fuse_reactor.h), on any libfuse ("reactor" is another
+// name for it); libfuse: libfuse's ring threads, stock, each read and write run to completion on
+// the ring thread that took it (fuse_ops.cc: stock libfuse's ring takes no reply from another
+// thread safely); auto: the reactor where the kernel has the ring, else /dev/fuse.
+enum class FuseUring { off, on, auto_, libfuse };
 
-// "on", "off", "auto" or "reactor".
+// "on" (or "reactor"), "off", "auto" or "libfuse".
 bool parse_fuse_uring(const std::string& value, FuseUring* out);
 const char* fuse_uring_name(FuseUring v);
 

@@ -135,15 +135,16 @@ int main(int argc, char** argv) {
   if (!fs) fail(32, spec + ": " + err);
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
-  // fuse_uring=reactor: the ring is ours (fuse_reactor.h), libfuse serves /dev/fuse only.
-  const bool reactor_wanted = use_uring && opts.fuse_uring == FuseUring::reactor;
+  // fuse_uring=on|auto: the ring is ours (fuse_reactor.h), libfuse serves /dev/fuse only;
+  // fuse_uring=libfuse: libfuse's ring threads.
+  const bool reactor_wanted = use_uring && opts.fuse_uring != FuseUring::libfuse;
   if (reactor_wanted) use_uring = false;
-  ctx.want_uring = use_uring;
+  ctx.want_uring = ctx.libfuse_ring = use_uring;
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   using RingSched = DaemonOptions::RingSched;
   const bool guard_can_act = RingGuard::may_leave_idle();
-  ctx.ring_sched_idle = (use_uring || reactor_wanted) && (opts.fuse_uring_sched == RingSched::idle ||
+  ctx.ring_sched_idle = reactor_wanted && (opts.fuse_uring_sched == RingSched::idle ||
                                       (opts.fuse_uring_sched == RingSched::auto_ && guard_can_act));
   if (ctx.ring_sched_idle && !guard_can_act)
     notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
@@ -172,7 +173,6 @@ int main(int argc, char** argv) {
   // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
   std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
   if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
-  if (use_uring && ctx.ring_sched_idle) fuse_o += ",io_uring_sched_idle";  // libfuse patch 0003
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;
@@ -183,9 +183,6 @@ int main(int argc, char** argv) {
   fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
   fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
   if (!se) fail(32, "cannot create the FUSE session");
-#if BIOFS_FUSE_RING_PATCHES
-  fuse_session_uring_set_batch_end(se, fuse_ring_batch_end);
-#endif
   if (fuse_set_signal_handlers(se)) fail(32, "cannot set signal handlers");
   if (fuse_session_mount(se, mnt.c_str())) {
     fuse_remove_signal_handlers(se);
@@ -211,13 +208,12 @@ int main(int argc, char** argv) {
     ctx.reactor = reactor.get();
   }
   report_ok(notes);
-  // Idle ring threads run only on otherwise idle CPUs: the guard moves a waiting one back to
-  // SCHED_OTHER until the CPUs calm down (ring_guard.h). libfuse starts a ring per CPU.
+  // Idle reactor threads run only on otherwise idle CPUs: the guard moves a waiting one back to
+  // SCHED_OTHER until the CPUs calm down (ring_guard.h). There is a reactor per CPU.
   std::unique_ptr<RingGuard> guard;
   if (ctx.ring_sched_idle) {
     RingGuard::Config gc;
     gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));
-    if (reactor) gc.name_prefix = "fuse-reactor-";
     // auto: also SCHED_OTHER while reads and writes are in flight (ring_guard.h)
     if (opts.fuse_uring_sched == RingSched::auto_) gc.async_io = &ctx.async_requests;
     guard = std::make_unique<RingGuard>(gc);

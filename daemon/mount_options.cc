@@ -62,7 +62,7 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
     return "";
   }
   if (key == "keep_cache") return on_off(&o->keep_cache);
-  if (key == "fuse_uring") return parse_fuse_uring(val, &o->fuse_uring) ? "" : bad("on|off|auto|reactor");
+  if (key == "fuse_uring") return parse_fuse_uring(val, &o->fuse_uring) ? "" : bad("on|off|auto|reactor|libfuse");
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
   if (key == "fuse_uring_plug") return on_off(&o->fuse_uring_plug);
   if (key == "fuse_uring_sched") {
@@ -166,8 +166,9 @@ std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
                                    : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
   cl->device = p.positional[0];
   cl->mountpoint = p.positional[1];
-  if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle && cl->opts.fuse_uring == FuseUring::off)
-    return "fuse_uring_sched=idle needs fuse_uring=on, auto or reactor: it schedules the FUSE ring threads";
+  if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle &&
+      (cl->opts.fuse_uring == FuseUring::off || cl->opts.fuse_uring == FuseUring::libfuse))
+    return "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the reactor's threads, not libfuse's";
   return "";
 }
 
@@ -177,7 +178,7 @@ std::string usage_text() {
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-         "     writeback_cache=on|off,fuse_uring=on|off|auto|reactor,fuse_uring_qd=N,fuse_uring_sched=normal|idle|auto,\n"
+         "     writeback_cache=on|off,fuse_uring=on|off|auto|libfuse,fuse_uring_qd=N,fuse_uring_sched=normal|idle|auto,\n"
          "     fuse_uring_plug=on|off,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";

@@ -32,15 +32,15 @@ struct DaemonOptions {
   MountOptions fs;               // commit=SECONDS, meta_cache=MiB, ro
   bool writeback_cache = false;  // writeback_cache[=on|off]: the kernel caches buffered writes (fs/README.md)
   bool keep_cache = true;        // keep_cache=on|off: the kernel's caches kept across opens (fuse_ops.h)
-  // fuse_uring=on|off|auto|reactor: the FUSE transport (fuse_transport.h); auto, the default,
-  // takes FUSE-over-io_uring where the kernel has it and falls back to /dev/fuse with one line;
-  // reactor: biofs's own ring side (fuse_reactor.h).
+  // fuse_uring=on|off|auto|libfuse: the FUSE transport (fuse_transport.h); auto, the default,
+  // takes FUSE-over-io_uring (biofs's reactor, fuse_reactor.h) where the kernel has it and falls
+  // back to /dev/fuse with one line; libfuse: libfuse's own ring threads, the A/B baseline.
   FuseUring fuse_uring = FuseUring::auto_;
   unsigned fuse_uring_qd = 64;   // fuse_uring_qd=N: requests in flight per FUSE ring queue
-  // fuse_uring_plug=on|off: a ring thread keeps its block plug across a batch of requests
+  // fuse_uring_plug=on|off: a reactor thread keeps its block plug across a batch of requests
   // (daemon/README.md, "Plugging across a ring batch"); no effect on /dev/fuse.
   bool fuse_uring_plug = true;
-  // fuse_uring_sched=normal|idle|auto: idle puts the ring threads in SCHED_IDLE, so a woken
+  // fuse_uring_sched=normal|idle|auto: idle puts the reactor's threads in SCHED_IDLE, so a woken
   // requester stays on its ring's CPU, with a guard that moves a ring thread kept waiting back
   // to SCHED_OTHER (daemon/README.md, "Ring threads in SCHED_IDLE"); auto, the default: idle
   // when the daemon may move its threads back (RingGuard::may_leave_idle()), with the guard

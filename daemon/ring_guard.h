@@ -1,4 +1,5 @@
-// Keeps FUSE ring threads in SCHED_IDLE (fuse_uring_sched=idle) from starving. A SCHED_IDLE
+// Keeps the FUSE reactor's threads (fuse_reactor.h) in SCHED_IDLE (fuse_uring_sched=idle) from
+// starving; below, a "ring thread" is one of them. A SCHED_IDLE
 // thread runs only when its CPU has nothing else to run; that is what keeps a requester on its
 // ring's CPU (the scheduler counts a CPU running only such threads as idle), and also what
 // would hold the filesystem up while CPU-bound work fills every CPU. The guard reads each ring
@@ -44,7 +45,7 @@ class RingGuard {
     const std::atomic<unsigned>* async_io = nullptr;
     unsigned io_pct = 10;          // with async_io above zero, waited this share: SCHED_OTHER
     std::string task_dir = "/proc/self/task";
-    std::string name_prefix = "fuse-ring-";
+    std::string name_prefix = "fuse-reactor-";
   };
   // Whether this process may move a thread from SCHED_IDLE back to SCHED_OTHER: root, or an
   // RLIMIT_NICE that permits nice 0 (sched_setscheduler(2)). Without it the guard can only

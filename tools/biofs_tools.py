@@ -93,7 +93,7 @@ def fmt_ns(ns):
 # Thread roles by name (comm, at most 15 characters). The daemon names its own threads
 # (biofs-cq, biofs-nullcq, biofs-commit, biofs-trim); libfuse's /dev/fuse workers are fuse_worker
 # (with libfuse 3.14 they inherit the main thread's name, biofs); FUSE-over-io_uring queue threads
-# are fuse-ring-N; iou-wrk-N / iou-sqp-N are the kernel's io_uring workers and SQPOLL threads on
+# are fuse-reactor-N (the reactor, fuse_uring=on) or fuse-ring-N (libfuse's, fuse_uring=libfuse); iou-wrk-N / iou-sqp-N are the kernel's io_uring workers and SQPOLL threads on
 # the daemon's rings (file I/O or commands that could not complete inline), which belong to the
 # process and are counted with it.
 ROLES = ("fuse", "completion", "commit", "io_wq", "other")
@@ -101,8 +101,7 @@ ROLES = ("fuse", "completion", "commit", "io_wq", "other")
 
 def thread_role(comm):
     """The role of a daemon thread from its name: fuse, completion, commit, io_wq or other."""
-    if comm in ("biofs", "fuse_worker") or comm.startswith("fuse-ring-") \
-            or comm.startswith("fuse_worker"):
+    if comm in ("biofs", "fuse_worker") or comm.startswith(("fuse-ring-", "fuse-reactor-", "fuse_worker")):
         return "fuse"
     if comm.startswith("biofs-cq") or comm.startswith("biofs-nullcq"):
         return "completion"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "daemon/fuse_transport.h"
 
@@ -48,13 +49,11 @@ TEST_CASE("fuse_uring=off never asks, whatever the kernel offers") {
   CHECK(note.empty());
 }
 
-TEST_CASE("a kernel with the parameter on: on and auto both ask") {
-  if (!BIOFS_FUSE_RING_PATCHES) {
-    MESSAGE("skipped: this build has no FUSE-over-io_uring transport (libfuse without the ring patches)");
-    return;
-  }
+TEST_CASE("a kernel with the parameter on: on and auto both ask, libfuse where this build's libfuse has a ring") {
   FakeParam p("Y\n");
-  for (FuseUring w : {FuseUring::on, FuseUring::auto_}) {
+  std::vector<FuseUring> ask{FuseUring::on, FuseUring::auto_};
+  if (BIOFS_LIBFUSE_HAS_URING) ask.push_back(FuseUring::libfuse);
+  for (FuseUring w : ask) {
     bool use = false;
     std::string note;
     CHECK(decide_fuse_uring(w, &use, &note) == "");
@@ -64,10 +63,6 @@ TEST_CASE("a kernel with the parameter on: on and auto both ask") {
 }
 
 TEST_CASE("a kernel without FUSE-over-io_uring: on stops the mount, auto falls back and says why") {
-  if (!BIOFS_FUSE_RING_PATCHES) {
-    MESSAGE("skipped: this build has no FUSE-over-io_uring transport (libfuse without the ring patches)");
-    return;
-  }
   FakeParam p(nullptr);
   bool use = true;
   std::string note;
@@ -83,10 +78,6 @@ TEST_CASE("a kernel without FUSE-over-io_uring: on stops the mount, auto falls b
 }
 
 TEST_CASE("the parameter off: root switches it on and says so, others fall back") {
-  if (!BIOFS_FUSE_RING_PATCHES) {
-    MESSAGE("skipped: this build has no FUSE-over-io_uring transport (libfuse without the ring patches)");
-    return;
-  }
   FakeParam p("N\n");
   bool use = false;
   std::string note;
@@ -103,29 +94,27 @@ TEST_CASE("the parameter off: root switches it on and says so, others fall back"
   }
 }
 
-TEST_CASE("a build whose libfuse lacks the ring patches: on stops the mount, auto falls back, both say why") {
-  if (BIOFS_FUSE_RING_PATCHES) {
-    MESSAGE("skipped: this build's libfuse has the ring patches (tools/build-libfuse.sh)");
+TEST_CASE("a build whose libfuse has no ring: fuse_uring=libfuse stops the mount and says why, on needs none") {
+  if (BIOFS_LIBFUSE_HAS_URING) {
+    MESSAGE("skipped: this build's libfuse has its io_uring transport (tools/build-libfuse.sh)");
     return;
   }
   FakeParam p("Y\n");  // the kernel offers it
   bool use = true;
   std::string note;
-  // A libfuse older than 3.18 (Debian 12's 3.14) has no ring at all; a newer one built
-  // unpatched lacks biofs's patches.
-  const std::string lacks = BIOFS_LIBFUSE_HAS_URING ? "this build's libfuse lacks biofs's ring patches"
-                                                    : "this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring";
-  const std::string why = decide_fuse_uring(FuseUring::on, &use, &note);
-  CHECK(why.find("fuse_uring=on: " + lacks) == 0);
+  const std::string why = decide_fuse_uring(FuseUring::libfuse, &use, &note);
+  CHECK(why.find("fuse_uring=libfuse: this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring") == 0);
   CHECK_FALSE(use);
-  use = true;
-  CHECK(decide_fuse_uring(FuseUring::auto_, &use, &note) == "");
-  CHECK_FALSE(use);
-  CHECK(note.find("fuse_uring=auto: using /dev/fuse: " + lacks) == 0);
+  CHECK(decide_fuse_uring(FuseUring::on, &use, &note) == "");  // the reactor
+  CHECK(use);
 }
 
-TEST_CASE("parse_fuse_uring takes on, off and auto only") {
+TEST_CASE("parse_fuse_uring takes on (or reactor), off, auto and libfuse only") {
   FuseUring v = FuseUring::off;
+  CHECK(parse_fuse_uring("reactor", &v));
+  CHECK(std::string(fuse_uring_name(v)) == "on");
+  CHECK(parse_fuse_uring("libfuse", &v));
+  CHECK(std::string(fuse_uring_name(v)) == "libfuse");
   CHECK(parse_fuse_uring("auto", &v));
   CHECK(v == FuseUring::auto_);
   CHECK(std::string(fuse_uring_name(v)) == "auto");

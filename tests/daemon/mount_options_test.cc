@@ -66,9 +66,11 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(o.fuse_uring_qd == 32);
   CHECK(parse_mount_options("fuse_uring=on", &o) == "");
   CHECK(o.fuse_uring == FuseUring::on);
-  CHECK(parse_mount_options("fuse_uring=reactor", &o) == "");
-  CHECK(o.fuse_uring == FuseUring::reactor);
-  CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto|reactor)");
+  CHECK(parse_mount_options("fuse_uring=off,fuse_uring=reactor", &o) == "");  // another name for on
+  CHECK(o.fuse_uring == FuseUring::on);
+  CHECK(parse_mount_options("fuse_uring=libfuse", &o) == "");
+  CHECK(o.fuse_uring == FuseUring::libfuse);
+  CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto|reactor|libfuse)");
   CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
   using RS = DaemonOptions::RingSched;
   CHECK(o.fuse_uring_sched == RS::auto_);  // idle rings where the guard can move them back (ring_guard.h)
@@ -89,13 +91,14 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
 }
 
-TEST_CASE("mount options: fuse_uring_sched=idle without the io_uring transport is refused") {
+TEST_CASE("mount options: fuse_uring_sched=idle without the reactor is refused") {
   auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
     return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl);
   };
-  CommandLine off, on, by_default, auto_off, reactor;
-  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=off,fuse_uring_sched=idle"}, &off) ==
-        "fuse_uring_sched=idle needs fuse_uring=on, auto or reactor: it schedules the FUSE ring threads");
+  CommandLine off, on, by_default, auto_off, reactor, libfuse;
+  const std::string refused = "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the reactor's threads, not libfuse's";
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=off,fuse_uring_sched=idle"}, &off) == refused);
+  CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=libfuse,fuse_uring_sched=idle"}, &libfuse) == refused);
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring=reactor,fuse_uring_sched=idle"}, &reactor) == "");
   CHECK(parse({"biofs", "img", "mnt", "-o", "fuse_uring_sched=idle"}, &by_default) == "");  // auto by default
   CHECK(by_default.opts.fuse_uring_sched == DaemonOptions::RingSched::idle);

@@ -154,7 +154,7 @@ TEST_CASE("fuse: each transport carries the I/O it is asked for, and mmap works 
     const std::string stats = stats_of(s.mnt);
     CHECK(stats.find("\"requested\":\"" + transport + "\"") != std::string::npos);
     CHECK(stats.find("\"transport\":\"" + transport_of(transport) + "\"") != std::string::npos);
-    if (transport == "reactor") {  // its rings took the requests, and it says of no trouble
+    if (transport == "on") {  // its rings took the requests, and it says of no trouble
       CHECK(stats.find("\"why_not\":\"\"") != std::string::npos);
       CHECK(stat_number(stats, "ring_requests") >= 4);
     }
@@ -216,7 +216,7 @@ TEST_CASE("fuse: unlinked files give their inodes and blocks back once the kerne
 // truncates and fsyncs that block on the filesystem's lock or on the I/O in flight: nothing
 // may wait for bios that sit in a plug, and every block reads back what was written last.
 TEST_CASE("fuse: over io_uring, reads and writes plugged across a ring batch beside punches, truncates and fsyncs") {
-  if (!have_fuse() || !fuse_uring_possible()) {
+  if (!have_fuse() || !kernel_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
   }

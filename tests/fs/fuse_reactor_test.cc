@@ -1,4 +1,4 @@
-// biofs's own FUSE-over-io_uring server side (fuse_uring=reactor, daemon/fuse_reactor.h), through
+// biofs's own FUSE-over-io_uring server side (fuse_uring=on, daemon/fuse_reactor.h), through
 // a real mount: a storm of requests from many processes and threads on every CPU, with a queue
 // depth that keeps requests waiting in the kernel, loses no reply and hangs nothing; replies
 // made on another thread reach the ring through the reactor's post. (The POSIX, fio, lifecycle,
@@ -64,7 +64,7 @@ int storm_thread(const std::string& dir, int seed, int rounds) {
 TEST_CASE("fuse reactor: a storm from many processes and threads on every CPU, four entries per queue, loses no reply and hangs nothing") {
   if (!reactor_possible()) return;
   FuseScratch s(256 << 20);
-  const pid_t daemon = mount_fg(s.img, s.mnt, "fuse_uring=reactor,fuse_uring_qd=4");
+  const pid_t daemon = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_qd=4");
   const int cpus = int(sysconf(_SC_NPROCESSORS_ONLN));
   constexpr int kProcs = 4, kThreads = 6, kRounds = 40;
   std::vector<pid_t> kids;
@@ -108,7 +108,7 @@ TEST_CASE("fuse reactor: every read or write answered on another thread reaches 
   FuseScratch s(256 << 20);
   // poll_queues=0: no request runs to completion in its reactor, so on a disk image (whose
   // commands complete on the device's thread) the replies come from elsewhere.
-  const pid_t daemon = mount_fg(s.img, s.mnt, "fuse_uring=reactor,poll_queues=0");
+  const pid_t daemon = mount_fg(s.img, s.mnt, "fuse_uring=on,poll_queues=0");
   std::string out;
   REQUIRE_MESSAGE(run("fio --name=p --filename=" + s.mnt + "/f --size=16M --rw=randrw --bs=4k --direct=1 "
                       "--ioengine=io_uring --iodepth=16 --number_ios=4000 --verify=crc32c --output-format=terse 2>&1",

@@ -30,7 +30,7 @@ using namespace biofs::test;
 
 namespace {
 
-// The scheduling policy of each of the daemon's threads, by thread name (fuse-ring-0, ...).
+// The scheduling policy of each of the daemon's threads, by thread name (fuse-reactor-0, ...).
 std::vector<std::pair<std::string, int>> thread_policies(pid_t pid) {
   std::vector<std::pair<std::string, int>> out;
   for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, int>> thread_policies(pid_t pid) {
 }
 
 long rings_in(const std::vector<std::pair<std::string, int>>& policies, int ring_policy,
-              const std::string& prefix = "fuse-ring-") {
+              const std::string& prefix = "fuse-reactor-") {
   long n = 0;
   for (const auto& [name, policy] : policies) n += name.rfind(prefix, 0) == 0 && policy == ring_policy;
   return n;
@@ -89,7 +89,7 @@ std::string direct_io_with_every_cpu_busy(const std::string& mnt, const std::str
 }  // namespace
 
 
-TEST_CASE("fuse: a mount that names no transport takes FUSE-over-io_uring where the kernel has it, its rings in SCHED_IDLE as root") {
+TEST_CASE("fuse: a mount that names no transport takes the reactor where the kernel has FUSE-over-io_uring, its threads in SCHED_IDLE as root") {
   if (!have_fuse()) {
     MESSAGE("skipped: no /dev/fuse");
     return;
@@ -100,77 +100,11 @@ TEST_CASE("fuse: a mount that names no transport takes FUSE-over-io_uring where 
   write_file(s.mnt + "/f", "x");
   const std::string stats = stats_of(s.mnt);
   CHECK(stats.find("\"requested\":\"auto\"") != std::string::npos);
-  CHECK(stats.find(fuse_uring_possible() ? "\"transport\":\"io_uring\"" : "\"transport\":\"/dev/fuse\"") !=
+  CHECK(stats.find(kernel_uring_possible() ? "\"transport\":\"reactor\"" : "\"transport\":\"/dev/fuse\"") !=
         std::string::npos);
-  // As root the ring threads run in SCHED_IDLE under the guard (fuse_uring_sched=auto).
-  CHECK(stats.find(fuse_uring_possible() ? "\"ring_sched\":\"idle\"" : "\"ring_sched\":\"normal\"") != std::string::npos);
+  // As root the reactor threads run in SCHED_IDLE under the guard (fuse_uring_sched=auto).
+  CHECK(stats.find(kernel_uring_possible() ? "\"ring_sched\":\"idle\"" : "\"ring_sched\":\"normal\"") != std::string::npos);
   REQUIRE(run("fusermount3 -u " + s.mnt, &out) == 0);
-}
-
-TEST_CASE("fuse: CPU-bound threads on every CPU beside the daemon: its SCHED_IDLE rings are moved back and the I/O goes on") {
-  // A SCHED_IDLE ring thread gets the CPU only when nothing else in its group wants it: busy
-  // threads in the daemon's own session (its scheduling group) would hold every request up,
-  // until the guard (daemon/ring_guard.h) moves the waiting ring thread to SCHED_OTHER.
-  if (!have_fuse() || !fuse_uring_possible()) {
-    MESSAGE("skipped: no /dev/fuse, or no FUSE-over-io_uring (or not root)");
-    return;
-  }
-  FuseScratch s(64 << 20);
-  const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=idle");
-  const std::string stats = direct_io_with_every_cpu_busy(s.mnt, s.mnt + "/f", 300);
-  CHECK(stats.find("\"ring_sched\":\"idle\"") != std::string::npos);
-  CHECK(stat_number(stats, "guard_boosts") >= 1);
-  unmount(s.mnt, pid);
-}
-
-TEST_CASE("fuse: fuse_uring_sched=idle puts the ring threads, and only them, in SCHED_IDLE, and requests still complete with every CPU busy") {
-  if (!have_fuse() || !fuse_uring_possible()) {
-    MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
-    return;
-  }
-  FuseScratch s(64 << 20);
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  for (const std::string sched : {"normal", "idle"}) {
-    CAPTURE(sched);
-    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=" + sched);
-    // Two moments may show a ring thread outside its class: a ring thread names itself before
-    // it sets its class (libfuse's fuse_uring_thread), and the mount can be up before every
-    // ring thread has started; and work on the other CPUs (ctest -j runs tests side by side)
-    // can starve a SCHED_IDLE ring thread, which the guard moves to SCHED_OTHER and back once
-    // it has been calm for ten periods. The daemon is quiet now: wait until every ring thread
-    // is in its class.
-    const int ring_policy = sched == "idle" ? SCHED_IDLE : SCHED_OTHER;
-    const std::vector<std::pair<std::string, int>> policies = settled_policies(pid, ring_policy, cpus);
-    int rings = 0;
-    for (const auto& [name, policy] : policies) {
-      CAPTURE(name);
-      const bool ring = name.rfind("fuse-ring-", 0) == 0;
-      rings += ring;
-      CHECK(policy == (ring ? ring_policy : SCHED_OTHER));
-    }
-    CHECK(rings == cpus);  // libfuse: one ring queue and thread per CPU
-    CHECK(stats_of(s.mnt).find("\"ring_sched\":\"" + sched + "\"") != std::string::npos);
-    // A SCHED_IDLE thread runs only when its CPU has nothing else to run: with a busy loop
-    // on every CPU the ring threads are starved to the scheduler's minimum share, and every
-    // request must still be answered (slowly), nothing lost.
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> hogs;
-    for (long c = 0; c < cpus; c++)
-      hogs.emplace_back([&stop, c] {
-        pin_to_cpu(int(c));
-        while (!stop.load(std::memory_order_relaxed)) {
-        }
-      });
-    const std::string dir = s.mnt + "/busy-" + sched;
-    REQUIRE(mkdir(dir.c_str(), 0755) == 0);
-    for (int i = 0; i < 50; i++) write_file(dir + "/f" + std::to_string(i), "file " + std::to_string(i));
-    stop = true;
-    for (std::thread& t : hogs) t.join();
-    for (int i = 0; i < 50; i++) CHECK(read_file(dir + "/f" + std::to_string(i)) == "file " + std::to_string(i));
-    unmount(s.mnt, pid);
-  }
-  std::string out;
-  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
 TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while reads are in flight, SCHED_IDLE again after, and idle does not") {
@@ -178,7 +112,7 @@ TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while 
   // with fio's queue of reads in flight and the ring waiting behind fio on its CPU, auto moves
   // the ring to SCHED_OTHER; once the reads have ended it returns to SCHED_IDLE. The image's
   // commands go through the emulated queue's io_uring (inline=off), as on a disk.
-  if (!have_fuse() || !fuse_uring_possible()) {
+  if (!have_fuse() || !kernel_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
   }
@@ -193,7 +127,7 @@ TEST_CASE("fuse: fuse_uring_sched=auto runs a waiting ring in SCHED_OTHER while 
     MESSAGE("skipped: the image is in memory, where no device read stays in flight");
     return;
   }
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);  // a reactor per possible CPU
   for (const std::string sched : {"auto", "idle"}) {
     CAPTURE(sched);
     const pid_t pid = mount_fg("emu:" + s.img + ",inline=off", s.mnt, "fuse_uring=on,fuse_uring_sched=" + sched);
@@ -254,7 +188,7 @@ TEST_CASE("fuse: small direct reads and writes run to completion on poll queues,
     free(buf);
     close(fd);
     const std::string stats = stats_of(s.mnt);
-    const bool ring = stats.find("\"transport\":\"io_uring\"") != std::string::npos;
+    const bool ring = stats.find("\"transport\":\"/dev/fuse\"") == std::string::npos;
     if (opts.empty()) {
       CHECK(stat_number(stats, "poll_queues") > 0);
       // Each request found a worker free: every one ran to completion in its worker.
@@ -278,7 +212,7 @@ TEST_CASE("fuse: small direct reads and writes run to completion on poll queues,
 }
 
 TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread when nothing waits behind it, never when something does, and then the completion thread replies") {
-  if (!have_fuse() || !fuse_uring_possible()) {
+  if (!have_fuse() || !kernel_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
   }
@@ -289,7 +223,7 @@ TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread whe
   for (const std::string sched : {"normal", "idle"}) {
     CAPTURE(sched);
     // One at a time: each request is alone in its ring, so each is polled and answered by its
-    // ring thread (fuse_req_uring_waiting() is 0), none by another thread.
+    // reactor thread (none waits behind it), none by another thread.
     const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=" + sched);
     const int fd = open((s.mnt + "/q-" + sched).c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
     REQUIRE(fd >= 0);
@@ -357,14 +291,14 @@ TEST_CASE("fuse: over io_uring, an I/O runs to completion in its ring thread whe
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
-// The hazard that libfuse patch 0005 removes: a ring thread runs a handler with its queue's
-// lock held, here a hole punch that waits until no direct I/O is in flight on the file
-// (inode_dio_wait), while the reads in flight complete on the completion thread, which ends
-// each read's I/O count and replies in turn. A reply that waited for the ring's lock would
-// stop the completion thread before the later reads' counts end, and the punch would wait for
-// ever. The replies go out with the ring thread's batch instead.
+// A ring thread runs a handler, here a hole punch that waits until no direct I/O is in flight on
+// the file (inode_dio_wait), while the reads in flight complete on the completion thread, which
+// ends each read's I/O count and replies in turn. A reply that waited for the ring thread (as
+// one into libfuse's ring waits for the queue's lock) would stop the completion thread before
+// the later reads' counts end, and the punch would wait for ever. The reactor's replies are
+// posted to the ring thread instead (fuse_reactor.h).
 TEST_CASE("fuse: over io_uring, the completion thread's replies never wait for a ring thread that waits for their I/O") {
-  if (!have_fuse() || !fuse_uring_possible()) {
+  if (!have_fuse() || !kernel_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
     return;
   }
@@ -418,6 +352,49 @@ TEST_CASE("fuse: over io_uring, the completion thread's replies never wait for a
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
+// libfuse's own ring, stock (fuse_uring=libfuse): a reply from another thread is not safe there
+// (daemon/fuse_ops.cc, HeldReply), so each read and write is answered by the ring thread that
+// took it, whether it polled its I/O or the completion thread ended it (poll_queues=0), and
+// however many requests wait in its ring: all on CPU 0, every command held 20 ms.
+TEST_CASE("fuse: over libfuse's ring every read and write is answered by the ring thread that took it") {
+  if (!have_fuse() || !libfuse_ring_possible()) {
+    MESSAGE("skipped: needs /dev/fuse, root, and FUSE-over-io_uring in the kernel and in this build's libfuse");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  const int threads = 12;
+  for (const std::string opts : {"", ",poll_queues=0"}) {
+    CAPTURE(opts);
+    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=libfuse" + opts, "delay=1,delay_us=20000,seed=3");
+    const std::string path = s.mnt + "/held" + std::to_string(opts.size());
+    write_file(path, std::string(size_t(threads) * 4096, 'x'), true);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++)
+      ts.emplace_back([&, t] {
+        pin_to_cpu(0);
+        DirectBlock b;
+        const int fd = open(path.c_str(), O_RDWR | O_DIRECT);
+        if (!b.p || fd < 0) return (void)bad++;
+        std::memset(b.p, 'a' + t, 4096);
+        if (pwrite(fd, b.p, 4096, off_t(t) * 4096) != 4096) bad++;
+        std::memset(b.p, 0, 4096);
+        if (pread(fd, b.p, 4096, off_t(t) * 4096) != 4096 || b.p[0] != 'a' + t || b.p[4095] != 'a' + t) bad++;
+        close(fd);
+      });
+    for (std::thread& t : ts) t.join();
+    CHECK(bad == 0);
+    const std::string stats = stats_of(s.mnt);
+    CHECK(stats.find("\"transport\":\"libfuse ring\"") != std::string::npos);
+    CHECK(stat_number(stats, "replies_elsewhere") == 0);
+    if (opts.empty()) CHECK(stat_number(stats, "polled") >= 2 * threads);
+    else CHECK(stat_number(stats, "polled") == 0);
+    unmount(s.mnt, pid);
+  }
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
 TEST_CASE("fuse reactor: fuse_uring_sched puts the reactor threads in SCHED_IDLE or not, and with every CPU busy the guard moves them back and the I/O goes on") {
   if (!have_fuse() || !kernel_uring_possible()) {
     MESSAGE("skipped: needs /dev/fuse, FUSE-over-io_uring and root");
@@ -427,7 +404,7 @@ TEST_CASE("fuse reactor: fuse_uring_sched puts the reactor threads in SCHED_IDLE
   const long cpus = sysconf(_SC_NPROCESSORS_CONF);
   for (const std::string sched : {"normal", "idle"}) {
     CAPTURE(sched);
-    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=reactor,fuse_uring_sched=" + sched);
+    const pid_t pid = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_sched=" + sched);
     write_file(s.mnt + "/f" + sched, "x");  // INIT is done: the reactor threads exist
     const int policy = sched == "idle" ? SCHED_IDLE : SCHED_OTHER;
     std::vector<std::pair<std::string, int>> policies = thread_policies(pid);

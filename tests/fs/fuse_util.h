@@ -54,7 +54,8 @@ inline bool is_mounted(const std::string& mnt) {
 }
 
 // The options every test mount adds: BIOFS_TEST_MOUNT_OPTS, which ctest sets to run a suite
-// again over the other FUSE transport (fuse_uring=on; tests/fs/CMakeLists.txt). Without it a
+// again over the other FUSE transports (fuse_uring=on, the reactor, and fuse_uring=libfuse;
+// tests/fs/CMakeLists.txt). Without it a
 // mount that names no transport gets fuse_uring=off, so the first run of each suite covers
 // /dev/fuse although the daemon's default (auto) takes io_uring where it can.
 // A kernel without FUSE-over-io_uring (no enable_uring parameter) runs them on /dev/fuse and
@@ -66,7 +67,7 @@ inline std::string with_test_opts(const std::string& opts) {
     if (opts.find("fuse_uring=") != std::string::npos) return opts;
     extra = "fuse_uring=off";
   }
-  if ((extra == "fuse_uring=on" || extra == "fuse_uring=reactor") &&
+  if ((extra == "fuse_uring=on" || extra == "fuse_uring=libfuse") &&
       access("/sys/module/fuse/parameters/enable_uring", R_OK) != 0) {
     MESSAGE("this kernel has no FUSE-over-io_uring: the io_uring run of this test uses /dev/fuse");
     extra = "fuse_uring=auto";
@@ -154,33 +155,31 @@ struct FuseScratch {
 
 inline bool have_fuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
 
-// Whether a mount may ask for FUSE-over-io_uring: the kernel has it, and as root the daemon
-// can switch the fuse module's enable_uring on.
-// The build must have it too: without the libfuse ring patches (CMakeLists.txt) it has none.
-inline bool fuse_uring_possible() {
-  return BIOFS_FUSE_RING_PATCHES && access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
-}
-
-// Whether the kernel offers FUSE-over-io_uring to this user: the reactor (fuse_uring=reactor,
-// daemon/fuse_reactor.h) needs nothing of libfuse.
+// Whether the kernel offers FUSE-over-io_uring to this user (as root the daemon can switch the
+// fuse module's enable_uring on): the reactor (fuse_uring=on, daemon/fuse_reactor.h) needs
+// nothing of libfuse.
 inline bool kernel_uring_possible() {
   return access("/sys/module/fuse/parameters/enable_uring", R_OK) == 0 && geteuid() == 0;
 }
 
-// The fuse_uring= values a test mounts with here: off, and on and reactor where possible (else
-// it says so).
+// Whether fuse_uring=libfuse can be had: the kernel's ring and this build's libfuse's
+// (CMakeLists.txt: 3.18+ built with liburing).
+inline bool libfuse_ring_possible() { return BIOFS_LIBFUSE_HAS_URING && kernel_uring_possible(); }
+
+// The fuse_uring= values a test mounts with here: off, and on (the reactor) and libfuse where
+// possible (else it says so).
 inline std::vector<std::string> fuse_transports() {
   std::vector<std::string> t{"off"};
-  if (fuse_uring_possible()) t.push_back("on");
-  else MESSAGE("skipped fuse_uring=on: no FUSE-over-io_uring here (kernel, or this build's libfuse), or not root");
-  if (kernel_uring_possible()) t.push_back("reactor");
-  else MESSAGE("skipped fuse_uring=reactor: this kernel has no FUSE-over-io_uring, or not root");
+  if (kernel_uring_possible()) t.push_back("on");
+  else MESSAGE("skipped fuse_uring=on: this kernel has no FUSE-over-io_uring, or not root");
+  if (libfuse_ring_possible()) t.push_back("libfuse");
+  else MESSAGE("skipped fuse_uring=libfuse: no FUSE-over-io_uring here (kernel, or this build's libfuse), or not root");
   return t;
 }
 
 // The stats' "transport" for a fuse_uring= value.
 inline std::string transport_of(const std::string& fuse_uring) {
-  return fuse_uring == "on" ? "io_uring" : fuse_uring == "reactor" ? "reactor" : "/dev/fuse";
+  return fuse_uring == "on" ? "reactor" : fuse_uring == "libfuse" ? "libfuse ring" : "/dev/fuse";
 }
 
 // Pins the calling thread to one CPU: its FUSE requests then go to that CPU's ring queue.

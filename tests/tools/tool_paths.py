@@ -9,16 +9,6 @@ TOOLS = os.path.join(REPO, "tools")
 BIN = os.environ.get("BIOFS_BIN_DIR", os.path.join(REPO, "build", "bin"))
 
 
-def build_has_fuse_ring():
-    """Whether the build's libfuse carries the ring patches (CMakeLists.txt); without them the
-    daemon has no FUSE-over-io_uring transport."""
-    try:
-        with open(os.path.join(os.path.dirname(BIN), "CMakeCache.txt")) as f:
-            return "BIOFS_FUSE_RING_PATCHES:INTERNAL=1" in f.read()
-    except OSError:
-        return True  # a build elsewhere: assume the usual one
-
-
 def load_tool(name):
     loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(TOOLS, name))
     spec = importlib.util.spec_from_loader(loader.name, loader)

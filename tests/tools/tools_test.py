@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tool_paths import BIN, REPO, TOOLS, build_has_fuse_ring, load_tool  # noqa: E402
+from tool_paths import BIN, REPO, TOOLS, load_tool  # noqa: E402
 
 
 compare = load_tool("biofs-compare")
@@ -368,7 +368,7 @@ class Cost(unittest.TestCase):
 
     def test_thread_roles(self):
         role = biofs_tools.thread_role
-        for comm in ("biofs", "fuse_worker", "fuse-ring-0", "fuse-ring-12"):
+        for comm in ("biofs", "fuse_worker", "fuse-ring-0", "fuse-ring-12", "fuse-reactor-0", "fuse-reactor-1"):
             self.assertEqual(role(comm), "fuse", comm)
         for comm in ("biofs-cq", "biofs-cq1", "biofs-nullcq"):
             self.assertEqual(role(comm), "completion", comm)
@@ -770,11 +770,10 @@ class Mount(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("bio cache on", p.stdout)
         self.assertIn("tags/call", p.stdout)
-        # No transport named: fuse_uring=auto, FUSE-over-io_uring where the kernel has it.
-        uring = (os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
-                 and build_has_fuse_ring())
-        transport = "io_uring" if uring else "/dev/fuse"
-        # Ring threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto); the guard
+        # No transport named: fuse_uring=auto, the reactor where the kernel has FUSE-over-io_uring.
+        uring = os.geteuid() == 0 and os.access("/sys/module/fuse/parameters/enable_uring", os.R_OK)
+        transport = "reactor" if uring else "/dev/fuse"
+        # Reactor threads in SCHED_IDLE under their guard as root (fuse_uring_sched=auto); the guard
         # may have moved one if other tests kept the CPUs busy.
         rings = r"SCHED_IDLE \(guard: \d+ moves to SCHED_OTHER, \d+ of them for I/O in flight, \d+ now\)" if uring else "normal"
         self.assertRegex(p.stdout, rf"fuse      transport {re.escape(transport)} \(fuse_uring=auto, ring threads {rings}\)")
