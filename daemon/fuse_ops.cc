@@ -599,6 +599,8 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
       fuse.reactor_requests = r->requests();
       fuse.reactor_posted = r->replies_posted();
       fuse.reactor_error = r->error();
+      fuse.reactor_fixed_buffers = r->fixed_buffers();
+      fuse.reactor_fixed_error = r->fixed_buffers_error();
     }
     if (const RingGuard* g = ctx->ring_guard) {
       fuse.guard_boosts = g->boosts();

@@ -63,6 +63,9 @@ class FuseReactor {
   // Requests received and replies committed, for the stats.
   uint64_t requests() const;
   uint64_t replies_posted() const;  // of the replies, those made on another thread and posted
+  // The entries' buffers registered with their rings as fixed buffers, and why not all were.
+  uint64_t fixed_buffers() const;
+  std::string fixed_buffers_error() const;
 
   struct Impl;
 

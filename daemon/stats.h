@@ -42,6 +42,8 @@ struct FuseStats {
   bool reactor = false;
   uint64_t reactor_requests = 0, reactor_posted = 0;
   std::string reactor_error;
+  uint64_t reactor_fixed_buffers = 0;  // its entries' buffers registered with the rings
+  std::string reactor_fixed_error;     // why not all were
 };
 
 // What the device reports, where it has something to say (an emulated namespace): its

@@ -124,3 +124,18 @@ TEST_CASE("fuse reactor: every read or write answered on another thread reaches 
   unmount(s.mnt, daemon);
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
+
+// Ready for zero copy (daemon/README.md): every entry's buffer is registered with its ring as
+// a fixed buffer, fuse_uring_qd of them per reactor, one reactor per possible CPU; as root
+// (CAP_IPC_LOCK) no memlock limit stands in the way, so the stats name no reason.
+TEST_CASE("fuse reactor: every entry's buffer is a fixed buffer of its ring") {
+  if (!reactor_possible()) return;
+  FuseScratch s(64 << 20);
+  const pid_t daemon = mount_fg(s.img, s.mnt, "fuse_uring=on,fuse_uring_qd=8");
+  write_file(s.mnt + "/f", "x");  // INIT is done: the rings exist
+  const std::string stats = stats_of(s.mnt);
+  CHECK(stat_number(stats, "fixed_buffers") == 8 * sysconf(_SC_NPROCESSORS_CONF));
+  CHECK(stats.find("\"fixed_buffers_why_not\":\"\"") != std::string::npos);
+  CHECK(read_file(s.mnt + "/f") == "x");
+  unmount(s.mnt, daemon);
+}
