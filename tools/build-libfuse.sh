@@ -80,7 +80,7 @@ src=$(find "$work" -maxdepth 1 -type d -name 'fuse3-*' | head -1)
 # udev rules: only the library, its headers and pkg-config file, and the examples.
 uring_opt="-Denable-io-uring=true"  # libfuse's ring: fuse_uring=libfuse
 # The session's custom I/O functions (fuse_session_custom_io), through which the daemon's own
-# ring side, fuse_uring=reactor, catches replies: a configuration option from 3.17 on, off by
+# ring side, the reactor (fuse_uring=on), catches replies: a configuration option from 3.17 on, off by
 # default because a custom-io peer need not be the kernel and libfuse trusts what it sends; the
 # reactor's peer is the kernel, through the /dev/fuse descriptor of the mount itself.
 grep -q "'enable-custom-io'" "$src/meson_options.txt" 2>/dev/null && uring_opt="$uring_opt -Denable-custom-io=true"

@@ -363,6 +363,15 @@ class AdaptiveResume(unittest.TestCase):
         self.assertEqual(ran3, [("off", 7), ("on", 7)])
 
 
+class CompareArgs(unittest.TestCase):
+    def test_an_emulated_device_over_the_image_is_created_there(self):
+        own = compare.parse_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/x.img,vwc"])
+        self.assertTrue(own.own_image)
+        self.assertEqual(own.device, "emu:/tmp/x.img,vwc")
+        self.assertFalse(compare.parse_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/y.img"]).own_image)
+        self.assertTrue(compare.parse_args(["--image", "/tmp/x.img"]).own_image)
+
+
 class Cost(unittest.TestCase):
     """cost.csv: per-thread CPU from /proc, the roles, the stage shares, the report's columns."""
 
