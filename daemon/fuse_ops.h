@@ -33,7 +33,7 @@ struct FuseContext {
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
-  const FuseReactor* reactor = nullptr;   // fuse_uring=reactor: the reactor (fuse_reactor.h), for the stats
+  const FuseReactor* reactor = nullptr;   // fuse_uring=on: the reactor (fuse_reactor.h), for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
   // The device's counters for the stats, from main (which opened it); unset: none to report.
   std::function<DeviceStats()> device_stats;

@@ -254,7 +254,7 @@ void Queue::run() {
   if (r->cfg.sched_idle) {
     sched_param sp{};
     if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
-      r->set_error("fuse_uring=reactor: cannot put the reactor threads in SCHED_IDLE");
+      r->set_error("the FUSE reactor: cannot put the reactor threads in SCHED_IDLE");
   }
   uint64_t go = 0;
   if (read(efd, &go, sizeof(go)) != sizeof(go) || r->stopping.load()) return;
@@ -267,7 +267,7 @@ void Queue::run() {
   while (live > 0 && !r->stopping.load(std::memory_order_relaxed)) {
     const int ret = io_uring_submit_and_wait(&ring, 1);
     if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-      r->set_error(std::string("fuse_uring=reactor: io_uring_enter: ") + strerror(-ret));
+      r->set_error(std::string("the FUSE reactor: io_uring_enter: ") + strerror(-ret));
       break;
     }
     const unsigned n = io_uring_peek_batch_cqe(&ring, batch, 64);
@@ -285,7 +285,7 @@ void Queue::run() {
       if (res < 0) {  // the connection is going (-ENOTCONN), or the kernel refused the entry
         live--;
         if (res != -ENOTCONN && res != -ECONNABORTED && res != -ECANCELED)
-          r->set_error(std::string("fuse_uring=reactor: the kernel ended a ring entry: ") + strerror(-res));
+          r->set_error(std::string("the FUSE reactor: the kernel ended a ring entry: ") + strerror(-res));
         continue;
       }
       handle(e);
@@ -339,7 +339,7 @@ ssize_t reactor_read(int fd, void* buf, size_t len, void*) {
       r->kernel_offers.store(ext && (init->flags2 & uint32_t(FUSE_OVER_IO_URING >> 32)));
       r->init_unique.store(in->unique);
       if (!r->kernel_offers.load())
-        r->set_error("fuse_uring=reactor: the kernel did not offer FUSE-over-io_uring at INIT: using /dev/fuse");
+        r->set_error("the FUSE reactor: the kernel did not offer FUSE-over-io_uring at INIT: using /dev/fuse");
     }
   }
   return n;
@@ -429,7 +429,7 @@ bool FuseReactor::Impl::start_queues(size_t payload_size) {
   bool ok = true;
   for (auto& q : queues) {
     if (!q->create(payload_size, cfg.depth)) {
-      set_error(std::string("fuse_uring=reactor: cannot set up the ring of queue ") + std::to_string(q->qid) +
+      set_error(std::string("the FUSE reactor: cannot set up the ring of queue ") + std::to_string(q->qid) +
                 ": " + strerror(errno) + ": using /dev/fuse");
       ok = false;
       break;
@@ -459,7 +459,7 @@ FuseReactor::~FuseReactor() {
 }
 
 std::unique_ptr<FuseReactor> FuseReactor::attach(fuse_session* se, int fd, const Config& cfg, std::string* err) {
-  if (g_reactor) return *err = "fuse_uring=reactor: one reactor per process", nullptr;
+  if (g_reactor) return *err = "the FUSE reactor: one reactor per process", nullptr;
   auto impl = std::make_unique<Impl>();
   impl->se = se;
   impl->fd = fd;
@@ -470,7 +470,7 @@ std::unique_ptr<FuseReactor> FuseReactor::attach(fuse_session* se, int fd, const
   g_reactor = impl.get();
   if (int rc = fuse_set_custom_io(se, &io, fd)) {
     g_reactor = nullptr;
-    return *err = std::string("fuse_uring=reactor: fuse_session_custom_io: ") + strerror(-rc), nullptr;
+    return *err = std::string("the FUSE reactor: fuse_session_custom_io: ") + strerror(-rc), nullptr;
   }
   return std::unique_ptr<FuseReactor>(new FuseReactor(std::move(impl)));
 }

@@ -1,4 +1,4 @@
-// biofs's own FUSE-over-io_uring server side (fuse_uring=reactor), on the kernel's interface
+// biofs's own FUSE-over-io_uring server side (fuse_uring=on; auto takes it), on the kernel's interface
 // (Linux 6.14+ fs/fuse/dev_uring.c; fuse_uring_uapi.h) and liburing, with any libfuse from
 // 3.14 on, unpatched.
 //
