@@ -309,7 +309,7 @@ bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   int waiting = 0;
   if (request_on_ring(req, &waiting)) {
     tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
-    receiver_free = (others == 0 && tls_backlog == 0) || ctx->libfuse_ring;  // HeldReply: it waits anyway
+    receiver_free = (others == 0 && tls_backlog == 0) || ctx->want_uring;  // libfuse's ring: HeldReply waits anyway
     if (ctx->ring_plug) plug_ring_batch(waiting);
   } else {
     receiver_free = others + 1 < ctx->threads;
@@ -371,6 +371,18 @@ class HeldReply {
   const uint8_t* data_ptr_ = nullptr;
 };
 
+// The reply to a read or write, from its callback or (HeldReply) its handler, ending its trace.
+void reply_read(fuse_req_t req, StageToken t, ssize_t n, const uint8_t* data) {
+  if (n < 0) fuse_reply_err(req, int(-n));
+  else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
+  stage_request_reply(t);
+}
+void reply_write(fuse_req_t req, StageToken t, ssize_t n) {
+  if (n < 0) fuse_reply_err(req, int(-n));
+  else fuse_reply_write(req, size_t(n));
+  stage_request_reply(t);
+}
+
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   const StageToken t = stage_request_received();
   note_transport(req);
@@ -391,18 +403,14 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     end_data_request(req, poll);
     if (held) return held->finish(n, data);
     count_reply_elsewhere(ctx, on_ring, receiver);
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
-    stage_request_reply(t);
+    reply_read(req, t, n, data);
     end_callback(ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
   if (held) {
     const uint8_t* data;
     const ssize_t n = held->wait(&data);
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
-    stage_request_reply(t);
+    reply_read(req, t, n, data);
     end_callback(ctx);
   }
 }
@@ -411,8 +419,8 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   const StageToken t = stage_request_received();
   note_transport(req);
   FuseContext* ctx = CTX(req);
-  // req is gone once answered
-  const bool on_ring = fuse_req_on_ring(req) || FuseReactor::current_request(nullptr, nullptr, nullptr);
+  const bool reactor = FuseReactor::current_request(nullptr, nullptr, nullptr);
+  const bool on_ring = reactor || fuse_req_on_ring(req);  // req is gone once answered
   // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.
@@ -421,23 +429,18 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
     const ssize_t n = ctx->fs->write_durable(ino, uint64_t(off), size, buf, (fi->flags & O_SYNC) != O_SYNC,
                                              may_keep_setid(req));
     ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_write(req, size_t(n));
-    stage_request_reply(t);
-    return;
+    return reply_write(req, t, n);
   }
   BlkPollGroup group;
   const bool poll = start_data_request(req, size, &group);
   HeldReply held_reply;  // libfuse's ring: see op_read
-  HeldReply* held = on_ring && !FuseReactor::current_request(nullptr, nullptr, nullptr) ? &held_reply : nullptr;
+  HeldReply* held = on_ring && !reactor ? &held_reply : nullptr;
   ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, poll, held,
                                                        receiver = pthread_self()](ssize_t n) {
     end_data_request(req, poll);
     if (held) return held->finish(n);
     count_reply_elsewhere(ctx, on_ring, receiver);
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_write(req, size_t(n));
-    stage_request_reply(t);
+    reply_write(req, t, n);
     end_callback(ctx);
   }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
      // The data stays put until the reply: the ring's payload buffer is the request's until
@@ -446,10 +449,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
      on_ring || poll);
   if (poll) blk_poll_group_wait(&group);
   if (held) {
-    const ssize_t n = held->wait();
-    if (n < 0) fuse_reply_err(req, int(-n));
-    else fuse_reply_write(req, size_t(n));
-    stage_request_reply(t);
+    reply_write(req, t, held->wait());
     end_callback(ctx);
   }
 }

@@ -29,7 +29,6 @@ struct FuseContext {
   // libfuse's FUSE-over-io_uring (fuse_uring=libfuse, fuse_transport.h): asked for at INIT (the
   // reactor asks for its own), and then each read and write replies from its ring thread.
   bool want_uring = false;
-  bool libfuse_ring = false;
   std::string requested_uring = "off";  // the fuse_uring= value, for the stats
   bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   // fuse_uring=libfuse: libfuse's ring threads.
   const bool reactor_wanted = use_uring && opts.fuse_uring != FuseUring::libfuse;
   if (reactor_wanted) use_uring = false;
-  ctx.want_uring = ctx.libfuse_ring = use_uring;
+  ctx.want_uring = use_uring;
   ctx.threads = cl.single_thread ? 1 : opts.threads;
   ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
   using RingSched = DaemonOptions::RingSched;
