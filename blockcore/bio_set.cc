@@ -95,7 +95,7 @@ static void* pool_alloc(Mempool& pool, gfp_t gfp) {
   void* p = pool.alloc(GFP_NOWAIT);
   if (p || gfp == GFP_NOWAIT) [[likely]]
     return p;
-  blk_flush_plug_before_sleep();
+  sched_submit_work();
   return pool.alloc(gfp);
 }
 

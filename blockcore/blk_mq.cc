@@ -2,6 +2,7 @@
 #include "blk_mq.h"
 
 #include "blk.h"
+#include "blk_cover.h"
 #include "blk_flush.h"
 #include "blk_poll.h"
 
@@ -206,7 +207,7 @@ static int blk_mq_get_tag(BlkMqAllocData* data, unsigned* cpu) {
     return tag;
   if (data->cmd_flags & REQ_NOWAIT) return -1;
   data->counters->tag_waits++;
-  blk_flush_plug_before_sleep();
+  sched_submit_work();
   if (!data->hctx->polled) return sbitmap_queue_get_wait(sbq, cpu);
   // A poll queue has no completion thread to free tags: whoever waits for one reaps.
   for (;;) {
@@ -281,9 +282,10 @@ static void blk_mq_free_request(Request* rq) {
 
 BlkPlug* current_plug() { return tls_plug; }
 
-void blk_flush_plug_before_sleep() {
+void sched_submit_work() {
   if (tls_plug) [[unlikely]]
     blk_flush_plug(tls_plug);
+  blk_cover_pause();
 }
 
 void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios) {

@@ -52,6 +52,11 @@ class BlkMqOps {
   // in for the kernel's spinning in blk_mq_poll() on machines with fewer CPUs than pollers.
   virtual void poll_wait(BlkMqHwCtx*) {}
   virtual int init_hctx(BlkMqHwCtx*, unsigned /*hctx_idx*/) { return 0; }
+  // The completion cover (blk_cover.h): a descriptor that polls readable while a default queue
+  // has completions to reap (-1: none, the queue cannot be covered), and the driver's completion
+  // thread standing down while a thread covers the queue (true) or taking over again (false).
+  virtual int completion_fd(BlkMqHwCtx*) { return -1; }
+  virtual void set_covered(BlkMqHwCtx*, bool) {}
 };
 
 // struct blk_mq_tags: a tag space and its preallocated requests.
@@ -85,6 +90,7 @@ struct alignas(64) BlkMqHwCtx {
   RequestQueue* queue;
   unsigned queue_num;
   bool polled = false;  // HCTX_TYPE_POLL: no completion interrupt; its submitters reap it
+  std::atomic<const void*> cover_owner{nullptr};  // the thread covering its completions (blk_cover.h)
   std::unique_ptr<BlkMqTags> tags;
   void* driver_data = nullptr;
 };
@@ -175,12 +181,14 @@ void blk_mq_flush_plug_list(BlkPlug* plug);
 // current->plug: the calling thread's outermost started plug, or nullptr. A nested
 // blk_start_plug() is ignored, so this is the plug that will flush.
 BlkPlug* current_plug();
-// What the kernel's sched_submit_work() does for a task about to sleep: dispatch what its plug
-// holds, which may be what it, or whoever it waits for, is waiting for, and free the requests
-// it had cached (__blk_flush_plug). Every place that may
+// The kernel's sched_submit_work() (kernel/sched/core.c, v6.18), for a thread about to sleep:
+// dispatch what its plug holds, which may be what it, or whoever it waits for, is waiting for,
+// and free the requests it had cached (__blk_flush_plug); and, as the kernel wakes another
+// io-wq worker when one sleeps (io_wq_worker_sleeping), hand a hardware queue whose completions
+// the thread covers back to the driver's completion thread (blk_cover.h). Every place that may
 // block a thread that submits I/O calls it first (a plug can outlive one submission: a FUSE
 // ring thread keeps one across a batch of requests).
-void blk_flush_plug_before_sleep();
+void sched_submit_work();
 
 // struct io_comp_batch: completions gathered so that tags are freed in batches.
 struct IoCompBatch {

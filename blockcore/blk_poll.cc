@@ -38,7 +38,7 @@ void blk_poll_backoff() { std::this_thread::sleep_for(std::chrono::microseconds(
 void blk_poll_group_wait(BlkPollGroup* g) {
   if (tls_group == g) tls_group = nullptr;
   if (!g->pending.load(std::memory_order_acquire)) return;
-  blk_flush_plug_before_sleep();
+  sched_submit_work();
   blk_poll_until(g->q->map_queue(REQ_POLLED), [g] { return !g->pending.load(std::memory_order_acquire); });
 }
 

@@ -64,7 +64,7 @@ template <class Done>
 bool blk_poll_group_wait_for(RequestQueue* q, Done&& done) {
   BlkPollGroup* g = blk_poll_group_current();
   if (!g || g->q != q) return false;
-  blk_flush_plug_before_sleep();
+  sched_submit_work();
   blk_poll_until(q->map_queue(REQ_POLLED), done);
   return true;
 }

@@ -290,7 +290,7 @@ thread_local uint8_t tls_backlog = 0;  // one bit per recent request: others wai
 // requests waiting behind it in its ring starts a plug sized for them, and keeps it, as its
 // current plug, until the batch ends (fuse_ring_batch_end(), FuseReactor::Config::batch_end): the batch's bios
 // reach the driver in one queue_rqs() call and take their tags in batches (tag_batch=). Every
-// place that may block flushes it first (blk_flush_plug_before_sleep()).
+// place that may block flushes it first (sched_submit_work()).
 thread_local BlkPlug tls_batch_plug;
 
 void plug_ring_batch(int waiting) {
@@ -600,6 +600,8 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
       fuse.reactor_posted = r->replies_posted();
       fuse.reactor_error = r->error();
       fuse.reactor_fixed_buffers = r->fixed_buffers();
+      fuse.reactor_covering = r->covering();
+      fuse.reactor_device_reaps = r->device_reaps();
       fuse.reactor_fixed_error = r->fixed_buffers_error();
     }
     if (const RingGuard* g = ctx->ring_guard) {

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "blockcore/blk_cover.h"
 #include "fuse_compat.h"
 #include "fuse_uring_uapi.h"
 
@@ -47,7 +48,8 @@ struct Entry {
 };
 
 constexpr size_t kRoom = 4096;
-constexpr uint64_t kWakeTag = 1;  // user_data of the eventfd read; entries are pointers
+constexpr uint64_t kWakeTag = 1;    // user_data of the eventfd poll; entries are pointers
+constexpr uint64_t kDeviceTag = 2;  // user_data of the poll of the covered queue's completions
 
 thread_local Queue* tls_queue = nullptr;  // the reactor thread's own queue
 thread_local Entry* tls_entry = nullptr;  // the request its thread is handling
@@ -64,7 +66,8 @@ struct FuseReactor::Impl {
   std::atomic<uint64_t> init_unique{0};
   std::atomic<bool> kernel_offers{false};
   std::atomic<bool> stopping{false};
-  std::atomic<uint64_t> requests{0}, posted{0};
+  std::atomic<uint64_t> requests{0}, posted{0}, device_reaps{0};
+  std::atomic<unsigned> covering{0};
   std::atomic<uint64_t> fixed_buffers{0};  // entries' buffers registered with their rings
   mutable std::mutex err_mu;
   std::string err;
@@ -175,6 +178,23 @@ struct Queue {
     io_uring_sqe_set_data64(s, kWakeTag);
   }
 
+  // A multishot poll of the covered hardware queue's completion descriptor (blk_cover.h).
+  void arm_device_poll() {
+    io_uring_sqe* s = sqe();
+    io_uring_prep_poll_multishot(s, blk_cover_fd(), POLLIN);
+    io_uring_sqe_set_data64(s, kDeviceTag);
+  }
+
+  // Covers this CPU's hardware queue of the device, if the reactor runs on that CPU and the
+  // driver allows it.
+  bool cover_device_queue() {
+    RequestQueue* dq = r->cfg.device_queue;
+    if (!dq || sched_getcpu() != int(qid) || !blk_cover_claim(dq->map_queue(0))) return false;
+    r->covering.fetch_add(1, std::memory_order_relaxed);
+    arm_device_poll();
+    return true;
+  }
+
   void wake() {
     const uint64_t one = 1;
     if (write(efd, &one, sizeof(one)) < 0) {}
@@ -263,6 +283,7 @@ void Queue::run() {
   for (Entry& e : entries) prep_cmd(&e, FUSE_IO_URING_CMD_REGISTER);
   live = unsigned(entries.size());
   arm_wake();
+  const bool covers = cover_device_queue();
   io_uring_cqe* batch[64];
   while (live > 0 && !r->stopping.load(std::memory_order_relaxed)) {
     const int ret = io_uring_submit_and_wait(&ring, 1);
@@ -275,6 +296,10 @@ void Queue::run() {
       const uint64_t tag = io_uring_cqe_get_data64(batch[i]);
       const int res = batch[i]->res;
       tls_waiting = int(n - i - 1);
+      if (tag == kDeviceTag) {  // reaped below, after the batch
+        if (!(batch[i]->flags & IORING_CQE_F_MORE)) arm_device_poll();
+        continue;
+      }
       if (tag == kWakeTag) {
         if (read(efd, &efd_value, sizeof(efd_value)) < 0) {}  // reset it (EAGAIN: already)
         commit_posted();
@@ -293,7 +318,12 @@ void Queue::run() {
     io_uring_cq_advance(&ring, n);
     tls_waiting = 0;
     if (r->cfg.batch_end) r->cfg.batch_end(r->cfg.userdata);
+    if (covers) {  // back where it waits: cover the queue again and reap what it finished
+      blk_cover_resume();
+      if (const int reaped = blk_cover_reap()) r->device_reaps.fetch_add(uint64_t(reaped), std::memory_order_relaxed);
+    }
   }
+  blk_cover_release();
   tls_queue = nullptr;
 }
 
@@ -494,6 +524,8 @@ bool FuseReactor::current_request(char** payload, size_t* payload_size, int* wai
 
 uint64_t FuseReactor::requests() const { return impl_->requests.load(std::memory_order_relaxed); }
 uint64_t FuseReactor::replies_posted() const { return impl_->posted.load(std::memory_order_relaxed); }
+unsigned FuseReactor::covering() const { return impl_->covering.load(std::memory_order_relaxed); }
+uint64_t FuseReactor::device_reaps() const { return impl_->device_reaps.load(std::memory_order_relaxed); }
 uint64_t FuseReactor::fixed_buffers() const { return impl_->fixed_buffers.load(std::memory_order_relaxed); }
 std::string FuseReactor::fixed_buffers_error() const {
   std::lock_guard<std::mutex> g(impl_->err_mu);

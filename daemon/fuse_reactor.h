@@ -11,8 +11,13 @@
 // the kernel put it, and hands it to fuse_session_process_buf(). libfuse's reply comes back
 // through the session's custom writev: into the entry, and back to the kernel with
 // COMMIT_AND_FETCH by the entry's own reactor (replied on that thread: prepared at once; from
-// another thread, such as the block layer's completion thread: posted to the reactor, which
-// an eventfd in its ring wakes).
+// another thread: posted to the reactor, which an eventfd in its ring wakes).
+//
+// Each reactor covers the completions of its CPU's hardware queue of the block device
+// (blockcore/blk_cover.h): its ring polls the driver's completion descriptor, and the reactor
+// reaps the queue after each batch, so a read's completion, its reply and the commit run on
+// the thread that took the request, and the driver's completion thread stands down while the
+// reactor runs or waits in its ring.
 //
 // The INIT reply goes out through the same writev: the reactor adds FUSE_OVER_IO_URING to it
 // when the kernel offered it, and starts the threads once the kernel has taken it. Forgets and
@@ -29,6 +34,8 @@
 
 namespace biofs {
 
+class RequestQueue;
+
 class FuseReactor {
  public:
   struct Config {
@@ -40,6 +47,9 @@ class FuseReactor {
     // reactor counts as idle, so a woken requester stays on it; the ring guard (ring_guard.h,
     // name prefix "fuse-reactor-") moves a thread kept waiting back to SCHED_OTHER.
     bool sched_idle = false;
+    // The block device's queue, whose hardware queue of its CPU each reactor covers where the
+    // driver allows (blk_cover.h); nullptr: none.
+    RequestQueue* device_queue = nullptr;
   };
 
   // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's
@@ -63,6 +73,9 @@ class FuseReactor {
   // Requests received and replies committed, for the stats.
   uint64_t requests() const;
   uint64_t replies_posted() const;  // of the replies, those made on another thread and posted
+  // Reactors covering a hardware queue of the device, and the requests they reaped there.
+  unsigned covering() const;
+  uint64_t device_reaps() const;
   // The entries' buffers registered with their rings as fixed buffers, and why not all were.
   uint64_t fixed_buffers() const;
   std::string fixed_buffers_error() const;

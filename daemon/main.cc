@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   if (const EmuNamespace* emu = dev->emu()) {
     ctx.device_stats = [emu, nvme = dev->nvme()] {
       DeviceStats d{emu->name(), emu->inline_io(), emu->inline_flush(), emu->inline_commands(), emu->host_retries()};
-      if (nvme) d.doorbells = nvme->doorbells();
+      if (nvme) d.doorbells = nvme->doorbells(), d.cover_misses = nvme->cover_misses();
       if (const EmuWriteCache* wc = emu->write_cache()) {
         d.write_cache_bytes = wc->capacity();
         d.write_cache = wc->stats();
@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
     rc.depth = opts.fuse_uring_qd;
     rc.batch_end = ctx.ring_plug ? fuse_ring_batch_end : nullptr;
     rc.sched_idle = ctx.ring_sched_idle;
+    if (opts.fuse_uring_cover) rc.device_queue = dev->bdev()->queue;
     std::string why;
     reactor = FuseReactor::attach(se, fuse_session_fd(se), rc, &why);
     if (!reactor) {

@@ -40,6 +40,10 @@ struct DaemonOptions {
   // fuse_uring_plug=on|off: a reactor thread keeps its block plug across a batch of requests
   // (daemon/README.md, "Plugging across a ring batch"); no effect on /dev/fuse.
   bool fuse_uring_plug = true;
+  // fuse_uring_cover=on|off: each reactor thread reaps its CPU's hardware queue of the device
+  // (blockcore/blk_cover.h) instead of the driver's completion thread (daemon/README.md, "The
+  // reactor reaps its CPU's completions"); off: the completion thread reaps and posts the reply.
+  bool fuse_uring_cover = true;
   // fuse_uring_sched=normal|idle|auto: idle puts the reactor's threads in SCHED_IDLE, so a woken
   // requester stays on its ring's CPU, with a guard that moves a ring thread kept waiting back
   // to SCHED_OTHER (daemon/README.md, "Ring threads in SCHED_IDLE"); auto, the default: idle

@@ -62,13 +62,14 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   if (fuse && fuse->reactor)
     j["fuse"]["reactor"] = {{"ring_requests", fuse->reactor_requests}, {"posted_replies", fuse->reactor_posted},
                             {"why_not", fuse->reactor_error}, {"fixed_buffers", fuse->reactor_fixed_buffers},
-                            {"fixed_buffers_why_not", fuse->reactor_fixed_error}};
+                            {"fixed_buffers_why_not", fuse->reactor_fixed_error},
+                            {"covering", fuse->reactor_covering}, {"device_reaps", fuse->reactor_device_reaps}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
   if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},
                    {"inline_flush", device->inline_flush},
                    {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries},
-                   {"doorbells", device->doorbells}};
+                   {"doorbells", device->doorbells}, {"cover_misses", device->cover_misses}};
     const EmuWriteCacheStats& w = device->write_cache;
     if (device->write_cache_bytes)
       j["device"]["write_cache"] = {{"bytes", device->write_cache_bytes}, {"writes", w.writes},

@@ -44,6 +44,10 @@ struct FuseStats {
   std::string reactor_error;
   uint64_t reactor_fixed_buffers = 0;  // its entries' buffers registered with the rings
   std::string reactor_fixed_error;     // why not all were
+  // fuse_uring_cover (blockcore/blk_cover.h): reactors covering a hardware queue of the
+  // device, and the requests they reaped there.
+  unsigned reactor_covering = 0;
+  uint64_t reactor_device_reaps = 0;
 };
 
 // What the device reports, where it has something to say (an emulated namespace): its
@@ -57,6 +61,7 @@ struct DeviceStats {
   uint64_t inline_commands = 0;
   uint64_t host_retries = 0;
   uint64_t doorbells = 0;          // submission doorbells the NVMe driver rang
+  uint64_t cover_misses = 0;       // requests a completion thread reaped while its queue was covered
   uint64_t write_cache_bytes = 0;  // 0: no write cache
   EmuWriteCacheStats write_cache;
 };

@@ -171,7 +171,7 @@ void IoBatch::submit() {
 
 int IoBatch::wait() {
   if (!queued_.empty()) submit();
-  blk_flush_plug_before_sleep();  // an outer plug (a FUSE ring batch's) kept the bios
+  sched_submit_work();  // an outer plug (a FUSE ring batch's) kept the bios
   if (BlkMqHwCtx* hctx = std::exchange(poll_hctx_, nullptr)) {
     blk_poll_until(hctx, [this] {
       std::lock_guard g(lock_);

@@ -39,7 +39,7 @@ void EndIoWork::end() {
 }
 
 void EndIoWork::drain() {
-  blk_flush_plug_before_sleep();
+  sched_submit_work();
   std::unique_lock g(lock_);
   idle_.wait(g, [this] { return outstanding_ == 0; });
 }

@@ -390,7 +390,7 @@ struct Waiter {
       return done;
     };
     if (!blk_poll_group_wait_for(q, finished)) {
-      blk_flush_plug_before_sleep();
+      sched_submit_work();
       std::unique_lock g(lock);
       cv.wait(g, [this] { return done; });
     }

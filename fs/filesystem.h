@@ -235,7 +235,7 @@ class Filesystem {
     if (in->dio.fetch_sub(1, std::memory_order_acq_rel) == 1) in->dio.notify_all();
   }
   static void inode_dio_wait(InodeObj* in) {
-    if (in->dio.load(std::memory_order_acquire) != 0) blk_flush_plug_before_sleep();
+    if (in->dio.load(std::memory_order_acquire) != 0) sched_submit_work();
     for (int v; (v = in->dio.load(std::memory_order_acquire)) != 0;) in->dio.wait(v);
   }
   // The inode, taking the exclusive lock for a moment if it is not in memory yet.

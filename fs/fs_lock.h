@@ -16,7 +16,7 @@ class FsLock {
  public:
   void lock() {
     if (m_.try_lock()) return;
-    blk_flush_plug_before_sleep();
+    sched_submit_work();
     m_.lock();
   }
   bool try_lock() { return m_.try_lock(); }
@@ -24,7 +24,7 @@ class FsLock {
 
   void lock_shared() {
     if (m_.try_lock_shared()) return;
-    blk_flush_plug_before_sleep();
+    sched_submit_work();
     m_.lock_shared();
   }
   bool try_lock_shared() { return m_.try_lock_shared(); }

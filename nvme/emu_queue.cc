@@ -65,6 +65,7 @@ class EmuQueue final : public NvmeQueue {
     if (!completed_in_submit()) uring_wait(&ring_);
   }
   void wake() override;
+  int completion_fd() const override { return ring_.ring_fd; }
 
  private:
   io_uring_sqe* get_sqe();

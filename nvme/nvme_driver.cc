@@ -2,8 +2,11 @@
 // nvme_set_ctrl_limits, nvme_setup_cmd) and the blk-mq operations of drivers/nvme/host/pci.c.
 #include "nvme_driver.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -73,6 +76,7 @@ NvmeDriver::~NvmeDriver() {
   if (cfg_.completion_thread) {
     for (auto& nq : hctxs_) {
       if (nq->polled) continue;
+      set_covered(nq.get(), false);
       std::lock_guard guard(nq->sq_lock);
       nq->q->wake();
     }
@@ -410,15 +414,56 @@ uint64_t NvmeDriver::affinity_moves() const {
   return n;
 }
 
+int NvmeDriver::completion_fd(BlkMqHwCtx* hctx) {
+  auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
+  return nq->polled ? -1 : nq->q->completion_fd();
+}
+
+// blk_cover.h: a covering thread is running or waiting in a ring that polls completion_fd().
+// Uncovered, a standing-down completion thread is woken (Dekker with stand_down(): each side
+// stores its flag, then reads the other's).
+void NvmeDriver::set_covered(BlkMqHwCtx* hctx, bool covered) {
+  set_covered(static_cast<NvmeHctx*>(hctx->driver_data), covered);
+}
+
+void NvmeDriver::set_covered(NvmeHctx* nq, bool covered) {
+  nq->covered.store(covered ? 1 : 0, std::memory_order_seq_cst);
+  if (!covered && nq->parked.load(std::memory_order_seq_cst))
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&nq->covered), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+// The completion thread while its queue is covered: asleep until uncovered, or COVER_LOOK_MS.
+void NvmeDriver::stand_down(NvmeHctx* nq) {
+  nq->parked.store(true, std::memory_order_seq_cst);
+  if (nq->covered.load(std::memory_order_seq_cst)) {
+    const timespec ts{0, COVER_LOOK_MS * 1'000'000};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&nq->covered), FUTEX_WAIT_PRIVATE, 1, &ts, nullptr, 0);
+  }
+  nq->parked.store(false, std::memory_order_relaxed);
+}
+
+uint64_t NvmeDriver::cover_misses() const {
+  uint64_t n = 0;
+  for (const auto& nq : hctxs_) n += nq->cover_misses.load(std::memory_order_relaxed);
+  return n;
+}
+
 void NvmeDriver::completion_thread(NvmeHctx* nq) {
   pthread_setname_np(pthread_self(), "biofs-cq");  // the thread role tools/biofs-compare reports
   int cpu = -1;
   uint64_t checked_ns = 0;
   uint32_t seen_changes = 0;
   for (;;) {
-    nq->q->wait();
-    if (cfg_.completion_affinity) follow_submitter(nq, &cpu, &checked_ns, &seen_changes);
-    reap(nq, true);
+    if (nq->covered.load(std::memory_order_acquire)) {
+      stand_down(nq);
+      const int n = reap(nq, false);
+      if (n > 0 && nq->covered.load(std::memory_order_acquire))
+        nq->cover_misses.fetch_add(uint64_t(n), std::memory_order_relaxed);
+    } else {
+      nq->q->wait();
+      if (cfg_.completion_affinity) follow_submitter(nq, &cpu, &checked_ns, &seen_changes);
+      reap(nq, true);
+    }
     if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
   }
 }

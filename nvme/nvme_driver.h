@@ -57,6 +57,10 @@ struct NvmeDriverConfig {
 // The driver caps a command at 4 MiB whatever MDTS allows (the kernel's NVME_MAX_KB_SZ).
 inline constexpr uint32_t NVME_MAX_TRANSFER = 4u << 20;
 inline constexpr uint64_t AFFINITY_RECHECK_NS = 10'000'000;
+// While a thread covers a queue's completions (blockcore/blk_cover.h), its completion thread
+// stands down and looks at the queue every COVER_LOOK_MS: what it reaps then is a cover miss (a
+// covering thread that slept without sched_submit_work()).
+inline constexpr long COVER_LOOK_MS = 2;
 
 class NvmeDriver : public BlkMqOps {
  public:
@@ -92,6 +96,8 @@ class NvmeDriver : public BlkMqOps {
   // Submission doorbells rung (nvme_write_sq_db with write_sq true): one per hardware queue's
   // run of a plug flush, per queue_rq with `last`, per commit_rqs.
   uint64_t doorbells() const;
+  // Requests a completion thread reaped while a thread covered its queue (COVER_LOOK_MS).
+  uint64_t cover_misses() const;
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
   void queue_rqs(RqList* rqs) override;
@@ -100,6 +106,8 @@ class NvmeDriver : public BlkMqOps {
   // another thread is reaping it.
   int poll(BlkMqHwCtx* hctx, IoCompBatch* iob) override;
   void poll_wait(BlkMqHwCtx* hctx) override;
+  int completion_fd(BlkMqHwCtx* hctx) override;
+  void set_covered(BlkMqHwCtx* hctx, bool covered) override;
   int init_hctx(BlkMqHwCtx* hctx, unsigned hctx_idx) override;
 
  private:
@@ -113,6 +121,11 @@ class NvmeDriver : public BlkMqOps {
     std::atomic<uint64_t> affinity_moves{0};      // times the completion thread moved
     std::atomic<uint64_t> doorbells{0};           // written under sq_lock, read by anyone
     std::thread completer;  // default queues only
+    // The completion cover (blk_cover.h): `covered` is the futex the standing-down completion
+    // thread sleeps on, `parked` says it does.
+    alignas(64) std::atomic<uint32_t> covered{0};
+    std::atomic<bool> parked{false};
+    std::atomic<uint64_t> cover_misses{0};
     bool polled = false;
   };
 
@@ -122,6 +135,8 @@ class NvmeDriver : public BlkMqOps {
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void reap_own(NvmeHctx* nq);         // a submitter's reap of what it may have completed itself
   void completion_thread(NvmeHctx* nq);
+  static void stand_down(NvmeHctx* nq);
+  static void set_covered(NvmeHctx* nq, bool covered);
   bool end_failed(NvmeHctx* nq, RqList* failed);  // ends or retries each; true if any was sent again
   bool nvme_retry_req(NvmeHctx* nq, Request* rq);
   static void follow_submitter(NvmeHctx* nq, int* cpu, uint64_t* checked_ns, uint32_t* seen_changes);

@@ -69,6 +69,9 @@ class NvmeQueue {
   virtual void wait() = 0;
   // Makes a wait() that is blocked return. Serialised with submit().
   virtual void wake() = 0;
+  // A descriptor that polls readable while completions wait to be reaped, or -1 (a queue
+  // reaped only by waiting in it: IOPOLL).
+  virtual int completion_fd() const { return -1; }
 
   const std::string& name() const { return name_; }
   uint64_t errors() const { return errors_; }  // read after the reaper has stopped

@@ -33,6 +33,7 @@ class UringQueue final : public NvmeQueue {
   int reap(IoCompBatch* iob, RqList* failed) override;
   void wait() override { uring_wait(&ring_); }
   void wake() override;
+  int completion_fd() const override { return (ring_.flags & IORING_SETUP_IOPOLL) ? -1 : ring_.ring_fd; }
 
   void probe(const NvmeQueueParams& p);
   int probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed);

@@ -200,12 +200,12 @@ TEST_CASE("a plug dispatches in submission order, in one driver call per flush, 
 TEST_CASE("a thread about to sleep dispatches its plug (sched_submit_work), which stays its plug") {
   Queue qu;
   Done done;
-  blk_flush_plug_before_sleep();  // no plug: nothing to do
+  sched_submit_work();  // no plug: nothing to do
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, 8);
   for (int i = 0; i < 3; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
   CHECK(done.count == 0);
-  blk_flush_plug_before_sleep();
+  sched_submit_work();
   CHECK(done.count == 3);
   CHECK(current_plug() == &plug);
   submit_bio(make_read(&qu.bdev, qu.bs, 64, 4096, &done));
