@@ -83,6 +83,7 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
   cfg.completion_thread = opts.completion_thread;
   cfg.completion_affinity = opts.completion_affinity;
   cfg.nr_poll_queues = opts.poll_queues;
+  cfg.cover_look_ms = opts.cover_look_ms;
   cfg.toggles = opts.toggles;
   cfg.max_retries = ds.max_retries;
   dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);

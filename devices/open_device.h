@@ -24,6 +24,7 @@ struct DeviceOptions {
   bool completion_thread = true;  // false (`poll`): the submitter reaps (NvmeDriver::poll_all)
   bool completion_affinity = true;  // the completion thread follows the submitting CPU
   unsigned poll_queues = 0;       // NVMe poll queues beside the hardware queues (blockcore/blk_poll.h)
+  unsigned cover_look_ms = COVER_LOOK_MS;  // NvmeDriverConfig::cover_look_ms
   Toggles toggles;
   // null: and stripe: devices: how requests complete (null_blk's irqmode and completion_nsec)
   // and the stripe's chunk.

@@ -432,11 +432,11 @@ void NvmeDriver::set_covered(NvmeHctx* nq, bool covered) {
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&nq->covered), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-// The completion thread while its queue is covered: asleep until uncovered, or COVER_LOOK_MS.
-void NvmeDriver::stand_down(NvmeHctx* nq) {
+// The completion thread while its queue is covered: asleep until uncovered, or look_ms.
+void NvmeDriver::stand_down(NvmeHctx* nq, unsigned look_ms) {
   nq->parked.store(true, std::memory_order_seq_cst);
   if (nq->covered.load(std::memory_order_seq_cst)) {
-    const timespec ts{0, COVER_LOOK_MS * 1'000'000};
+    const timespec ts{time_t(look_ms / 1000), long(look_ms % 1000) * 1'000'000};
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&nq->covered), FUTEX_WAIT_PRIVATE, 1, &ts, nullptr, 0);
   }
   nq->parked.store(false, std::memory_order_relaxed);
@@ -454,16 +454,16 @@ void NvmeDriver::completion_thread(NvmeHctx* nq) {
   uint64_t checked_ns = 0;
   uint32_t seen_changes = 0;
   for (;;) {
-    if (nq->covered.load(std::memory_order_acquire)) {
-      stand_down(nq);
-      const int n = reap(nq, false);
-      if (n > 0 && nq->covered.load(std::memory_order_acquire))
-        nq->cover_misses.fetch_add(uint64_t(n), std::memory_order_relaxed);
+    const bool stood_down = nq->covered.load(std::memory_order_acquire);
+    if (stood_down) {
+      stand_down(nq, cfg_.cover_look_ms);
     } else {
       nq->q->wait();
       if (cfg_.completion_affinity) follow_submitter(nq, &cpu, &checked_ns, &seen_changes);
-      reap(nq, true);
     }
+    const bool covered = nq->covered.load(std::memory_order_acquire);  // before the reap ends anything
+    const int n = reap(nq, !stood_down);
+    if (n > 0 && covered) nq->cover_misses.fetch_add(uint64_t(n), std::memory_order_relaxed);
     if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
   }
 }

@@ -30,6 +30,13 @@
 
 namespace biofs {
 
+// While a thread covers a queue's completions (blockcore/blk_cover.h), its completion thread
+// stands down and looks at the queue every NvmeDriverConfig::cover_look_ms. What it reaps while
+// the queue is covered is a cover miss: a covering thread that slept without
+// sched_submit_work(), or a completion that came before the thread, covering again, was back
+// in its ring.
+inline constexpr unsigned COVER_LOOK_MS = 2;
+
 // The kernel's default of nvme_core.max_retries (drivers/nvme/host/core.c, v6.18).
 inline constexpr unsigned NVME_DEFAULT_MAX_RETRIES = 5;
 
@@ -51,16 +58,14 @@ struct NvmeDriverConfig {
   // nvme_core's max_retries: how often a failed command without DNR is sent again
   // (nvme_decide_disposition). 0: never.
   unsigned max_retries = NVME_DEFAULT_MAX_RETRIES;
+  // How often a completion thread standing down for a covering thread looks at its queue.
+  unsigned cover_look_ms = COVER_LOOK_MS;
   Toggles toggles;
 };
 
 // The driver caps a command at 4 MiB whatever MDTS allows (the kernel's NVME_MAX_KB_SZ).
 inline constexpr uint32_t NVME_MAX_TRANSFER = 4u << 20;
 inline constexpr uint64_t AFFINITY_RECHECK_NS = 10'000'000;
-// While a thread covers a queue's completions (blockcore/blk_cover.h), its completion thread
-// stands down and looks at the queue every COVER_LOOK_MS: what it reaps then is a cover miss (a
-// covering thread that slept without sched_submit_work()).
-inline constexpr long COVER_LOOK_MS = 2;
 
 class NvmeDriver : public BlkMqOps {
  public:
@@ -96,7 +101,7 @@ class NvmeDriver : public BlkMqOps {
   // Submission doorbells rung (nvme_write_sq_db with write_sq true): one per hardware queue's
   // run of a plug flush, per queue_rq with `last`, per commit_rqs.
   uint64_t doorbells() const;
-  // Requests a completion thread reaped while a thread covered its queue (COVER_LOOK_MS).
+  // Requests a completion thread reaped while a thread covered its queue (cover_look_ms).
   uint64_t cover_misses() const;
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
@@ -135,7 +140,7 @@ class NvmeDriver : public BlkMqOps {
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void reap_own(NvmeHctx* nq);         // a submitter's reap of what it may have completed itself
   void completion_thread(NvmeHctx* nq);
-  static void stand_down(NvmeHctx* nq);
+  static void stand_down(NvmeHctx* nq, unsigned look_ms);
   static void set_covered(NvmeHctx* nq, bool covered);
   bool end_failed(NvmeHctx* nq, RqList* failed);  // ends or retries each; true if any was sent again
   bool nvme_retry_req(NvmeHctx* nq, Request* rq);

@@ -125,6 +125,42 @@ TEST_CASE("fuse reactor: every read or write answered on another thread reaches 
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
 
+// The completion cover (blockcore/blk_cover.h, daemon/README.md "The reactor reaps its CPU's
+// completions"): on an image whose every command completes through the emulated queue's
+// io_uring (inline=off), the reactor of the CPU fio runs on covers that CPU's hardware queue
+// and reaps its reads there, and the data is right; with fuse_uring_cover=off no reactor covers
+// and the completion thread's replies are posted, as before.
+TEST_CASE("fuse reactor: the reactor reaps its CPU's hardware queue, and fuse_uring_cover=off leaves it to the completion thread") {
+  if (!reactor_possible()) return;
+  for (const std::string cover : {"on", "off"}) {
+    CAPTURE(cover);
+    FuseScratch s(256 << 20);
+    // poll_queues=0: every read and write goes to the default queues, none runs to completion.
+    const pid_t daemon =
+        mount_fg("emu:" + s.img + ",inline=off", s.mnt, "fuse_uring=on,poll_queues=0,fuse_uring_cover=" + cover);
+    std::string out;
+    REQUIRE_MESSAGE(run("fio --name=c --filename=" + s.mnt + "/f --size=16M --rw=randrw --bs=4k --direct=1 "
+                        "--ioengine=io_uring --iodepth=32 --number_ios=4000 --verify=crc32c --cpus_allowed=0 "
+                        "--output-format=terse 2>&1",
+                        &out) == 0,
+                    out);
+    const std::string stats = stats_of(s.mnt);
+    const long long covering = stat_number(stats, "covering");
+    const long long reaped = stat_number(stats, "device_reaps");
+    const long long posted = stat_number(stats, "posted_replies");
+    if (cover == "on") {
+      CHECK(covering >= 1);
+      CHECK(reaped > 0);
+    } else {
+      CHECK(covering == 0);
+      CHECK(reaped == 0);
+      CHECK(posted > 0);  // the completion thread answered them
+    }
+    unmount(s.mnt, daemon);
+    CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  }
+}
+
 // Ready for zero copy (daemon/README.md): every entry's buffer is registered with its ring as
 // a fixed buffer, fuse_uring_qd of them per reactor, one reactor per possible CPU; as root
 // (CAP_IPC_LOCK) no memlock limit stands in the way, so the stats name no reason.
