@@ -292,11 +292,13 @@ void Queue::run() {
       break;
     }
     const unsigned n = io_uring_peek_batch_cqe(&ring, batch, 64);
+    bool device_ready = false;  // the covered queue has completions
     for (unsigned i = 0; i < n; i++) {
       const uint64_t tag = io_uring_cqe_get_data64(batch[i]);
       const int res = batch[i]->res;
       tls_waiting = int(n - i - 1);
       if (tag == kDeviceTag) {  // reaped below, after the batch
+        device_ready = true;
         if (!(batch[i]->flags & IORING_CQE_F_MORE)) arm_device_poll();
         continue;
       }
@@ -320,7 +322,8 @@ void Queue::run() {
     if (r->cfg.batch_end) r->cfg.batch_end(r->cfg.userdata);
     if (covers) {  // back where it waits: cover the queue again and reap what it finished
       blk_cover_resume();
-      if (const int reaped = blk_cover_reap()) r->device_reaps.fetch_add(uint64_t(reaped), std::memory_order_relaxed);
+      if (device_ready)
+        if (const int reaped = blk_cover_reap()) r->device_reaps.fetch_add(uint64_t(reaped), std::memory_order_relaxed);
     }
   }
   blk_cover_release();
