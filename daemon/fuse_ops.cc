@@ -258,7 +258,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 // Reads and writes reply from the completion path: the thread that handled the request submits
 // the bios and goes back for the next one, so a few threads keep many I/Os in flight. Over the
-// reactor's ring such a reply is posted to the request's reactor thread (fuse_reactor.h). The
+// reactor's ring the reply is made on the reactor thread itself where it covers the device's
+// queue (blockcore/blk_cover.h), else posted to it (fuse_reactor.h). The
 // reply ends the request's sampled per-stage trace (blockcore/stage_clock.h).
 void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
   if (on_ring && !pthread_equal(pthread_self(), receiver))

@@ -88,6 +88,12 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(parse_mount_options("fuse_uring_plug=on", &o) == "");
   CHECK(o.fuse_uring_plug);
   CHECK(parse_mount_options("fuse_uring_plug=1", &o).find("fuse_uring_plug") != std::string::npos);
+  CHECK(o.fuse_uring_cover);  // each reactor covers its CPU's hardware queue unless asked otherwise
+  CHECK(parse_mount_options("fuse_uring_cover=off", &o) == "");
+  CHECK_FALSE(o.fuse_uring_cover);
+  CHECK(parse_mount_options("fuse_uring_cover=on", &o) == "");
+  CHECK(o.fuse_uring_cover);
+  CHECK(parse_mount_options("fuse_uring_cover=yes", &o).find("fuse_uring_cover") != std::string::npos);
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
 }
 
