@@ -448,6 +448,12 @@ uint64_t NvmeDriver::cover_misses() const {
   return n;
 }
 
+unsigned NvmeDriver::standing_down() const {
+  unsigned n = 0;
+  for (const auto& nq : hctxs_) n += nq->parked.load(std::memory_order_acquire) ? 1 : 0;
+  return n;
+}
+
 void NvmeDriver::completion_thread(NvmeHctx* nq) {
   pthread_setname_np(pthread_self(), "biofs-cq");  // the thread role tools/biofs-compare reports
   int cpu = -1;

@@ -103,6 +103,8 @@ class NvmeDriver : public BlkMqOps {
   uint64_t doorbells() const;
   // Requests a completion thread reaped while a thread covered its queue (cover_look_ms).
   uint64_t cover_misses() const;
+  // Completion threads asleep now because a thread covers their queue.
+  unsigned standing_down() const;
 
   blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool last) override;
   void queue_rqs(RqList* rqs) override;
