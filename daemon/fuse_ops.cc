@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -268,14 +269,13 @@ void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
 
 // Whether `req` came over a FUSE ring, libfuse's or the reactor's (fuse_reactor.h), and then how
 // many requests wait behind it in its thread's ring (the reactor's: stock libfuse does not say).
-bool request_on_ring(fuse_req_t req, int* waiting) {
+bool request_on_ring(fuse_req_t req, int* waiting) {  // req: nullptr for the reactor's hot requests
   if (FuseReactor::current_request(nullptr, nullptr, waiting)) return true;
   *waiting = 0;
   return fuse_req_on_ring(req);
 }
 
-void note_transport(fuse_req_t req) {
-  FuseContext* ctx = CTX(req);
+void note_transport(FuseContext* ctx, fuse_req_t req) {
   const int now = FuseReactor::current_request(nullptr, nullptr, nullptr) ? 3 : fuse_req_on_ring(req) ? 2 : 1;
   if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
 }
@@ -302,8 +302,7 @@ void plug_ring_batch(int waiting) {
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 // Otherwise it is counted as asynchronous until end_data_request().
-bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
-  FuseContext* ctx = CTX(req);
+bool decide_data_request(FuseContext* ctx, fuse_req_t req, size_t size, BlkPollGroup* group) {
   ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
   bool receiver_free;
@@ -321,14 +320,13 @@ bool decide_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
   return true;
 }
 
-bool start_data_request(fuse_req_t req, size_t size, BlkPollGroup* group) {
-  const bool poll = decide_data_request(req, size, group);
-  if (!poll) CTX(req)->async_requests.fetch_add(1, std::memory_order_relaxed);
+bool start_data_request(FuseContext* ctx, fuse_req_t req, size_t size, BlkPollGroup* group) {
+  const bool poll = decide_data_request(ctx, req, size, group);
+  if (!poll) ctx->async_requests.fetch_add(1, std::memory_order_relaxed);
   return poll;
 }
 
-void end_data_request(fuse_req_t req, bool polled) {
-  FuseContext* ctx = CTX(req);
+void end_data_request(FuseContext* ctx, bool polled) {
   if (!polled) ctx->async_requests.fetch_sub(1, std::memory_order_relaxed);
   ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -372,87 +370,116 @@ class HeldReply {
   const uint8_t* data_ptr_ = nullptr;
 };
 
+// A read or write, and who answers it: libfuse's request, or the ring entry of one the reactor
+// decoded itself (FuseReactor::HotRequest, fuse_hot_request()).
+struct DataRequest {
+  FuseContext* ctx;
+  void* who;  // libfuse's fuse_req_t, or the reactor's entry (hot)
+  bool hot;
+  fuse_req_t req() const { return hot ? nullptr : static_cast<fuse_req_t>(who); }
+  void* entry() const { return hot ? who : nullptr; }
+};
+
 // The reply to a read or write, from its callback or (HeldReply) its handler, ending its trace.
-void reply_read(fuse_req_t req, StageToken t, ssize_t n, const uint8_t* data) {
-  if (n < 0) fuse_reply_err(req, int(-n));
-  else fuse_reply_buf(req, reinterpret_cast<const char*>(data), size_t(n));
+void reply_read(const DataRequest& d, StageToken t, ssize_t n, const uint8_t* data) {
+  if (d.hot) FuseReactor::reply_hot(d.who, n < 0 ? int(-n) : 0, data, n < 0 ? 0 : size_t(n));
+  else if (n < 0) fuse_reply_err(d.req(), int(-n));
+  else fuse_reply_buf(d.req(), reinterpret_cast<const char*>(data), size_t(n));
   stage_request_reply(t);
 }
-void reply_write(fuse_req_t req, StageToken t, ssize_t n) {
-  if (n < 0) fuse_reply_err(req, int(-n));
-  else fuse_reply_write(req, size_t(n));
+void reply_write(const DataRequest& d, StageToken t, ssize_t n) {
+  if (d.hot) {
+    const fuse_write_out out{uint32_t(n < 0 ? 0 : n), 0};
+    FuseReactor::reply_hot(d.who, n < 0 ? int(-n) : 0, &out, sizeof(out));
+  } else if (n < 0) {
+    fuse_reply_err(d.req(), int(-n));
+  } else {
+    fuse_reply_write(d.req(), size_t(n));
+  }
   stage_request_reply(t);
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
   const StageToken t = stage_request_received();
-  note_transport(req);
-  FuseContext* ctx = CTX(req);
+  FuseContext* ctx = d.ctx;
+  note_transport(ctx, d.req());
   BlkPollGroup group;
   // Over io_uring the reply's payload buffer is the request's own (page-aligned) and the reply
   // goes without a copy when the data is already there: the read goes straight into it.
   char* payload = nullptr;
   size_t payload_size = 0;
   const bool reactor = FuseReactor::current_request(&payload, &payload_size, nullptr);
-  const bool on_ring = reactor || fuse_req_on_ring(req);  // req is gone once answered
-  const bool poll = start_data_request(req, size, &group);
-  if (!reactor && on_ring && fuse_req_ring_payload(req, &payload, &payload_size) != 0) payload = nullptr;
-  HeldReply held_reply(payload);
-  HeldReply* held = !reactor && on_ring ? &held_reply : nullptr;
-  ctx->fs->read_async(ino, uint64_t(off), size, [req, ctx, t, on_ring, poll, held,
-                                                 receiver = pthread_self()](ssize_t n, const uint8_t* data) {
-    end_data_request(req, poll);
+  const bool on_ring = reactor || fuse_req_on_ring(d.req());  // req is gone once answered
+  const bool poll = start_data_request(ctx, d.req(), size, &group);
+  if (!reactor && on_ring && fuse_req_ring_payload(d.req(), &payload, &payload_size) != 0) payload = nullptr;
+  std::optional<HeldReply> held_reply;
+  HeldReply* held = !reactor && on_ring ? &held_reply.emplace(payload) : nullptr;
+  // Captured field by field so that the bools pack (the callback's room is 48 bytes).
+  ctx->fs->read_async(ino, uint64_t(off), size, [ctx, who = d.who, t, held, receiver = pthread_self(), hot = d.hot,
+                                                 on_ring, poll](ssize_t n, const uint8_t* data) {
+    const DataRequest d{ctx, who, hot};
+    end_data_request(d.ctx, poll);
     if (held) return held->finish(n, data);
-    count_reply_elsewhere(ctx, on_ring, receiver);
-    reply_read(req, t, n, data);
-    end_callback(ctx);
+    count_reply_elsewhere(d.ctx, on_ring, receiver);
+    reply_read(d, t, n, data);
+    end_callback(d.ctx);
   }, reinterpret_cast<uint8_t*>(payload), payload_size);
   if (poll) blk_poll_group_wait(&group);
   if (held) {
     const uint8_t* data;
     const ssize_t n = held->wait(&data);
-    reply_read(req, t, n, data);
+    reply_read(d, t, n, data);
     end_callback(ctx);
   }
 }
 
-void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+// keep_setid: the writer may keep set-id bits (may_keep_setid()).
+void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+                const fuse_file_info* fi, bool keep_setid) {
   const StageToken t = stage_request_received();
-  note_transport(req);
-  FuseContext* ctx = CTX(req);
+  FuseContext* ctx = d.ctx;
+  note_transport(ctx, d.req());
   const bool reactor = FuseReactor::current_request(nullptr, nullptr, nullptr);
-  const bool on_ring = reactor || fuse_req_on_ring(req);  // req is gone once answered
+  const bool on_ring = reactor || fuse_req_on_ring(d.req());  // req is gone once answered
   // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.
   if ((fi->flags & O_DSYNC) && fi->fh == FH_DIRECT_IO && !fi->writepage) {
     ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
-    const ssize_t n = ctx->fs->write_durable(ino, uint64_t(off), size, buf, (fi->flags & O_SYNC) != O_SYNC,
-                                             may_keep_setid(req));
+    const ssize_t n = ctx->fs->write_durable(ino, uint64_t(off), size, buf, (fi->flags & O_SYNC) != O_SYNC, keep_setid);
     ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
-    return reply_write(req, t, n);
+    return reply_write(d, t, n);
   }
   BlkPollGroup group;
-  const bool poll = start_data_request(req, size, &group);
-  HeldReply held_reply;  // libfuse's ring: see op_read
-  HeldReply* held = on_ring && !reactor ? &held_reply : nullptr;
-  ctx->fs->write_async(ino, uint64_t(off), size, buf, [req, ctx, t, on_ring, poll, held,
-                                                       receiver = pthread_self()](ssize_t n) {
-    end_data_request(req, poll);
+  const bool poll = start_data_request(ctx, d.req(), size, &group);
+  std::optional<HeldReply> held_reply;  // libfuse's ring: see read_data
+  HeldReply* held = on_ring && !reactor ? &held_reply.emplace() : nullptr;
+  ctx->fs->write_async(ino, uint64_t(off), size, buf, [ctx, who = d.who, t, held, receiver = pthread_self(),
+                                                       hot = d.hot, on_ring, poll](ssize_t n) {
+    const DataRequest d{ctx, who, hot};
+    end_data_request(d.ctx, poll);
     if (held) return held->finish(n);
-    count_reply_elsewhere(ctx, on_ring, receiver);
-    reply_write(req, t, n);
-    end_callback(ctx);
-  }, fi->writepage || may_keep_setid(req),  // writeback: the kernel has seen to the bits
+    count_reply_elsewhere(d.ctx, on_ring, receiver);
+    reply_write(d, t, n);
+    end_callback(d.ctx);
+  }, fi->writepage || keep_setid,  // writeback: the kernel has seen to the bits
      // The data stays put until the reply: the ring's payload buffer is the request's until
      // then, and a /dev/fuse worker's buffer (page-aligned payload: libfuse's buf_alloc) is
      // not reused before this handler returns, which a polled write waits for.
      on_ring || poll);
   if (poll) blk_poll_group_wait(&group);
   if (held) {
-    reply_write(req, t, held->wait());
+    reply_write(d, t, held->wait());
     end_callback(ctx);
   }
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  read_data({CTX(req), req, false}, ino, size, off);
+}
+
+void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  write_data({CTX(req), req, false}, ino, buf, size, off, fi, may_keep_setid(req));
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -599,6 +626,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
       fuse.reactor = true;
       fuse.reactor_requests = r->requests();
       fuse.reactor_posted = r->replies_posted();
+      fuse.reactor_hot = r->hot_requests();
       fuse.reactor_error = r->error();
       fuse.reactor_fixed_buffers = r->fixed_buffers();
       fuse.reactor_covering = r->covering();
@@ -731,6 +759,24 @@ fuse_lowlevel_ops make_ops() {
 const fuse_lowlevel_ops kOps = make_ops();
 
 }  // namespace
+
+// A READ or WRITE straight from the reactor's ring entry: what libfuse's do_read / _do_write
+// would pass on (fuse_lowlevel.c, 3.18), without its request allocation, session lock and
+// decoding.
+void fuse_hot_request(void* userdata, const FuseReactor::HotRequest& r) {
+  const DataRequest d{static_cast<FuseContext*>(userdata), r.entry, true};
+  if (r.in->opcode == FUSE_READ) {
+    const auto* a = static_cast<const fuse_read_in*>(r.arg);
+    return read_data(d, r.in->nodeid, a->size, off_t(a->offset));
+  }
+  const auto* a = static_cast<const fuse_write_in*>(r.arg);
+  fuse_file_info fi{};
+  fi.fh = a->fh;
+  fi.writepage = (a->write_flags & FUSE_WRITE_CACHE) != 0;
+  fi.lock_owner = a->lock_owner;
+  fi.flags = int(a->flags);
+  write_data(d, r.in->nodeid, r.payload, a->size, off_t(a->offset), &fi, r.in->uid == 0);  // may_keep_setid()
+}
 
 void fuse_ring_batch_end(void*) {
   if (current_plug() == &tls_batch_plug) blk_finish_plug(&tls_batch_plug);

@@ -68,6 +68,9 @@ void wait_for_callbacks(const FuseContext& ctx);
 
 // The operations; userdata passed to fuse_session_new must be a FuseContext*.
 const fuse_lowlevel_ops* biofs_fuse_ops();
+// The reactor's READ and WRITE, decoded from the ring entry (FuseReactor::Config::hot_request);
+// userdata: the FuseContext*.
+void fuse_hot_request(void* userdata, const FuseReactor::HotRequest& r);
 // What a reactor thread runs when it has handled a batch of requests (FuseReactor::Config::
 // batch_end): dispatches the plug its reads and writes gathered.
 void fuse_ring_batch_end(void* userdata);

@@ -66,7 +66,7 @@ struct FuseReactor::Impl {
   std::atomic<uint64_t> init_unique{0};
   std::atomic<bool> kernel_offers{false};
   std::atomic<bool> stopping{false};
-  std::atomic<uint64_t> requests{0}, posted{0}, device_reaps{0};
+  std::atomic<uint64_t> posted{0};
   std::atomic<unsigned> covering{0};
   std::atomic<uint64_t> fixed_buffers{0};  // entries' buffers registered with their rings
   mutable std::mutex err_mu;
@@ -104,6 +104,7 @@ struct FuseReactor::Impl {
   }
   bool start_queues(size_t payload_size);
   void stop_queues();
+  uint64_t sum(std::atomic<uint64_t> Queue::*counter) const;  // over the queues
 };
 
 namespace {
@@ -135,6 +136,11 @@ struct Queue {
   std::atomic<Entry*> posted{nullptr};
   std::thread thread;
   unsigned live = 0;  // entries the kernel has not ended
+  // For the stats: written by the queue's thread alone (no locked add per request), read by any.
+  std::atomic<uint64_t> requests{0}, hot_requests{0}, device_reaps{0};
+  static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 
   ~Queue() {
     for (Entry& e : entries) {
@@ -220,6 +226,8 @@ struct Queue {
   void register_fixed_buffers(size_t payload_size);
   void run();
   void handle(Entry* e);
+  bool hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz);
+  void commit_error(Entry* e, int error);
 };
 
 bool Queue::create(size_t payload_size, unsigned depth) {
@@ -323,42 +331,75 @@ void Queue::run() {
     if (covers) {  // back where it waits: cover the queue again and reap what it finished
       blk_cover_resume();
       if (device_ready)
-        if (const int reaped = blk_cover_reap()) r->device_reaps.fetch_add(uint64_t(reaped), std::memory_order_relaxed);
+        if (const int reaped = blk_cover_reap()) bump(device_reaps, uint64_t(reaped));
     }
   }
   blk_cover_release();
   tls_queue = nullptr;
 }
 
-// Lays the request out as /dev/fuse delivers it, in front of the payload, and has libfuse
-// decode it; its handler (or a later thread) replies through reactor_writev().
+// A READ or WRITE goes to the hot handler straight from the entry (Config::hot_request); the
+// rest is laid out as /dev/fuse delivers it, in front of the payload, for libfuse to decode; its
+// handler (or a later thread) replies through reactor_writev().
 void Queue::handle(Entry* e) {
   const auto* in = reinterpret_cast<const fuse_in_header*>(e->hdr->in_out);
   const uint32_t payload_sz = e->hdr->ring_ent_in_out.payload_sz;
   e->commit_id = e->hdr->ring_ent_in_out.commit_id;
-  r->requests.fetch_add(1, std::memory_order_relaxed);
+  bump(requests);
   const size_t head = sizeof(fuse_in_header);
   if (in->len < head + payload_sz || in->len - head - payload_sz > FUSE_URING_OP_IN_OUT_SZ ||
       payload_sz > e->payload_size) {
-    auto* out = reinterpret_cast<fuse_out_header*>(e->hdr->in_out);
-    const uint64_t unique = in->unique;
-    *out = fuse_out_header{sizeof(fuse_out_header), -EIO, unique};
-    e->hdr->ring_ent_in_out.payload_sz = 0;
-    prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+    commit_error(e, EIO);
     return;
   }
-  const size_t op_sz = in->len - head - payload_sz;
-  char* start = e->payload - head - op_sz;
-  std::memcpy(start, in, head);
-  std::memcpy(start + head, e->hdr->op_in, op_sz);
-  r->track(e, in->unique);
-  fuse_buf buf{};
-  buf.size = in->len;
-  buf.mem = start;
-  buf.fd = -1;
   tls_entry = e;
-  fuse_session_process_buf(r->se, &buf);
+  if (hot(e, in, payload_sz)) {
+    bump(hot_requests);
+  } else {
+    const size_t op_sz = in->len - head - payload_sz;
+    char* start = e->payload - head - op_sz;
+    std::memcpy(start, in, head);
+    std::memcpy(start + head, e->hdr->op_in, op_sz);
+    r->track(e, in->unique);
+    fuse_buf buf{};
+    buf.size = in->len;
+    buf.mem = start;
+    buf.fd = -1;
+    fuse_session_process_buf(r->se, &buf);
+  }
   tls_entry = nullptr;
+}
+
+// Hands a READ or WRITE to the hot handler, when there is one and the request is whole (a
+// write's data all in the payload, a read's room there); false: libfuse takes it.
+bool Queue::hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz) {
+  if (!r->cfg.hot_request) return false;
+  if (in->opcode == FUSE_READ) {
+    if (reinterpret_cast<const fuse_read_in*>(e->hdr->op_in)->size > e->payload_size) return false;
+  } else if (in->opcode == FUSE_WRITE) {
+    if (reinterpret_cast<const fuse_write_in*>(e->hdr->op_in)->size != payload_sz) return false;
+  } else {
+    return false;
+  }
+  r->cfg.hot_request(r->cfg.userdata, FuseReactor::HotRequest{in, e->hdr->op_in, e->payload, e->payload_size, e});
+  return true;
+}
+
+// Commits the reply now in the entry: at once on the entry's own reactor thread, else posted to it.
+void commit_reply(Entry* e) {
+  if (tls_queue == e->q) {
+    e->q->prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
+  } else {
+    e->q->r->posted.fetch_add(1, std::memory_order_relaxed);
+    e->q->post(e);
+  }
+}
+
+void Queue::commit_error(Entry* e, int error) {
+  const uint64_t unique = reinterpret_cast<const fuse_in_header*>(e->hdr->in_out)->unique;
+  *reinterpret_cast<fuse_out_header*>(e->hdr->in_out) = fuse_out_header{sizeof(fuse_out_header), -error, unique};
+  e->hdr->ring_ent_in_out.payload_sz = 0;
+  prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
 }
 
 ssize_t reactor_read(int fd, void* buf, size_t len, void*) {
@@ -440,12 +481,7 @@ ssize_t reactor_writev(int fd, iovec* iov, int count, void*) {
     total += n;
   }
   e->hdr->ring_ent_in_out.payload_sz = uint32_t(total);
-  if (tls_queue == e->q) {
-    e->q->prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
-  } else {
-    r->posted.fetch_add(1, std::memory_order_relaxed);
-    e->q->post(e);
-  }
+  commit_reply(e);
   return ssize_t(sizeof(fuse_out_header) + total);
 }
 
@@ -525,10 +561,31 @@ bool FuseReactor::current_request(char** payload, size_t* payload_size, int* wai
   return true;
 }
 
-uint64_t FuseReactor::requests() const { return impl_->requests.load(std::memory_order_relaxed); }
+void FuseReactor::reply_hot(void* entry, int error, const void* out, size_t out_bytes) {
+  Entry* e = static_cast<Entry*>(entry);
+  // Written over the request's fuse_in_header, whose unique sits where the reply's goes.
+  static_assert(offsetof(fuse_in_header, unique) == offsetof(fuse_out_header, unique));
+  auto* h = reinterpret_cast<fuse_out_header*>(e->hdr->in_out);
+  if (error == 0 && out_bytes > e->payload_size) error = EIO;  // cannot be: a read fits its entry
+  h->error = -error;
+  h->len = uint32_t(sizeof(fuse_out_header) + (error ? 0 : out_bytes));
+  if (error) out_bytes = 0;
+  if (out_bytes && out != e->payload) std::memmove(e->payload, out, out_bytes);
+  e->hdr->ring_ent_in_out.payload_sz = uint32_t(out_bytes);
+  commit_reply(e);
+}
+
+uint64_t FuseReactor::Impl::sum(std::atomic<uint64_t> Queue::*counter) const {
+  uint64_t n = 0;
+  for (const auto& q : queues) n += ((*q).*counter).load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t FuseReactor::requests() const { return impl_->sum(&Queue::requests); }
+uint64_t FuseReactor::hot_requests() const { return impl_->sum(&Queue::hot_requests); }
 uint64_t FuseReactor::replies_posted() const { return impl_->posted.load(std::memory_order_relaxed); }
 unsigned FuseReactor::covering() const { return impl_->covering.load(std::memory_order_relaxed); }
-uint64_t FuseReactor::device_reaps() const { return impl_->device_reaps.load(std::memory_order_relaxed); }
+uint64_t FuseReactor::device_reaps() const { return impl_->sum(&Queue::device_reaps); }
 uint64_t FuseReactor::fixed_buffers() const { return impl_->fixed_buffers.load(std::memory_order_relaxed); }
 std::string FuseReactor::fixed_buffers_error() const {
   std::lock_guard<std::mutex> g(impl_->err_mu);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include "fuse_compat.h"
+#include "fuse_uring_uapi.h"
 
 #include <atomic>
 #include <cstddef>
@@ -38,6 +39,19 @@ class RequestQueue;
 
 class FuseReactor {
  public:
+  // A READ or WRITE as the kernel put it in a ring entry (fuse_uring_args_to_ring).
+  struct HotRequest {
+    const fuse_in_header* in;  // opcode FUSE_READ or FUSE_WRITE, nodeid, uid, ...
+    const void* arg;           // its fuse_read_in or fuse_write_in
+    char* payload;             // a write's data (arg's size bytes), or where a read's data goes
+    size_t payload_size;
+    void* entry;               // names the request to reply_hot()
+  };
+  // Answers a hot request, from any thread: `error` a positive errno or 0, and on success the
+  // reply's `out_bytes` (a read's data, a fuse_write_out), copied into the payload buffer
+  // unless they are there already.
+  static void reply_hot(void* entry, int error, const void* out, size_t out_bytes);
+
   struct Config {
     unsigned depth = 64;  // entries per queue (fuse_uring_qd=)
     // Called on a reactor thread when it has handled a batch of requests (fuse_ring_batch_end).
@@ -50,6 +64,9 @@ class FuseReactor {
     // The block device's queue, whose hardware queue of its CPU each reactor covers where the
     // driver allows (blk_cover.h); nullptr: none.
     RequestQueue* device_queue = nullptr;
+    // READ and WRITE decoded by the reactor itself, straight from the ring entry, and answered
+    // with reply_hot() (libfuse never sees them); nullptr: libfuse decodes them as the rest.
+    void (*hot_request)(void* userdata, const HotRequest& r) = nullptr;
   };
 
   // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's
@@ -72,6 +89,7 @@ class FuseReactor {
 
   // Requests received and replies committed, for the stats.
   uint64_t requests() const;
+  uint64_t hot_requests() const;  // of the requests, those decoded without libfuse
   uint64_t replies_posted() const;  // of the replies, those made on another thread and posted
   // Reactors covering a hardware queue of the device, and the requests they reaped there.
   unsigned covering() const;

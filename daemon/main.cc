@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -130,8 +131,17 @@ int main(int argc, char** argv) {
   if (dev->ram()) {
     if (std::string why = make_filesystem(io, MkfsOptions{}); !why.empty()) fail(32, spec + ": " + why);
   }
+  // A write by a user without CAP_FSETID drops the file's set-id bits here (libfuse takes
+  // FUSE_CAP_HANDLE_KILLPRIV): on a direct I/O handle the kernel neither drops them itself nor
+  // refreshes the mode after the write, so it would go on showing, and exec'ing with, the bits
+  // until the attribute timeout. ext4 drops them at once: so does the kernel's copy here.
+  static std::atomic<fuse_session*> notify_session{nullptr};
+  MountOptions mount_opts = opts.fs;
+  mount_opts.setid_dropped = [](uint64_t ino) {
+    if (fuse_session* s = notify_session.load(std::memory_order_acquire)) fuse_lowlevel_notify_inval_inode(s, ino, -1, 0);
+  };
   std::string err;
-  std::unique_ptr<Filesystem> fs = Filesystem::mount(io, opts.fs, &err);
+  std::unique_ptr<Filesystem> fs = Filesystem::mount(io, mount_opts, &err);
   if (!fs) fail(32, spec + ": " + err);
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
@@ -197,6 +207,8 @@ int main(int argc, char** argv) {
     rc.batch_end = ctx.ring_plug ? fuse_ring_batch_end : nullptr;
     rc.sched_idle = ctx.ring_sched_idle;
     if (opts.fuse_uring_cover) rc.device_queue = dev->bdev()->queue;
+    if (opts.fuse_uring_hot) rc.hot_request = fuse_hot_request;
+    rc.userdata = &ctx;
     std::string why;
     reactor = FuseReactor::attach(se, fuse_session_fd(se), rc, &why);
     if (!reactor) {
@@ -208,6 +220,7 @@ int main(int argc, char** argv) {
     }
     ctx.reactor = reactor.get();
   }
+  notify_session.store(se, std::memory_order_release);
   report_ok(notes);
   // Idle reactor threads run only on otherwise idle CPUs: the guard moves a waiting one back to
   // SCHED_OTHER until the CPUs calm down (ring_guard.h). There is a reactor per CPU.
@@ -237,6 +250,7 @@ int main(int argc, char** argv) {
   // Completion threads may still be answering (aborted) requests through the session's fd:
   // let them finish before it is closed.
   wait_for_callbacks(ctx);
+  notify_session.store(nullptr, std::memory_order_release);
   fuse_session_unmount(se);
   if (reactor) reactor->stop();  // its entries ended with the connection
   fuse_remove_signal_handlers(se);

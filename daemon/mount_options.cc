@@ -66,6 +66,7 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
   if (key == "fuse_uring_plug") return on_off(&o->fuse_uring_plug);
   if (key == "fuse_uring_cover") return on_off(&o->fuse_uring_cover);
+  if (key == "fuse_uring_hot") return on_off(&o->fuse_uring_hot);
   if (key == "fuse_uring_sched") {
     using RS = DaemonOptions::RingSched;
     if (val == "normal") o->fuse_uring_sched = RS::normal;
@@ -180,7 +181,7 @@ std::string usage_text() {
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
          "     writeback_cache=on|off,fuse_uring=on|off|auto|libfuse,fuse_uring_qd=N,fuse_uring_sched=normal|idle|auto,\n"
-         "     fuse_uring_plug=on|off,fuse_uring_cover=on|off,ro,\n"
+         "     fuse_uring_plug=on|off,fuse_uring_cover=on|off,fuse_uring_hot=on|off,ro,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }

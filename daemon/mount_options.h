@@ -44,6 +44,9 @@ struct DaemonOptions {
   // (blockcore/blk_cover.h) instead of the driver's completion thread (daemon/README.md, "The
   // reactor reaps its CPU's completions"); off: the completion thread reaps and posts the reply.
   bool fuse_uring_cover = true;
+  // fuse_uring_hot=on|off: the reactor decodes READ and WRITE itself from the ring entry
+  // (daemon/README.md, "Reads and writes without libfuse"); off: libfuse decodes every request.
+  bool fuse_uring_hot = true;
   // fuse_uring_sched=normal|idle|auto: idle puts the reactor's threads in SCHED_IDLE, so a woken
   // requester stays on its ring's CPU, with a guard that moves a ring thread kept waiting back
   // to SCHED_OTHER (daemon/README.md, "Ring threads in SCHED_IDLE"); auto, the default: idle

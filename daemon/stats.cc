@@ -61,6 +61,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
                  {"direct_io_mmap", fuse->direct_io_mmap}, {"dev_payload_aligned", fuse->dev_payload_aligned}};
   if (fuse && fuse->reactor)
     j["fuse"]["reactor"] = {{"ring_requests", fuse->reactor_requests}, {"posted_replies", fuse->reactor_posted},
+                            {"hot_requests", fuse->reactor_hot},
                             {"why_not", fuse->reactor_error}, {"fixed_buffers", fuse->reactor_fixed_buffers},
                             {"fixed_buffers_why_not", fuse->reactor_fixed_error},
                             {"covering", fuse->reactor_covering}, {"device_reaps", fuse->reactor_device_reaps}};

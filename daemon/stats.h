@@ -41,6 +41,7 @@ struct FuseStats {
   // another thread and posted to the ring's reactor, and why it is not running, if it is not.
   bool reactor = false;
   uint64_t reactor_requests = 0, reactor_posted = 0;
+  uint64_t reactor_hot = 0;  // of the requests, reads and writes decoded without libfuse (fuse_uring_hot)
   std::string reactor_error;
   uint64_t reactor_fixed_buffers = 0;  // its entries' buffers registered with the rings
   std::string reactor_fixed_error;     // why not all were

@@ -278,7 +278,7 @@ int Filesystem::update_after_write(InodeObj* in, uint64_t first, uint64_t n, uin
                                    bool* extents_changed) {
   if (set_unwritten(in, first, n, false)) *extents_changed = true;
   if (end > in->d.size) in->d.size = end;
-  if (!fsetid) drop_suidgid(in->d);
+  if (!fsetid && drop_suidgid(in->d) && opts_.setid_dropped) opts_.setid_dropped(in->ino);
   if (int err = kill_caps(in)) return err;
   touch(in->d, false, true, true);
   return 0;

@@ -46,6 +46,9 @@ struct MountOptions {
   size_t meta_cache_bytes = 256u << 20;
   unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
   bool read_only = false;
+  // Called, under the filesystem's lock, when a write drops an inode's set-id bits (a writer
+  // without fsetid): whoever caches the mode (the kernel, over FUSE) must drop its copy.
+  std::function<void(uint64_t ino)> setid_dropped;
 };
 
 // setattr fields (FUSE_SET_ATTR_* values, so the daemon passes its mask through).

@@ -398,6 +398,24 @@ TEST_CASE("fuse posix: with allow_other alone, a second user gets what ext4 woul
   }) == 0);
   CHECK(mode_of(suid) == 0777);
   CHECK(read_file(suid) == "xy");
+  // A direct write (no page cache: the kernel leaves the bits to the filesystem) drops them
+  // too, and the kernel's copy of the mode knows at once: stat(1) asks statx for the mode
+  // alone, which the kernel answers from that copy, and exec goes by it.
+  const std::string dsuid = m + "/dsuid";
+  write_file(dsuid, std::string(4096, 'x'));
+  REQUIRE(chmod(dsuid.c_str(), 06777) == 0);
+  CHECK(errno_as_nobody([&] {
+    const int fd = open(dsuid.c_str(), O_WRONLY | O_DIRECT);
+    DirectBlock blk;
+    std::memset(blk.p, 'y', 4096);
+    const bool ok = fd >= 0 && pwrite(fd, blk.p, 4096, 0) == 4096;
+    if (fd >= 0) close(fd);
+    return ok ? 0 : -1;
+  }) == 0);
+  struct statx sx {};
+  REQUIRE(statx(AT_FDCWD, dsuid.c_str(), 0, STATX_MODE, &sx) == 0);
+  CHECK((sx.stx_mode & 07777) == 0777);
+  CHECK(read_file(dsuid) == std::string(4096, 'y'));
   REQUIRE(chmod(suid.c_str(), 04755) == 0);
   REQUIRE(chown(suid.c_str(), kNobody, kNobody) == 0);
   CHECK(mode_of(suid) == 0755);  // chown drops setuid, as on ext4

@@ -122,8 +122,8 @@ inline std::string read_file(const std::string& path) {
 
 // One 4 KiB block aligned for O_DIRECT, freed at scope exit; p is null if allocation failed.
 struct DirectBlock {
-  uint8_t* p = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));
-  DirectBlock() = default;
+  uint8_t* p;
+  explicit DirectBlock(size_t bytes = 4096) : p(static_cast<uint8_t*>(std::aligned_alloc(4096, bytes))) {}
   DirectBlock(const DirectBlock&) = delete;
   DirectBlock& operator=(const DirectBlock&) = delete;
   ~DirectBlock() { std::free(p); }
