@@ -3,7 +3,8 @@
 // 3.14 on, unpatched.
 //
 // libfuse keeps what it does well: the mount, the session, FUSE_INIT over /dev/fuse, and the
-// decoding of every request and encoding of every reply. The reactor owns the ring side: one
+// decoding and replies of every request but READ and WRITE, which the reactor hands straight
+// from the entry to Config::hot_request (answered with reply_hot()). The reactor owns the ring side: one
 // thread per possible CPU (the kernel's queue id is the CPU a request was made on), each with
 // its own io_uring holding that queue's entries. A request arrives in an entry's header and
 // payload buffers; the reactor lays the fuse_in_header and the opcode's argument down in front
