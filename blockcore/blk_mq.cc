@@ -74,7 +74,8 @@ void BlkMqOps::queue_rqs(RqList* rqs) {
 }
 
 RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, Toggles toggles)
-    : limits_(limits), toggles_(toggles), ops_(ops), bio_split_(4, 0, 0), bio_flush_(4, 0, 0) {
+    : limits_(limits), toggles_(toggles), ops_(ops), queue_depth_(set.queue_depth), bio_split_(4, 0, 0),
+      bio_flush_(4, 0, 0) {
   if (std::string err = blk_validate_limits(limits_); !err.empty())
     throw std::invalid_argument("queue limits: " + err);
   if (set.nr_hw_queues == 0 || set.nr_hw_queues > 256)

@@ -118,6 +118,7 @@ class RequestQueue {
   BlkMqOps* ops() const { return ops_; }
   unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }  // poll queues included
   unsigned nr_poll_queues() const { return nr_poll_; }
+  unsigned queue_depth() const { return queue_depth_; }  // tags per hardware queue
   BlkMqHwCtx* hctx(unsigned i) { return hctxs_[i].get(); }
   // The calling thread's hardware queue for a request with these flags (blk_mq_map_queue):
   // a REQ_POLLED one goes to the poll queue of the thread's CPU.
@@ -133,6 +134,7 @@ class RequestQueue {
   BlkMqOps* ops_;
   std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
   unsigned nr_default_ = 0, nr_poll_ = 0;
+  unsigned queue_depth_;
   BioSet bio_split_;
   BioSet bio_flush_;
   std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};

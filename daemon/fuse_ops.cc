@@ -639,7 +639,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
       fuse.guard_io_boosts = g->io_boosts();
     }
     const DeviceStats device = ctx->device_stats ? ctx->device_stats() : DeviceStats{};
-    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr), size);
+    IoContract contract = ctx->contract;
+    if (!fuse.reactor_error.empty()) contract.unavailable.push_back(fuse.reactor_error);
+    if (!fuse.reactor_fixed_error.empty())
+      contract.unavailable.push_back("the reactor's fixed buffers: " + fuse.reactor_fixed_error);
+    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr, &contract), size);
   }
   std::string v;
   const int err = FS(req)->getxattr(ino, name, &v);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 
+#include "devices/io_contract.h"
 #include "fs/filesystem.h"
 #include "fuse_reactor.h"
 #include "ring_guard.h"
@@ -34,6 +35,9 @@ struct FuseContext {
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
   const FuseReactor* reactor = nullptr;   // fuse_uring=on: the reactor (fuse_reactor.h), for the stats
   bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
+  // What the stack under the mount will do (devices/io_contract.h), from main, for the stats;
+  // the reactor's refusals are added when the stats are read.
+  IoContract contract;
   // The device's counters for the stats, from main (which opened it); unset: none to report.
   std::function<DeviceStats()> device_stats;
   // Replies to io_uring requests sent by a thread other than the request's ring thread (the

@@ -17,6 +17,7 @@
 
 #include "daemon/fuse_ops.h"
 #include "daemon/fuse_reactor.h"
+#include "devices/io_contract.h"
 #include "daemon/fuse_transport.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "biofs: %s\n", why.c_str());
     return 32;
   }
+  const std::string transport_note = notes;  // why the transport is not the one asked for, if so
   if (!notes.empty()) notes = "biofs: " + notes + "\n";
   // Fork before any thread exists (the device starts completion threads).
   if (!cl.foreground) daemonize();
@@ -160,6 +162,18 @@ int main(int argc, char** argv) {
     notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
              "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
   ctx.ring_plug = opts.fuse_uring_plug;
+  ctx.contract = io_contract(*dev, dopts);
+  if (!transport_note.empty()) ctx.contract.unavailable.push_back(transport_note);
+  if (opts.verbose) {
+    for (const std::string& line : io_contract_lines(ctx.contract)) notes += "biofs: contract: " + line + "\n";
+    const char* transport = reactor_wanted ? "the reactor (biofs's FUSE-over-io_uring server side)"
+                            : use_uring    ? "libfuse's ring threads"
+                                           : "/dev/fuse";
+    notes += std::string("biofs: contract: fuse ") + transport + ", fuse_uring=" + ctx.requested_uring +
+             ", fuse_uring_qd=" + std::to_string(opts.fuse_uring_qd) + ", cover " +
+             (opts.fuse_uring_cover ? "on" : "off") + ", hot " + (opts.fuse_uring_hot ? "on" : "off") + ", plug " +
+             (opts.fuse_uring_plug ? "on" : "off") + "\n";
+  }
   if (const EmuNamespace* emu = dev->emu()) {
     ctx.device_stats = [emu, nvme = dev->nvme()] {
       DeviceStats d{emu->name(), emu->inline_io(), emu->inline_flush(), emu->inline_commands(), emu->host_retries()};

@@ -79,6 +79,10 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
     if (!has_value) return o->writeback_cache = true, "";
     return on_off(&o->writeback_cache);
   }
+  if (key == "verbose" && !has_value) {
+    o->verbose = true;
+    return "";
+  }
   if (key == "ro" && !has_value) {
     o->fs.read_only = true;
     o->fuse_opts.push_back("ro");
@@ -181,7 +185,7 @@ std::string usage_text() {
          "  -o " + toggles + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
          "     writeback_cache=on|off,fuse_uring=on|off|auto|libfuse,fuse_uring_qd=N,fuse_uring_sched=normal|idle|auto,\n"
-         "     fuse_uring_plug=on|off,fuse_uring_cover=on|off,fuse_uring_hot=on|off,ro,\n"
+         "     fuse_uring_plug=on|off,fuse_uring_cover=on|off,fuse_uring_hot=on|off,ro,verbose,\n"
          "     and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }

@@ -47,6 +47,8 @@ struct DaemonOptions {
   // fuse_uring_hot=on|off: the reactor decodes READ and WRITE itself from the ring entry
   // (daemon/README.md, "Reads and writes without libfuse"); off: libfuse decodes every request.
   bool fuse_uring_hot = true;
+  // verbose: print the I/O contract (devices/io_contract.h) when mounting, on stderr.
+  bool verbose = false;
   // fuse_uring_sched=normal|idle|auto: idle puts the reactor's threads in SCHED_IDLE, so a woken
   // requester stays on its ring's CPU, with a guard that moves a ring thread kept waiting back
   // to SCHED_OTHER (daemon/README.md, "Ring threads in SCHED_IDLE"); auto, the default: idle

@@ -47,7 +47,7 @@ uint64_t mono_s() {
 
 }  // namespace
 
-std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* device) {
+std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* device, const IoContract* contract) {
   Json j;
   j["version"] = 1;
   j["pid"] = uint64_t(getpid());
@@ -66,6 +66,20 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
                             {"fixed_buffers_why_not", fuse->reactor_fixed_error},
                             {"covering", fuse->reactor_covering}, {"device_reaps", fuse->reactor_device_reaps}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
+  if (contract) {
+    const QueueLimits& l = contract->limits;
+    Json toggles = Json::object();
+    for (const auto& [name, value] : contract->toggles) toggles[name] = value;
+    j["contract"] = {{"device", contract->device}, {"lba_size", contract->lba_size},
+                     {"mdts_bytes", contract->mdts_bytes},
+                     {"limits", {{"max_sectors", l.max_sectors}, {"max_hw_sectors", l.max_hw_sectors},
+                                 {"max_segments", l.max_segments}, {"max_segment_size", l.max_segment_size},
+                                 {"virt_boundary_mask", l.virt_boundary_mask}, {"dma_alignment", l.dma_alignment + 1},
+                                 {"chunk_sectors", l.chunk_sectors}, {"write_cache", l.write_cache}}},
+                     {"hw_queues", contract->hw_queues}, {"poll_queues", contract->poll_queues},
+                     {"queue_depth", contract->queue_depth}, {"toggles", toggles},
+                     {"unavailable", contract->unavailable}};
+  }
   if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},
                    {"inline_flush", device->inline_flush},

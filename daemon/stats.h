@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "devices/io_contract.h"
 #include "fs/block_io.h"
 #include "nvme/emu_write_cache.h"
 
@@ -70,6 +71,7 @@ struct DeviceStats {
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident
 // size and the per-stage histograms (count, p50, p99 and the non-empty buckets) as JSON; with
 // `fuse`, a "fuse" object after "rss_bytes"; with `device`, a "device" object after it.
-std::string stats_json(BlockIo& io, const FuseStats* fuse = nullptr, const DeviceStats* device = nullptr);
+std::string stats_json(BlockIo& io, const FuseStats* fuse = nullptr, const DeviceStats* device = nullptr,
+                       const IoContract* contract = nullptr);
 
 }  // namespace biofs

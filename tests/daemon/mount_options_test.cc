@@ -94,6 +94,14 @@ TEST_CASE("mount options: the FUSE transport") {
   CHECK(parse_mount_options("fuse_uring_cover=on", &o) == "");
   CHECK(o.fuse_uring_cover);
   CHECK(parse_mount_options("fuse_uring_cover=yes", &o).find("fuse_uring_cover") != std::string::npos);
+  CHECK(o.fuse_uring_hot);  // the reactor decodes reads and writes itself unless asked otherwise
+  CHECK(parse_mount_options("fuse_uring_hot=off", &o) == "");
+  CHECK_FALSE(o.fuse_uring_hot);
+  CHECK(parse_mount_options("fuse_uring_hot=maybe", &o).find("fuse_uring_hot") != std::string::npos);
+  CHECK_FALSE(o.verbose);
+  CHECK(parse_mount_options("verbose", &o) == "");
+  CHECK(o.verbose);
+  CHECK(parse_mount_options("verbose=1", &o) != "");  // a flag, no value
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
 }
 

@@ -427,3 +427,36 @@ TEST_CASE("fuse: tar -x into a new directory on emu:IMG,vwc waits on no host wri
   CHECK_MESSAGE(run("diff -r " + src + " " + s.mnt + "/new", &out) == 0, out);
   unmount(s.mnt, pid);
 }
+
+// The mount-time I/O contract (devices/io_contract.h): `-o verbose` prints it as the mount
+// comes up, the stats carry it always, and what was asked for but is not there is named in both.
+TEST_CASE("fuse: -o verbose prints the I/O contract at mount, and the stats carry it") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: no /dev/fuse");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  std::string out;
+  REQUIRE_MESSAGE(run(kBin + "/biofs emu:" + s.img + ",mdts=3 " + s.mnt + " -o " + with_test_opts("verbose,poll_queues=1") +
+                          " 2>&1",
+                      &out) == 0,
+                  out);
+  REQUIRE(is_mounted(s.mnt));
+  CHECK_MESSAGE(out.find("biofs: contract: device emu:" + s.img) != std::string::npos, out);
+  CHECK_MESSAGE(out.find("mdts 32 KiB; limits: max 32 KiB per request") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("1 poll") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("biofs: contract: fuse ") != std::string::npos, out);
+  const std::string stats = stats_of(s.mnt);
+  CHECK(stat_number(stats, "mdts_bytes") == 32768);
+  CHECK(stat_number(stats, "max_sectors") == 64);
+  CHECK(stat_number(stats, "poll_queues") == 1);
+  REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
+
+  // Without verbose: nothing printed, the stats still carry it; a RAM disk has no poll queues.
+  REQUIRE(run(kBin + "/biofs ram:64M " + s.mnt + " -o " + with_test_opts("poll_queues=2") + " 2>&1", &out) == 0);
+  CHECK_MESSAGE(out.find("contract") == std::string::npos, out);
+  const std::string ram = stats_of(s.mnt);
+  CHECK(stat_number(ram, "mdts_bytes") == 0);
+  CHECK_MESSAGE(ram.find("poll_queues=2: this device has 0") != std::string::npos, ram);
+  REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
+}

@@ -786,6 +786,11 @@ class Mount(unittest.TestCase):
         # may have moved one if other tests kept the CPUs busy.
         rings = r"SCHED_IDLE \(guard: \d+ moves to SCHED_OTHER, \d+ of them for I/O in flight, \d+ now\)" if uring else "normal"
         self.assertRegex(p.stdout, rf"fuse      transport {re.escape(transport)} \(fuse_uring=auto, ring threads {rings}\)")
+        # The I/O contract: the emulated namespace's default MDTS (128 KiB) and its PRP boundary.
+        self.assertEqual(s1["contract"]["mdts_bytes"], 128 << 10)
+        self.assertIn(f"contract  emu:{self.img}", p.stdout)
+        self.assertIn("mdts 128.0 KiB: max 128.0 KiB per request", p.stdout)
+        self.assertIn("virt boundary 0xfff", p.stdout)
         p = run([os.path.join(TOOLS, "biofs-stat"), self.tmp])
         self.assertEqual(p.returncode, 1)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
