@@ -227,7 +227,6 @@ struct Queue {
   void run();
   void handle(Entry* e);
   bool hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz);
-  void commit_error(Entry* e, int error);
 };
 
 bool Queue::create(size_t payload_size, unsigned depth) {
@@ -349,7 +348,7 @@ void Queue::handle(Entry* e) {
   const size_t head = sizeof(fuse_in_header);
   if (in->len < head + payload_sz || in->len - head - payload_sz > FUSE_URING_OP_IN_OUT_SZ ||
       payload_sz > e->payload_size) {
-    commit_error(e, EIO);
+    FuseReactor::reply_hot(e, EIO, nullptr, 0);
     return;
   }
   tls_entry = e;
@@ -393,13 +392,6 @@ void commit_reply(Entry* e) {
     e->q->r->posted.fetch_add(1, std::memory_order_relaxed);
     e->q->post(e);
   }
-}
-
-void Queue::commit_error(Entry* e, int error) {
-  const uint64_t unique = reinterpret_cast<const fuse_in_header*>(e->hdr->in_out)->unique;
-  *reinterpret_cast<fuse_out_header*>(e->hdr->in_out) = fuse_out_header{sizeof(fuse_out_header), -error, unique};
-  e->hdr->ring_ent_in_out.payload_sz = 0;
-  prep_cmd(e, FUSE_IO_URING_CMD_COMMIT_AND_FETCH);
 }
 
 ssize_t reactor_read(int fd, void* buf, size_t len, void*) {
