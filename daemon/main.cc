@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/fuse_ops.h"
+#include "daemon/daemon_switches.h"
 #include "daemon/fuse_reactor.h"
 #include "devices/io_contract.h"
 #include "daemon/fuse_transport.h"
@@ -95,6 +96,10 @@ int main(int argc, char** argv) {
   if (std::string why = parse_command_line(argc, argv, &cl); !why.empty()) {
     fprintf(stderr, "biofs: %s\n", why.c_str());
     return 1;
+  }
+  if (cl.list_toggles) {
+    fputs(list_toggles_text().c_str(), stdout);
+    return 0;
   }
   if (cl.help) {
     fputs(usage_text().c_str(), stdout);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon_switches.h"
 #include "lib/parse_number.h"
 #include "lib/printable.h"
 
@@ -38,11 +39,6 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
     *out = unsigned(v);
     return std::string();
   };
-  auto on_off = [&](bool* out) {
-    if (val != "on" && val != "off") return bad("on|off");
-    *out = val == "on";
-    return std::string();
-  };
   if (const ToggleInfo* t = find_toggle(key)) return t->set(&o->toggles, val) ? "" : bad(t->values);
   if (key == "queues") return number(1, 256, &o->queues, "a number from 1 to 256");
   if (key == "qd") return number(1, 4096, &o->qd, "a number from 1 to 4096");
@@ -61,24 +57,9 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
     o->fs.meta_cache_bytes = size_t(mib) << 20;
     return "";
   }
-  if (key == "keep_cache") return on_off(&o->keep_cache);
-  if (key == "fuse_uring") return parse_fuse_uring(val, &o->fuse_uring) ? "" : bad("on|off|auto|reactor|libfuse");
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
-  if (key == "fuse_uring_plug") return on_off(&o->fuse_uring_plug);
-  if (key == "fuse_uring_cover") return on_off(&o->fuse_uring_cover);
-  if (key == "fuse_uring_hot") return on_off(&o->fuse_uring_hot);
-  if (key == "fuse_uring_sched") {
-    using RS = DaemonOptions::RingSched;
-    if (val == "normal") o->fuse_uring_sched = RS::normal;
-    else if (val == "idle") o->fuse_uring_sched = RS::idle;
-    else if (val == "auto") o->fuse_uring_sched = RS::auto_;
-    else return bad("normal|idle|auto");
-    return "";
-  }
-  if (key == "writeback_cache") {
-    if (!has_value) return o->writeback_cache = true, "";
-    return on_off(&o->writeback_cache);
-  }
+  if (key == "writeback_cache" && !has_value) return o->writeback_cache = true, "";  // mount(8)'s flag form
+  if (const DaemonSwitch* s = find_daemon_switch(key)) return s->set(o, val) ? "" : bad(s->values);
   if (key == "verbose" && !has_value) {
     o->verbose = true;
     return "";
@@ -96,12 +77,13 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   return "unknown mount option '" + opt + "'";
 }
 
-enum Key { KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_HELP };
+enum Key { KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_LIST_TOGGLES };
 
 const fuse_opt kFlags[] = {
     FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
     FUSE_OPT_KEY("-s", KEY_SINGLE),     FUSE_OPT_KEY("-h", KEY_HELP),
-    FUSE_OPT_KEY("--help", KEY_HELP),   FUSE_OPT_END,
+    FUSE_OPT_KEY("--help", KEY_HELP),   FUSE_OPT_KEY("--list-toggles", KEY_LIST_TOGGLES),
+    FUSE_OPT_END,
 };
 
 struct Parse {
@@ -117,6 +99,7 @@ int on_arg(void* data, const char* arg, int key, fuse_args*) {
     case KEY_DEBUG: p->cl->debug = p->cl->foreground = true; return 0;
     case KEY_SINGLE: p->cl->single_thread = true; return 0;
     case KEY_HELP: p->cl->help = true; return 0;
+    case KEY_LIST_TOGGLES: p->cl->list_toggles = true; return 0;
     case FUSE_OPT_KEY_NONOPT: p->positional.push_back(arg); return 0;
     default: break;  // FUSE_OPT_KEY_OPT: one item of a -o list, or an unknown flag
   }
@@ -166,7 +149,7 @@ std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
 std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
   Parse p{cl, "", {}};
   if (std::string why = run(std::vector<std::string>(argv, argv + argc), &p); !why.empty()) return why;
-  if (cl->help) return "";
+  if (cl->help || cl->list_toggles) return "";
   if (p.positional.size() != 2)
     return p.positional.size() < 2 ? "expected DEVICE and MOUNTPOINT (try -h)"
                                    : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
@@ -179,14 +162,23 @@ std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
 }
 
 std::string usage_text() {
-  std::string toggles;
-  for (const ToggleInfo& t : toggle_table()) toggles += std::string(t.name) + "=" + t.values + ",";
+  std::string opts = "  -o ";
+  size_t line_start = 0;
+  auto add = [&](const std::string& item) {
+    if (opts.size() - line_start + item.size() > 100) {
+      opts += "\n";
+      line_start = opts.size();
+      opts += "     ";
+    }
+    opts += item + ",";
+  };
+  for (const ToggleInfo& t : toggle_table()) add(std::string(t.name) + "=" + t.values);
+  for (const DaemonSwitch& s : daemon_switches()) add(std::string(s.name) + "=" + s.values);
   return "usage: biofs DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
-         "  -o " + toggles + "\n"
-         "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,keep_cache=on|off,\n"
-         "     writeback_cache=on|off,fuse_uring=on|off|auto|libfuse,fuse_uring_qd=N,fuse_uring_sched=normal|idle|auto,\n"
-         "     fuse_uring_plug=on|off,fuse_uring_cover=on|off,fuse_uring_hot=on|off,ro,verbose,\n"
-         "     and FUSE/mount options\n"
+         "       biofs --list-toggles   (each toggle and switch: NAME VALUES A B block|daemon)\n" +
+         opts + "\n"
+         "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,fuse_uring_qd=N,\n"
+         "     ro,verbose, and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }
 

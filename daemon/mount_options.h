@@ -67,6 +67,7 @@ std::string parse_mount_options(const std::string& list, DaemonOptions* o);
 struct CommandLine {
   std::string device, mountpoint;
   bool foreground = false, debug = false, single_thread = false, help = false;
+  bool list_toggles = false;  // --list-toggles
   DaemonOptions opts;
 };
 

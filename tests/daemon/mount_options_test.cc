@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "daemon/daemon_switches.h"
 #include "daemon/mount_options.h"
 
 using namespace biofs;
@@ -127,4 +128,43 @@ TEST_CASE("mount options: the FUSE worker count follows the CPUs") {
   CHECK(o.threads == unsigned(std::max(4L, 2 * cpus)));
   CHECK(parse_mount_options("threads=3", &o) == "");
   CHECK(o.threads == 3);
+}
+
+// The daemon's switches (daemon/daemon_switches.h): each row's A/B pair parses as a mount option
+// and reads back, a bad value names the switch and its values, and `biofs --list-toggles` and
+// the usage text list every block toggle and every switch, the list with each one's pair.
+TEST_CASE("mount options: every daemon switch and toggle is in the table, --list-toggles and the usage") {
+  const std::string list = list_toggles_text();
+  const std::string usage = usage_text();
+  for (const DaemonSwitch& s : daemon_switches()) {
+    CAPTURE(s.name);
+    for (const char* v : {s.ab_a, s.ab_b}) {
+      DaemonOptions o;
+      CHECK(parse_mount_options(std::string(s.name) + "=" + v, &o) == "");
+      CHECK(std::string(s.get(o)) == v);
+      CHECK(o.fuse_opts.empty());
+    }
+    DaemonOptions o;
+    CHECK(parse_mount_options(std::string(s.name) + "=bogus", &o) ==
+          "bad value for mount option " + std::string(s.name) + ": 'bogus' (expected " + s.values + ")");
+    CHECK(find_daemon_switch(s.name) == &s);
+    CHECK(list.find(std::string(s.name) + " " + s.values + " " + s.ab_a + " " + s.ab_b + " daemon\n") !=
+          std::string::npos);
+    CHECK(usage.find(std::string(s.name) + "=" + s.values) != std::string::npos);
+  }
+  for (const ToggleInfo& t : toggle_table()) {
+    CAPTURE(t.name);
+    CHECK(list.find(std::string(t.name) + " " + t.values + " " + t.ab_a + " " + t.ab_b + " block\n") !=
+          std::string::npos);
+    CHECK(usage.find(std::string(t.name) + "=" + t.values) != std::string::npos);
+  }
+  size_t lines = 0;
+  for (char c : list) lines += c == '\n';
+  CHECK(lines == toggle_table().size() + daemon_switches().size());
+  for (size_t start = 0, end; (end = usage.find('\n', start)) != std::string::npos; start = end + 1)
+    CHECK(end - start <= 110);  // wrapped for a terminal
+  CommandLine cl;
+  std::vector<const char*> argv = {"biofs", "--list-toggles"};
+  CHECK(parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), &cl) == "");
+  CHECK(cl.list_toggles);
 }

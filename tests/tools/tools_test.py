@@ -371,6 +371,26 @@ class CompareArgs(unittest.TestCase):
         self.assertFalse(compare.parse_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/y.img"]).own_image)
         self.assertTrue(compare.parse_args(["--image", "/tmp/x.img"]).own_image)
 
+    def test_default_pairs_come_from_the_binary(self):
+        # `biofs --list-toggles` (daemon/daemon_switches.h) is the one list of toggles and their pairs.
+        p = run([os.path.join(BIN, "biofs"), "--list-toggles"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pairs = compare.parse_toggle_list(p.stdout)
+        self.assertEqual(pairs["bio_cache"], ("off", "on", "block"))
+        self.assertEqual(pairs["tag_batch"], ("plain", "retain", "block"))
+        self.assertEqual(pairs["fuse_uring_hot"], ("off", "on", "daemon"))
+        self.assertEqual(pairs["fuse_uring_sched"], ("normal", "auto", "daemon"))
+        self.assertEqual(compare.toggle_pairs(BIN), pairs)
+        self.assertEqual(len(pairs), len(p.stdout.splitlines()))
+        a = compare.parse_args(["--bin", BIN, "--toggle", "fuse_uring_cover", "--layers", "none"])
+        self.assertEqual(a.values, ("off", "on"))
+        self.assertEqual(compare.parse_args(["--bin", BIN, "--toggle", "split_check"]).values, ("fast", "iter"))
+        # A name the binary does not list needs its two values, and the error lists the known ones.
+        p = run([os.path.join(TOOLS, "biofs-compare"), "--bin", BIN, "--toggle", "no_such_switch"])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("give the two values", p.stderr)
+        self.assertIn("fuse_uring_hot", p.stderr)
+
 
 class Cost(unittest.TestCase):
     """cost.csv: per-thread CPU from /proc, the roles, the stage shares, the report's columns."""
