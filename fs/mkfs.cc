@@ -1,5 +1,7 @@
 #include "mkfs.h"
 
+#include <uuid/uuid.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -66,8 +68,8 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
            std::to_string(jblocks) + " journal blocks)";
   sb.free_blocks = blocks - sb.data_start - 1;
   sb.free_inodes = inodes - 1;
+  uuid_generate(sb.uuid);  // a random (version 4) UUID where the kernel's entropy allows, as mke2fs
   std::random_device rd;
-  for (auto& b : sb.uuid) b = uint8_t(rd());
   sb.hash_seed = rd();
   std::memcpy(sb.label, opts.label.data(), opts.label.size());
   sb.mkfs_time = sb.write_time = int64_t(time(nullptr));

@@ -17,6 +17,7 @@ packages=(
   nlohmann-json3-dev                 # daemon/stats.cc, tools/bench: JSON output
   libcli11-dev                       # tools/bench: biofs-bench's options
   libisal-dev                        # fs/crc32c.cc: the metadata checksum (ISA-L)
+  uuid-dev                           # fs/mkfs.cc, mkfs.biofs: the filesystem's UUID (libuuid)
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons
   valgrind binutils                  # tools/biofs-instructions: callgrind, addr2line

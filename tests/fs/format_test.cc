@@ -2,6 +2,8 @@
 // checksums, refusing an existing filesystem, a too-small device.
 #include <doctest/doctest.h>
 
+#include <uuid/uuid.h>
+
 #include <cstring>
 
 #include "blockcore/brd.h"
@@ -38,6 +40,24 @@ TEST_CASE("format: mkfs writes a superblock that reads back and checks") {
   const Inode* root = reinterpret_cast<const Inode*>(blk.data());
   CHECK(inode_crc(ROOT_INO, *root) == root->checksum);
   CHECK(inode_crc(2, *root) != root->checksum);  // seeded with the inode number
+}
+
+// The UUID is libuuid's (uuid_generate, as mke2fs): a random RFC 4122 UUID, version 4, variant
+// 10xx, different for each filesystem, and shared by the journal superblock.
+TEST_CASE("format: each filesystem gets its own random RFC 4122 UUID") {
+  SuperBlock sbs[2];
+  for (SuperBlock& sb : sbs) {
+    BrdDevice d(64 << 20);
+    BlockIo io(d.bdev(), 4096);
+    REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+    CHECK(uuid_is_null(sb.uuid) == 0);
+    CHECK(uuid_type(sb.uuid) == UUID_TYPE_DCE_RANDOM);  // version 4
+    CHECK(uuid_variant(sb.uuid) == UUID_VARIANT_DCE);    // RFC 4122
+    IoBuf blk(4096);
+    REQUIRE(io.read(sb.journal_start, 1, blk.data()) == 0);
+    CHECK(std::memcmp(reinterpret_cast<const JournalSuper*>(blk.data())->uuid, sb.uuid, 16) == 0);
+  }
+  CHECK(uuid_compare(sbs[0].uuid, sbs[1].uuid) != 0);
 }
 
 TEST_CASE("format: a corrupted superblock is detected and the backup is used") {

@@ -1,6 +1,7 @@
 // mkfs.biofs: makes a biofs filesystem.
 //   mkfs.biofs [-b BLOCKSIZE] [-N INODES] [-L LABEL] [-J JOURNAL_BLOCKS] [-f] [-q] DEVICE
 #include <unistd.h>
+#include <uuid/uuid.h>
 
 #include <cstdio>
 #include <cstring>
@@ -90,9 +91,7 @@ int main(int argc, char** argv) {
   }
   if (!quiet) {
     char uuid[37];
-    const uint8_t* u = sb.uuid;
-    snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    uuid_unparse_lower(sb.uuid, uuid);
     printf("biofs on %s: %llu blocks of %u bytes, %llu inodes, journal %llu blocks, label '%s', uuid %s\n",
            spec.c_str(), (unsigned long long)sb.block_count, sb.block_size, (unsigned long long)sb.inode_count,
            (unsigned long long)sb.journal_blocks, sb.label, uuid);
