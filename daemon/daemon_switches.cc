@@ -9,10 +9,16 @@ namespace {
 
 const char* on_off_name(bool v) { return v ? "on" : "off"; }
 
-bool set_on_off(bool* out, std::string_view v) {
+// An on|off switch's set and get, for the member it names.
+template <bool DaemonOptions::*M>
+bool set_on_off(DaemonOptions* o, std::string_view v) {
   if (v != "on" && v != "off") return false;
-  *out = v == "on";
+  o->*M = v == "on";
   return true;
+}
+template <bool DaemonOptions::*M>
+const char* get_on_off(const DaemonOptions& o) {
+  return on_off_name(o.*M);
 }
 
 using RingSched = DaemonOptions::RingSched;
@@ -29,24 +35,14 @@ const char* ring_sched_name(RingSched s) {
 
 const std::vector<DaemonSwitch>& daemon_switches() {
   static const std::vector<DaemonSwitch> table = {
-      {"keep_cache", "on|off", "off", "on",
-       [](DaemonOptions* o, std::string_view v) { return set_on_off(&o->keep_cache, v); },
-       [](const DaemonOptions& o) { return on_off_name(o.keep_cache); }},
-      {"writeback_cache", "on|off", "off", "on",
-       [](DaemonOptions* o, std::string_view v) { return set_on_off(&o->writeback_cache, v); },
-       [](const DaemonOptions& o) { return on_off_name(o.writeback_cache); }},
+      {"keep_cache", "on|off", "off", "on", set_on_off<&DaemonOptions::keep_cache>, get_on_off<&DaemonOptions::keep_cache>},
+      {"writeback_cache", "on|off", "off", "on", set_on_off<&DaemonOptions::writeback_cache>, get_on_off<&DaemonOptions::writeback_cache>},
       {"fuse_uring", "on|off|auto|reactor|libfuse", "off", "on",
        [](DaemonOptions* o, std::string_view v) { return parse_fuse_uring(std::string(v), &o->fuse_uring); },
        [](const DaemonOptions& o) { return fuse_uring_name(o.fuse_uring); }},
-      {"fuse_uring_plug", "on|off", "off", "on",
-       [](DaemonOptions* o, std::string_view v) { return set_on_off(&o->fuse_uring_plug, v); },
-       [](const DaemonOptions& o) { return on_off_name(o.fuse_uring_plug); }},
-      {"fuse_uring_cover", "on|off", "off", "on",
-       [](DaemonOptions* o, std::string_view v) { return set_on_off(&o->fuse_uring_cover, v); },
-       [](const DaemonOptions& o) { return on_off_name(o.fuse_uring_cover); }},
-      {"fuse_uring_hot", "on|off", "off", "on",
-       [](DaemonOptions* o, std::string_view v) { return set_on_off(&o->fuse_uring_hot, v); },
-       [](const DaemonOptions& o) { return on_off_name(o.fuse_uring_hot); }},
+      {"fuse_uring_plug", "on|off", "off", "on", set_on_off<&DaemonOptions::fuse_uring_plug>, get_on_off<&DaemonOptions::fuse_uring_plug>},
+      {"fuse_uring_cover", "on|off", "off", "on", set_on_off<&DaemonOptions::fuse_uring_cover>, get_on_off<&DaemonOptions::fuse_uring_cover>},
+      {"fuse_uring_hot", "on|off", "off", "on", set_on_off<&DaemonOptions::fuse_uring_hot>, get_on_off<&DaemonOptions::fuse_uring_hot>},
       {"fuse_uring_sched", "normal|idle|auto", "normal", "auto",
        [](DaemonOptions* o, std::string_view v) {
          for (RingSched s : {RingSched::normal, RingSched::idle, RingSched::auto_})

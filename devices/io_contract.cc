@@ -58,8 +58,8 @@ std::vector<std::string> io_contract_lines(const IoContract& c) {
   std::string lim = "lba " + size_text(c.lba_size) + ", mdts " + (c.mdts_bytes ? size_text(c.mdts_bytes) : "none") +
                     "; limits: max " + size_text(uint64_t(l.max_sectors) << 9) + " per request (" +
                     std::to_string(l.max_sectors) + " sectors, hw " + std::to_string(l.max_hw_sectors) + "), " +
-                    std::to_string(l.max_segments) + " segments of at most " +
-                    (l.max_segment_size == UINT32_MAX ? std::string("any size") : size_text(l.max_segment_size));
+                    std::to_string(l.max_segments) + " segments of " +
+                    (l.max_segment_size == UINT32_MAX ? std::string("any size") : "at most " + size_text(l.max_segment_size));
   char mask[64];
   snprintf(mask, sizeof(mask), ", virt boundary %#llx, dma alignment %u, chunk %u sectors",
            (unsigned long long)l.virt_boundary_mask, l.dma_alignment + 1, l.chunk_sectors);
