@@ -179,10 +179,19 @@ int main(int argc, char** argv) {
              (opts.fuse_uring_cover ? "on" : "off") + ", hot " + (opts.fuse_uring_hot ? "on" : "off") + ", plug " +
              (opts.fuse_uring_plug ? "on" : "off") + "\n";
   }
-  if (const EmuNamespace* emu = dev->emu()) {
-    ctx.device_stats = [emu, nvme = dev->nvme()] {
-      DeviceStats d{emu->name(), emu->inline_io(), emu->inline_flush(), emu->inline_commands(), emu->host_retries()};
-      if (nvme) d.doorbells = nvme->doorbells(), d.cover_misses = nvme->cover_misses();
+  if (const NvmeDriver* nvme = dev->nvme()) {
+    ctx.device_stats = [nvme, emu = dev->emu()] {
+      DeviceStats d;
+      d.name = nvme->transport()->name();
+      d.doorbells = nvme->doorbells();
+      d.cover_misses = nvme->cover_misses();
+      d.retries = nvme->retries();
+      d.fixed_buffer_cmds = nvme->fixed_buffer_cmds();
+      if (!emu) return d;
+      d.inline_io = emu->inline_io();
+      d.inline_flush = emu->inline_flush();
+      d.inline_commands = emu->inline_commands();
+      d.host_retries = emu->host_retries();
       if (const EmuWriteCache* wc = emu->write_cache()) {
         d.write_cache_bytes = wc->capacity();
         d.write_cache = wc->stats();

@@ -84,7 +84,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},
                    {"inline_flush", device->inline_flush},
                    {"inline_commands", device->inline_commands}, {"host_retries", device->host_retries},
-                   {"doorbells", device->doorbells}, {"cover_misses", device->cover_misses}};
+                   {"doorbells", device->doorbells}, {"cover_misses", device->cover_misses},
+                   {"retries", device->retries}, {"fixed_buffer_cmds", device->fixed_buffer_cmds}};
     const EmuWriteCacheStats& w = device->write_cache;
     if (device->write_cache_bytes)
       j["device"]["write_cache"] = {{"bytes", device->write_cache_bytes}, {"writes", w.writes},

@@ -64,6 +64,8 @@ struct DeviceStats {
   uint64_t host_retries = 0;
   uint64_t doorbells = 0;          // submission doorbells the NVMe driver rang
   uint64_t cover_misses = 0;       // requests a completion thread reaped while its queue was covered
+  uint64_t retries = 0;            // commands the NVMe driver sent again after a failure
+  uint64_t fixed_buffer_cmds = 0;  // commands through a buffer registered with the ring (fixedbufs)
   uint64_t write_cache_bytes = 0;  // 0: no write cache
   EmuWriteCacheStats write_cache;
 };

@@ -54,6 +54,7 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
     p.nsid = ns_.nsid;
     p.lba_shift = ns_.lba_shift;
     p.max_transfer = max_transfer_;
+    p.polled = nq->polled;
     nq->q = transport_->create_queue(p);
     hctxs_.push_back(std::move(nq));
   }
@@ -379,6 +380,12 @@ int NvmeDriver::poll_all(bool wait) {
 uint64_t NvmeDriver::doorbells() const {
   uint64_t n = 0;
   for (const auto& nq : hctxs_) n += nq->doorbells.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t NvmeDriver::fixed_buffer_cmds() const {
+  uint64_t n = 0;
+  for (const auto& nq : hctxs_) n += nq->q->fixed_buffer_cmds();
   return n;
 }
 

@@ -81,6 +81,7 @@ class NvmeDriver : public BlkMqOps {
   BlockDevice* bdev() { return &bdev_; }
   RequestQueue* queue() { return queue_.get(); }
   NvmeTransport* transport() { return transport_.get(); }
+  const NvmeTransport* transport() const { return transport_.get(); }
   const NvmeNsInfo& ns() const { return ns_; }
   const NvmeIdCtrl& id_ctrl() const { return *id_ctrl_; }
   const NvmeIdNs& id_ns() const { return *id_ns_; }
@@ -101,6 +102,8 @@ class NvmeDriver : public BlkMqOps {
   // Submission doorbells rung (nvme_write_sq_db with write_sq true): one per hardware queue's
   // run of a plug flush, per queue_rq with `last`, per commit_rqs.
   uint64_t doorbells() const;
+  // Commands sent through a buffer registered with their ring (passthrough's fixedbufs).
+  uint64_t fixed_buffer_cmds() const;
   // Requests a completion thread reaped while a thread covered its queue (cover_look_ms).
   uint64_t cover_misses() const;
   // Completion threads asleep now because a thread covers their queue.

@@ -5,6 +5,7 @@
 // uring passthrough to /dev/ngXnY (uring_passthru.h) and the emulated namespace (emu_ns.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,6 +41,7 @@ struct NvmeQueueParams {
   uint32_t nsid = 1;
   unsigned lba_shift = 9;
   uint32_t max_transfer = 0;  // bytes one command moves at most (from MDTS and the driver cap)
+  bool polled = false;        // a poll queue (HCTX_TYPE_POLL): only REQ_POLLED I/O, reaped by its submitter
 };
 
 // One submission/completion queue pair: here, one io_uring.
@@ -75,6 +77,9 @@ class NvmeQueue {
 
   const std::string& name() const { return name_; }
   uint64_t errors() const { return errors_; }  // read after the reaper has stopped
+  // Commands whose data moved through a buffer registered with the ring (passthrough's
+  // IORING_URING_CMD_FIXED); counted under the caller's submit serialisation, read by anyone.
+  uint64_t fixed_buffer_cmds() const { return fixed_buffer_cmds_.load(std::memory_order_relaxed); }
 
  protected:
   // nvme_complete_rq() for both transports: `status` is the NVMe status field.
@@ -89,8 +94,12 @@ class NvmeQueue {
   }
   void fail(NvmeIod* iod, uint16_t status, RqList* failed);  // keeps, maps, queues on `failed`
 
+  void count_fixed_buffer_cmd() {
+    fixed_buffer_cmds_.store(fixed_buffer_cmds_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   std::string name_;
   uint64_t errors_ = 0;
+  std::atomic<uint64_t> fixed_buffer_cmds_{0};
 };
 
 // nvme_ctrl + its namespace, as the driver sees them at start-up.

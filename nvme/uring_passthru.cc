@@ -58,7 +58,11 @@ UringQueue::UringQueue(UringPassthru* t, const NvmeQueueParams& p)
   const UringPassthruConfig& cfg = t->config();
   io_uring_params params{};
   params.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_CLAMP;
-  if (cfg.iopoll) params.flags |= IORING_SETUP_IOPOLL;
+  // As nvme-pci's queue maps: only a poll queue completes by polling (HCTX_TYPE_POLL). A default
+  // queue keeps its interrupt, so the completion thread that sleeps in it is woken by the
+  // kernel; an IOPOLL ring there would have it spin in io_iopoll_check() holding the ring's
+  // uring_lock, which the submitters and the task work that completes their commands wait for.
+  if (cfg.iopoll && p.polled) params.flags |= IORING_SETUP_IOPOLL;
   if (cfg.sqpoll) {
     params.flags |= IORING_SETUP_SQPOLL;
     params.sq_thread_idle = cfg.sq_thread_idle_ms;
@@ -110,6 +114,7 @@ void UringQueue::prep(io_uring_sqe* sqe, NvmeIod* iod) {
     sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
     sqe->buf_index = 0;
     iod->xfer = PT_XFER_FIXED;
+    count_fixed_buffer_cmd();
   }
   io_uring_sqe_set_data(sqe, iod);
 }
@@ -280,7 +285,12 @@ uint16_t UringPassthru::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t l
 
 std::unique_ptr<NvmeQueue> UringPassthru::create_queue(const NvmeQueueParams& p) {
   auto q = std::make_unique<UringQueue>(this, p);
-  if (p.qid == 1) q->probe(p);
+  // The first queue, and with iopoll the first IOPOLL one (a kernel device without poll queues
+  // refuses polled commands).
+  if (p.qid == 1 || (cfg_.iopoll && p.polled && !probed_polled_)) {
+    q->probe(p);
+    probed_polled_ = probed_polled_ || p.polled;
+  }
   return q;
 }
 

@@ -12,8 +12,9 @@
 //
 // Options: `regfiles` registers the device with each ring (IOSQE_FIXED_FILE); `fixedbufs`
 // moves data through a registered, page-aligned slot per command (IORING_URING_CMD_FIXED;
-// a copy in and out, pinned once instead of per I/O); `iopoll` creates IOPOLL rings (the
-// device needs poll queues: nvme.poll_queues=N); `sqpoll` gives each ring a kernel submission
+// a copy in and out, pinned once instead of per I/O); `iopoll` creates IOPOLL rings for the
+// poll queues (the kernel device needs poll queues: nvme.poll_queues=N), the default queues
+// keep interrupt completions; `sqpoll` gives each ring a kernel submission
 // thread.
 #pragma once
 
@@ -43,8 +44,9 @@ class UringPassthru final : public NvmeTransport {
   uint32_t nsid() const override { return nsid_; }
   uint32_t max_user_pages() const override { return NVME_KERNEL_MAX_SEGS; }
   uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
-  // The first queue also sends one read of LBA 0, so that a kernel without passthrough on
-  // io_uring, or a device without poll queues for iopoll, is reported here in one line.
+  // The first queue (and with iopoll the first poll queue) also sends one read of LBA 0, so
+  // that a kernel without passthrough on io_uring, or a device without poll queues for
+  // iopoll, is reported here in one line.
   std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override;
 
   const UringPassthruConfig& config() const { return cfg_; }
@@ -54,6 +56,7 @@ class UringPassthru final : public NvmeTransport {
   UringPassthruConfig cfg_;
   int fd_ = -1;
   uint32_t nsid_ = 0;
+  bool probed_polled_ = false;
 };
 
 }  // namespace biofs

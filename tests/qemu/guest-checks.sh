@@ -1,20 +1,29 @@
 #!/bin/sh
 # Runs inside the QEMU guest (tests/qemu/run-in-guest.sh --add …): every passthrough check against
 # the real kernel's /dev/ng0n1, one PASS/FAIL line each; exits non-zero if any failed.
-#   1. the driver's tests over io_uring passthrough (identify, round trips larger than MDTS,
-#      unaligned buffers, flush, LBA out of range, polling, threads, registered files, fixed
-#      buffers), the doctest cases chosen by $1;
-#   2. biofs-bench briefly on nvme:/dev/ng0n1;
-#   3. fio's own io_uring_cmd engine, an independent witness, verifying the 0xa5 pattern the
-#      driver left at 64 MiB;
-#   4. the whole stack: mkfs.biofs and a biofs mount on nvme:/dev/ng0n1, fio with crc32c
-#      verification through the mount (psync and io_uring, direct and buffered), unmount,
-#      fsck, remount with the toggles flipped, fio verifies again, unmount, fsck.
+#   driver        the driver's tests over io_uring passthrough (passthrough_guest_test.cc), the
+#                 doctest cases chosen by $1
+#   biofs-bench   briefly on nvme:/dev/ng0n1
+#   fio witness   fio's own io_uring_cmd engine verifies the 0xa5 pattern the driver left at 64 MiB
+#   stack         mkfs.biofs, a mount on nvme:/dev/ng0n1 over FUSE-over-io_uring (the reactor;
+#                 the kernel command line sets fuse.enable_uring=1), fio with crc32c verification
+#                 through it (psync and io_uring, direct and buffered), unmount, fsck; again with
+#                 the toggles flipped over /dev/fuse
+#   stack-OPT     the same fio verification on nvme:/dev/ng0n1,OPT for regfiles, fixedbufs,
+#                 iopoll and sqpoll, each with the kernel's evidence that OPT was in force
+#   retry         controller resets while fio writes through the mount: commands the reset
+#                 aborts are sent again (nvme_max_retries) and no data is lost
+# $2 (optional): the checks to run, space-separated (default: all of them).
 cd /test || exit 1
+export PATH=/test:$PATH
 failed=0
+wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll retry"}
+kernel=$(uname -r)
+kver=$(uname -r | awk -F. '{print $1 * 100 + $2}')
 check() {
   name=$1
   shift
+  case " $wanted " in *" $name "*) ;; *) return 0 ;; esac
   if "$@" > /tmp/check.out 2>&1; then
     echo "PASS $name"
     tail -n 3 /tmp/check.out
@@ -24,16 +33,13 @@ check() {
     failed=1
   fi
 }
-check driver ./passthrough_guest_test "-tc=$1"
-check biofs-bench ./biofs-bench --dev nvme:/dev/ng0n1 --runtime 1 --quiet
-check fio-io_uring_cmd-witness ./fio --name=witness --filename=/dev/ng0n1 --ioengine=io_uring_cmd \
-  --cmd_type=nvme --rw=write --bs=4k --size=1M --offset=64M --verify=pattern \
-  --verify_pattern=0xa5 --verify_only=1 --verify_fatal=1 --output-format=terse
+echo "guest: Linux $kernel"
 
-# Mounts biofs on the namespace in the foreground (the caller unmounts and waits for it).
+# Mounts biofs on $1 in the foreground with options $2 (the caller unmounts and waits for it).
 mnt=/tmp/biofs
+mkdir -p $mnt
 fs_mount() {
-  ./biofs nvme:/dev/ng0n1 $mnt -f -o "$1" &
+  ./biofs "$1" $mnt -f -o "$2" &
   daemon=$!
   i=0
   while ! grep -q " $mnt fuse.biofs " /proc/mounts; do
@@ -44,6 +50,14 @@ fs_mount() {
   done
 }
 fs_unmount() { umount $mnt && wait $daemon; }
+# One counter or string of the mount's stats (the JSON in user.biofs.stats). getfattr asks for
+# the size first: under I/O the JSON may grow before the read (ERANGE), so it asks again.
+stat_of() {
+  for i in 1 2 3 4 5; do
+    json=$(getfattr --absolute-names --only-values -n user.biofs.stats $mnt 2>/dev/null) && break
+  done
+  echo "$json" | grep -o "\"$1\":[^,}]*" | head -n 1 | cut -d: -f2 | tr -d '"'
+}
 fio_verify() {  # $1: extra fio options (--verify_only to check an earlier run)
   extra=$1
   for job in "psync 1 randwrite 4k" "io_uring 1 write 128k" "io_uring 0 randwrite 8k"; do
@@ -54,17 +68,92 @@ fio_verify() {  # $1: extra fio options (--verify_only to check an earlier run)
     echo "fio $1 direct=$2 $3 bs=$4 $extra: verified"
   done
 }
-whole_stack() {
-  mkdir -p $mnt
+# Interrupts taken by the QEMU controller's I/O queues (nvme0q1…; q0 is the admin queue).
+nvme_irqs() { grep ' nvme0q[1-9]' /proc/interrupts | awk '{for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i} END {print s + 0}'; }
+
+check driver ./passthrough_guest_test "-tc=${1:-*}"
+check biofs-bench ./biofs-bench --dev nvme:/dev/ng0n1 --runtime 1 --quiet
+check fio-witness ./fio --name=witness --filename=/dev/ng0n1 --ioengine=io_uring_cmd \
+  --cmd_type=nvme --rw=write --bs=4k --size=1M --offset=64M --verify=pattern \
+  --verify_pattern=0xa5 --verify_only=1 --verify_fatal=1 --output-format=terse
+
+stack() {
   ./mkfs.biofs -f -q nvme:/dev/ng0n1 || return 1
-  fs_mount "" || return 1
+  fs_mount nvme:/dev/ng0n1 "" || return 1
   fio_verify "" || return 1
+  transport=$(stat_of transport)
+  echo "fuse transport: $transport"
+  if [ "$kver" -ge 614 ]; then  # FUSE-over-io_uring came with Linux 6.14
+    [ "$transport" = reactor ] || { echo "expected the reactor (FUSE-over-io_uring) with fuse.enable_uring=1"; return 1; }
+  else
+    echo "Linux $kernel has no FUSE-over-io_uring (6.14 and later do): the stack runs over /dev/fuse"
+  fi
   fs_unmount || return 1
   ./fsck.biofs -n nvme:/dev/ng0n1 || return 1
-  fs_mount "bio_cache=off,tag_batch=off,split_check=fast" || return 1
+  fs_mount nvme:/dev/ng0n1 "bio_cache=off,tag_batch=off,split_check=fast,fuse_uring=off" || return 1
   fio_verify --verify_only || return 1
+  [ "$(stat_of transport)" = /dev/fuse ] || { echo "fuse_uring=off gave $(stat_of transport), not /dev/fuse"; return 1; }
   fs_unmount || return 1
   ./fsck.biofs -n -v nvme:/dev/ng0n1
 }
-check biofs-whole-stack whole_stack
+check stack stack
+
+# The stack on nvme:/dev/ng0n1,$1, with the evidence that the option was in force.
+option_stack() {
+  opt=$1
+  ./mkfs.biofs -f -q nvme:/dev/ng0n1 || return 1
+  irqs=$(nvme_irqs)
+  fs_mount "nvme:/dev/ng0n1,$opt" "" || return 1
+  fio_verify "" || return 1
+  case $opt in
+    fixedbufs)
+      n=$(stat_of fixed_buffer_cmds)
+      echo "commands through fixed buffers: $n"
+      [ "${n:-0}" -gt 0 ] || { echo "no command went through a registered buffer"; return 1; } ;;
+    iopoll)  # requests run to completion by their FUSE thread went to its IOPOLL ring
+      n=$(stat_of polled)
+      echo "requests polled on IOPOLL rings: $n; I/O queue interrupts $(( $(nvme_irqs) - irqs )) for $(stat_of requests) commands"
+      [ "${n:-0}" -gt 0 ] || { echo "no request was polled"; return 1; } ;;
+    sqpoll)
+      grep -l '^iou-sqp-' /proc/$daemon/task/*/comm > /dev/null || { echo "no SQPOLL thread in the daemon"; return 1; }
+      echo "SQPOLL threads: $(cat /proc/$daemon/task/*/comm | grep -c '^iou-sqp-')" ;;
+  esac
+  fs_unmount || return 1
+  ./fsck.biofs -n "nvme:/dev/ng0n1,$opt"
+}
+for opt in regfiles fixedbufs iopoll sqpoll; do
+  if [ "$kver" -lt 612 ] && { [ $opt = fixedbufs ] || [ $opt = iopoll ]; }; then
+    case " $wanted " in *" stack-$opt "*) echo "SKIP stack-$opt: Linux $kernel has no $opt for NVMe passthrough (6.12 and later do)" ;; esac
+    continue
+  fi
+  check stack-$opt option_stack $opt
+done
+
+# Controller resets under write load: each one aborts the commands in flight (the host's
+# NVME_SC_HOST_ABORTED_CMD, or -EINTR/-EAGAIN from the char device); the driver sends them
+# again and fio's verification finds every block it wrote.
+retry() {
+  ./mkfs.biofs -f -q nvme:/dev/ng0n1 || return 1
+  fs_mount nvme:/dev/ng0n1 "" || return 1
+  ./fio --name=reset --directory=$mnt --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k --size=16M \
+    --numjobs=4 --iodepth=64 --verify=crc32c --verify_fatal=1 --randseed=3 --verify_state_save=0 \
+    --do_verify=0 --group_reporting --output-format=terse > /tmp/fio.out 2>&1 &
+  writer=$!
+  resets=0
+  while kill -0 $writer 2>/dev/null && [ "$(stat_of retries)" = 0 ] && [ $resets -lt 30 ]; do
+    sleep 0.2
+    echo 1 > /sys/class/nvme/nvme0/reset_controller && resets=$((resets+1))
+  done
+  wait $writer || { cat /tmp/fio.out; return 1; }
+  retried=$(stat_of retries)
+  echo "controller resets during the writes: $resets, commands retried: $retried"
+  [ "$retried" -gt 0 ] || { echo "no command was retried: fio ended first, or no reset caught one in flight"; return 1; }
+  ./fio --name=reset --directory=$mnt --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k --size=16M \
+    --numjobs=4 --iodepth=64 --verify=crc32c --verify_fatal=1 --randseed=3 --verify_state_save=0 \
+    --verify_only --group_reporting --output-format=terse > /tmp/fio.out 2>&1 || { cat /tmp/fio.out; return 1; }
+  echo "fio verified every block after the resets"
+  fs_unmount || return 1
+  ./fsck.biofs -n nvme:/dev/ng0n1
+}
+check retry retry
 exit $failed

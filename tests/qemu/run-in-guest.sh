@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Boots Debian's stock kernel under QEMU (TCG: software emulation) with an emulated NVMe
-# controller over a raw image file, runs one command inside, and exits with its status.
+# Boots a Debian kernel (tests/qemu/guest-kernel.sh; unstable's by default) under QEMU (TCG:
+# software emulation) with an emulated NVMe controller over a raw image file, runs one command
+# inside, and exits with its status.
 # The guest sees the namespace as /dev/nvme0n1 and its passthrough char device /dev/ng0n1.
 # The command's binary and every shared library it needs are copied into the initramfs.
 #
-# Usage: tests/qemu/run-in-guest.sh [--disk-mb N] [--lba 512|4096] [--timeout S] [--cache DIR] \
-#          [--add FILE]... -- BINARY [ARGS...]
+# Usage: tests/qemu/run-in-guest.sh [--kernel unstable|backports|stable] [--disk-mb N] [--lba 512|4096] \
+#          [--timeout S] [--cache DIR] [--append ARGS] [--add FILE]... -- BINARY [ARGS...]
 # --add puts more programs (with their libraries) beside BINARY in /test, for a BINARY that is
 # a script running several of them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-disk_mb=256 lba=512 timeout_s=600 cache="$here/../../build/qemu-cache"
+disk_mb=256 lba=512 timeout_s=600 cache="$here/../../build/qemu-cache" kernel=unstable append=""
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --kernel) kernel=$2; shift 2 ;;
+    --append) append=$2; shift 2 ;;
     --disk-mb) disk_mb=$2; shift 2 ;;
     --lba) lba=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
@@ -30,16 +33,17 @@ for tool in qemu-system-x86_64 busybox cpio; do
   command -v "$tool" >/dev/null || { echo "run-in-guest: $tool missing (tools/install-deps.sh)" >&2; exit 2; }
 done
 
-"$here/guest-kernel.sh" "$cache"
+"$here/guest-kernel.sh" "$cache" "$kernel"
+kcache="$cache/$kernel"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,modules,test}
 
 cp "$(command -v busybox)" "$root/bin/busybox"
-for app in sh mount umount insmod sleep poweroff cat ls echo mkdir grep kill; do ln -s busybox "$root/bin/$app"; done
-cp "$cache"/modules/*.ko "$root/modules/"
-cp "$cache/modules.order" "$root/modules.order"
+for app in sh mount umount insmod sleep poweroff cat ls echo mkdir grep kill uname awk cut tr head wc ip ln seq timeout sort uniq sync dd; do ln -s busybox "$root/bin/$app"; done
+cp "$kcache"/modules/*.ko "$root/modules/"
+cp "$kcache/modules.order" "$root/modules.order"
 
 # The binary and its shared libraries, each at its own path.
 copy_with_path() { mkdir -p "$root$(dirname "$1")"; cp -L "$1" "$root$1"; }
@@ -80,13 +84,14 @@ truncate -s "${disk_mb}M" "$work/nvme.img"
 log="$work/console.log"
 set +e
 timeout "$timeout_s" qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nographic -no-reboot \
-  -kernel "$cache/vmlinuz" -initrd "$work/initrd.gz" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1" \
+  -kernel "$kcache/vmlinuz" -initrd "$work/initrd.gz" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 $append" \
   -drive "file=$work/nvme.img,if=none,id=nvm,format=raw" \
   -device "nvme,serial=biofs0001,drive=nvm,logical_block_size=$lba,physical_block_size=$lba" \
   </dev/null > "$log" 2>&1
 qemu_rc=$?
 set -e
+cp "$log" "$cache/last-console.log"  # the raw console, for a guest that said nothing useful
 # What the guest printed: everything after the firmware's screen, without terminal codes.
 sed -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g' -e 's/\x1bc//g' "$log" |
   sed -n '/Booting from ROM/,$p' | tail -n +2 | grep -v '^BIOFS_GUEST_EXIT=' || true
