@@ -80,6 +80,7 @@ class FaultTransport final : public NvmeTransport {
   std::string name() const override { return inner_->name(); }
   uint32_t nsid() const override { return inner_->nsid(); }
   uint32_t max_user_pages() const override { return inner_->max_user_pages(); }
+  std::string kernel_transport() const override { return inner_->kernel_transport(); }
   uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
     return inner_->admin_cmd(cmd, data, len);
   }

@@ -139,9 +139,12 @@ QueueLimits NvmeDriver::limits() const {
   // never more than the kernel's nvme-pci takes (NVME_MAX_SEGS there is 127): a passthrough
   // command's pages become a kernel request, which the QEMU guest showed failing with EINVAL
   // at 129 segments.
+  // A fabric controller takes SGLs: no virt boundary, and up to USHRT_MAX segments, as the
+  // kernel's queue for an nvme-tcp namespace shows (tests/qemu/guest-checks.sh compares them).
+  const bool fabric = transport_->fabric();
   lim.max_segments = std::min<uint32_t>(lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1,
-                                        NVME_KERNEL_MAX_SEGS);
-  lim.virt_boundary_mask = NVME_CTRL_PAGE_SIZE - 1;
+                                        fabric ? 65535u : NVME_KERNEL_MAX_SEGS);
+  lim.virt_boundary_mask = fabric ? 0 : NVME_CTRL_PAGE_SIZE - 1;
   lim.max_segment_size = UINT32_MAX;
   lim.dma_alignment = 3;
   lim.write_cache = write_cache();  // nvme_update_disk_info(): the VWC bit
@@ -153,8 +156,8 @@ QueueLimits NvmeDriver::limits() const {
 std::string NvmeDriver::describe() const {
   char buf[256];
   const uint64_t bytes = ns_.nsze << ns_.lba_shift;
-  std::snprintf(buf, sizeof(buf), "%s: nsid %u, %llu x %u-byte blocks (%.1f GiB), max transfer %u KiB, vwc %s, %u queue%s x %u",
-                transport_->name().c_str(), ns_.nsid, (unsigned long long)ns_.nsze, 1u << ns_.lba_shift,
+  std::snprintf(buf, sizeof(buf), "%s%s: nsid %u, %llu x %u-byte blocks (%.1f GiB), max transfer %u KiB, vwc %s, %u queue%s x %u",
+                transport_->name().c_str(), transport_->fabric() ? (" over " + transport_->kernel_transport()).c_str() : "", ns_.nsid, (unsigned long long)ns_.nsze, 1u << ns_.lba_shift,
                 double(bytes) / double(1ull << 30), max_transfer_ >> 10, write_cache() ? "on" : "off",
                 cfg_.nr_queues, cfg_.nr_queues == 1 ? "" : "s", cfg_.queue_depth);
   return buf;

@@ -112,6 +112,11 @@ class NvmeTransport {
   // to the kernel, which pins every page and fails a request with more than its nvme-pci
   // max_segments of them (EINVAL), whatever blockcore thinks of the buffer's segments.
   virtual uint32_t max_user_pages() const { return 0; }
+  // How the controller is reached, as the kernel's /sys/class/nvme/nvmeX/transport says:
+  // "pcie" (data in PRP lists: the 4 KiB virt boundary) or a fabric ("tcp", "rdma", "fc",
+  // "loop": SGLs, no virt boundary). The emulated namespace is a PCIe controller.
+  virtual std::string kernel_transport() const { return "pcie"; }
+  bool fabric() const { return kernel_transport() != "pcie"; }
   // Runs an admin command synchronously (start-up only); `data` receives `len` bytes from
   // the controller. Returns the NVMe status field (0: success). Throws std::runtime_error with
   // one line if the transport itself fails.

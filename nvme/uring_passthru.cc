@@ -2,6 +2,7 @@
 // what this file sends.
 #include "uring_passthru.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/nvme_ioctl.h>
 #include <sys/ioctl.h>
@@ -230,6 +231,31 @@ void UringQueue::probe(const NvmeQueueParams& p) {
   throw std::runtime_error(msg);
 }
 
+// The controller behind /dev/ngXnY: sysfs's nvme-generic/ngXnY/device is the controller, or with
+// native multipath the subsystem, whose controllers are its nvme* entries. "pcie" when unknown.
+std::string read_kernel_transport(const std::string& path) {
+  const std::string dev = "/sys/class/nvme-generic/" + path.substr(path.rfind('/') + 1) + "/device";
+  auto read_line = [](const std::string& file) {
+    std::string line;
+    if (FILE* f = std::fopen(file.c_str(), "re")) {
+      char buf[64];
+      if (std::fgets(buf, sizeof(buf), f)) line = buf;
+      std::fclose(f);
+    }
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    return line;
+  };
+  if (std::string t = read_line(dev + "/transport"); !t.empty()) return t;
+  if (DIR* d = opendir(dev.c_str())) {
+    std::string t;
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, "nvme", 4) == 0 && t.empty()) t = read_line(dev + "/" + e->d_name + "/transport");
+    closedir(d);
+    if (!t.empty()) return t;
+  }
+  return "pcie";
+}
+
 }  // namespace
 
 UringPassthru::UringPassthru(const UringPassthruConfig& cfg) : cfg_(cfg) {
@@ -259,6 +285,7 @@ UringPassthru::UringPassthru(const UringPassthruConfig& cfg) : cfg_(cfg) {
     throw std::runtime_error(where + ": not an NVMe namespace (NVME_IOCTL_ID: " + std::strerror(err) + ")");
   }
   nsid_ = uint32_t(id);
+  kernel_transport_ = read_kernel_transport(cfg_.path);
 }
 
 UringPassthru::~UringPassthru() {

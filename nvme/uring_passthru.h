@@ -42,7 +42,9 @@ class UringPassthru final : public NvmeTransport {
 
   std::string name() const override { return "nvme:" + cfg_.path; }
   uint32_t nsid() const override { return nsid_; }
-  uint32_t max_user_pages() const override { return NVME_KERNEL_MAX_SEGS; }
+  // nvme-pci's NVME_MAX_SEGS; a fabric's kernel queue takes up to USHRT_MAX segments.
+  uint32_t max_user_pages() const override { return fabric() ? 0 : NVME_KERNEL_MAX_SEGS; }
+  std::string kernel_transport() const override { return kernel_transport_; }
   uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
   // The first queue (and with iopoll the first poll queue) also sends one read of LBA 0, so
   // that a kernel without passthrough on io_uring, or a device without poll queues for
@@ -56,6 +58,7 @@ class UringPassthru final : public NvmeTransport {
   UringPassthruConfig cfg_;
   int fd_ = -1;
   uint32_t nsid_ = 0;
+  std::string kernel_transport_ = "pcie";
   bool probed_polled_ = false;
 };
 

@@ -27,6 +27,7 @@ packages=(
   bc                                 # tools/bench-smallfiles.sh
   git                                # tools/biofs-workload (its git step; tests/tools runs it --quick)
   qemu-system-x86 busybox-static cpio xz-utils kmod  # tests/qemu: a guest with a real NVMe controller
+  nvme-cli                           # tests/qemu: `nvme connect` to the guest's NVMe-oF target
 )
 
 missing=()

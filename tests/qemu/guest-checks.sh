@@ -13,11 +13,13 @@
 #                 iopoll and sqpoll, each with the kernel's evidence that OPT was in force
 #   retry         controller resets while fio writes through the mount: commands the reset
 #                 aborts are sent again (nvme_max_retries) and no data is lost
+#   fabric        an NVMe-oF namespace (nvmet-tcp over loopback, `nvme connect`): mkfs, a mount,
+#                 fio verification, fsck, a remount with toggles flipped, fsck
 # $2 (optional): the checks to run, space-separated (default: all of them).
 cd /test || exit 1
 export PATH=/test:$PATH
 failed=0
-wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll retry"}
+wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll retry fabric"}
 kernel=$(uname -r)
 kver=$(uname -r | awk -F. '{print $1 * 100 + $2}')
 check() {
@@ -156,4 +158,61 @@ retry() {
   ./fsck.biofs -n nvme:/dev/ng0n1
 }
 check retry retry
+
+# NVMe over fabrics in one guest: the kernel's target (nvmet, nvmet-tcp) exports a namespace
+# over loopback TCP through configfs, `nvme connect` attaches it as a second controller, and
+# biofs runs on its passthrough char device like on the local one. Its queue limits are the
+# fabric's, read from Identify; the kernel's own for the same namespace are printed beside.
+fabric_dev=
+fabric_attach() {
+  mount -t configfs none /sys/kernel/config 2>/dev/null
+  ip link set lo up || return 1
+  dd if=/dev/zero of=/tmp/fabric.img bs=1M count=0 seek=256 2>/dev/null || return 1
+  t=/sys/kernel/config/nvmet
+  nqn=nqn.2026-12.org.biofs:fabric
+  mkdir $t/subsystems/$nqn && echo 1 > $t/subsystems/$nqn/attr_allow_any_host || return 1
+  mkdir $t/subsystems/$nqn/namespaces/1 || return 1
+  echo /tmp/fabric.img > $t/subsystems/$nqn/namespaces/1/device_path
+  echo 1 > $t/subsystems/$nqn/namespaces/1/buffered_io
+  echo 1 > $t/subsystems/$nqn/namespaces/1/enable || return 1
+  mkdir $t/ports/1 || return 1
+  echo tcp > $t/ports/1/addr_trtype; echo ipv4 > $t/ports/1/addr_adrfam
+  echo 127.0.0.1 > $t/ports/1/addr_traddr; echo 4420 > $t/ports/1/addr_trsvcid
+  ln -s $t/subsystems/$nqn $t/ports/1/subsystems/$nqn || return 1
+  ./nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $nqn \
+    --hostnqn=nqn.2014-08.org.nvmexpress:uuid:5f0c7d3e-8b1a-4c2e-9d6f-3a7b1e2c4d5f --hostid=5f0c7d3e-8b1a-4c2e-9d6f-3a7b1e2c4d5f || { dmesg | tail -n 5; return 1; }
+  for c in /sys/class/nvme/nvme*; do
+    [ "$(cat $c/transport)" = tcp ] || continue
+    ctrl=$(basename $c)
+    i=0
+    while [ -z "$fabric_dev" ] && [ $i -lt 100 ]; do
+      for g in /dev/ng${ctrl#nvme}n*; do [ -e "$g" ] && fabric_dev=$g; done
+      i=$((i+1)); sleep 0.1
+    done
+  done
+  [ -n "$fabric_dev" ] || { echo "no passthrough device for the fabric controller"; ls /dev; return 1; }
+  blk=/sys/block/$(ls /sys/block | grep "^nvme${ctrl#nvme}n\|^nvme.*c${ctrl#nvme}n" | head -n 1)/queue
+  kernel_limits="the kernel's limits for $fabric_dev ($(cat /sys/class/nvme/$ctrl/transport)):\
+ max_hw_sectors_kb $(cat $blk/max_hw_sectors_kb), max_segments $(cat $blk/max_segments),\
+ virt_boundary_mask $(cat $blk/virt_boundary_mask 2>/dev/null || echo ?)"
+}
+fabric() {
+  fabric_attach || return 1
+  ./mkfs.biofs -f -q "nvme:$fabric_dev" || return 1
+  fs_mount "nvme:$fabric_dev" verbose || return 1
+  fio_verify "" || return 1
+  fabric_boundary=$(stat_of virt_boundary_mask)
+  biofs_limits="biofs's: mdts $(stat_of mdts_bytes) B, max_sectors $(stat_of max_sectors), max_segments\
+ $(stat_of max_segments), virt_boundary_mask $(stat_of virt_boundary_mask)"
+  fs_unmount || return 1
+  ./fsck.biofs -n "nvme:$fabric_dev" || return 1
+  fs_mount "nvme:$fabric_dev" "bio_cache=off,tag_batch=off" || return 1
+  fio_verify --verify_only || return 1
+  fs_unmount || return 1
+  ./fsck.biofs -n -v "nvme:$fabric_dev" || return 1
+  echo "$kernel_limits"
+  echo "$biofs_limits"
+  [ "$(cat $blk/virt_boundary_mask)" = "$fabric_boundary" ] || { echo "biofs's virt boundary is not the kernel's"; return 1; }
+}
+check fabric fabric
 exit $failed
