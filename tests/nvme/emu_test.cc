@@ -904,3 +904,41 @@ TEST_CASE("v6.18 nvme_queue_rqs: a plug's run of requests for one hardware queue
   CHECK(d->doorbells() == before + 9);
   wait_for(*dev, direct, 8);
 }
+
+namespace {
+// The emulated namespace as a fabric controller would be seen (/sys/class/nvme/nvmeX/transport
+// "tcp"): the same commands, the limits of a controller that takes SGLs.
+class OverTcp final : public NvmeTransport {
+ public:
+  explicit OverTcp(std::unique_ptr<NvmeTransport> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  uint32_t nsid() const override { return inner_->nsid(); }
+  std::string kernel_transport() const override { return "tcp"; }
+  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override { return inner_->admin_cmd(cmd, data, len); }
+  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override { return inner_->create_queue(p); }
+
+ private:
+  std::unique_ptr<NvmeTransport> inner_;
+};
+}  // namespace
+
+TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci's 127 segments, a PCIe one keeps both") {
+  TempPath tmp("fabric");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 16u << 20;
+  cfg.mdts = 0;  // fabrics often report no MDTS: biofs's own cap holds
+  NvmeDriverConfig dc;
+  dc.completion_thread = false;
+  NvmeDriver pcie(std::make_unique<EmuNamespace>(cfg), dc);
+  CHECK(pcie.queue()->limits().virt_boundary_mask == NVME_CTRL_PAGE_SIZE - 1);
+  CHECK(pcie.queue()->limits().max_segments == NVME_KERNEL_MAX_SEGS);
+  CHECK(pcie.describe().find(" over ") == std::string::npos);
+  NvmeDriver tcp(std::make_unique<OverTcp>(std::make_unique<EmuNamespace>(cfg)), dc);
+  const QueueLimits& lim = tcp.queue()->limits();
+  CHECK(lim.virt_boundary_mask == 0);
+  CHECK(lim.max_hw_sectors == NVME_MAX_TRANSFER >> SECTOR_SHIFT);
+  CHECK(lim.max_segments == lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1);
+  CHECK(lim.max_segments > NVME_KERNEL_MAX_SEGS);
+  CHECK(tcp.describe().find(" over tcp:") != std::string::npos);
+}
