@@ -140,7 +140,8 @@ QueueLimits NvmeDriver::limits() const {
   // command's pages become a kernel request, which the QEMU guest showed failing with EINVAL
   // at 129 segments.
   // A fabric controller takes SGLs: no virt boundary, and up to USHRT_MAX segments, as the
-  // kernel's queue for an nvme-tcp namespace shows (tests/qemu/guest-checks.sh compares them).
+  // queue of an nvme-tcp namespace shows on Linux 7.2 (6.12 still set the PRP boundary there;
+  // tests/qemu/guest-checks.sh compares them).
   const bool fabric = transport_->fabric();
   lim.max_segments = std::min<uint32_t>(lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1,
                                         fabric ? 65535u : NVME_KERNEL_MAX_SEGS);

@@ -212,7 +212,13 @@ fabric() {
   ./fsck.biofs -n -v "nvme:$fabric_dev" || return 1
   echo "$kernel_limits"
   echo "$biofs_limits"
-  [ "$(cat $blk/virt_boundary_mask)" = "$fabric_boundary" ] || { echo "biofs's virt boundary is not the kernel's"; return 1; }
+  # biofs keeps 7.x's rule: no virt boundary over a fabric. 6.12 still gave every NVMe queue the
+  # 4 KiB PRP boundary (its passthrough copies a buffer that crosses it), so there the two differ.
+  if [ "$kver" -ge 700 ]; then
+    [ "$(cat $blk/virt_boundary_mask)" = "$fabric_boundary" ] || { echo "biofs's virt boundary is not the kernel's"; return 1; }
+  else
+    echo "Linux $kernel keeps the PRP virt boundary over fabrics too (7.x drops it, as biofs does)"
+  fi
 }
 check fabric fabric
 exit $failed
