@@ -79,6 +79,11 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
                      {"hw_queues", contract->hw_queues}, {"poll_queues", contract->poll_queues},
                      {"queue_depth", contract->queue_depth}, {"toggles", toggles},
                      {"unavailable", contract->unavailable}};
+    for (const IoContract& m : contract->members)
+      j["contract"]["members"].push_back(
+          {{"device", m.device}, {"lba_size", m.lba_size}, {"mdts_bytes", m.mdts_bytes},
+           {"max_sectors", m.limits.max_sectors}, {"max_segments", m.limits.max_segments},
+           {"virt_boundary_mask", m.limits.virt_boundary_mask}, {"write_cache", m.limits.write_cache}});
   }
   if (device) {
     j["device"] = {{"name", device->name}, {"inline", device->inline_io},

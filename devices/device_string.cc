@@ -150,14 +150,46 @@ bool parse_ram(const std::string& spec, DeviceSpec* out, std::string* err) {
   return true;
 }
 
+// stripe:N, or stripe:DEV+DEV… whose members are parsed as device strings of their own.
 bool parse_stripe(const std::string& spec, DeviceSpec* out, std::string* err) {
   out->kind = DeviceSpec::Kind::stripe;
-  uint64_t n;
-  if (!parse_uint(std::string_view(spec).substr(7), &n, 1, 16)) {
-    *err = "device '" + spec + "': expected stripe:N with N in 1..16";
+  const std::string rest = spec.substr(7);
+  if (rest.find('+') == std::string::npos) {
+    uint64_t n;
+    if (!parse_uint(rest, &n, 1, 16)) {
+      *err = "device '" + spec + "': expected stripe:N with N in 1..16, or stripe:DEV+DEV with 2..16 devices";
+      return false;
+    }
+    out->stripe_children = unsigned(n);
+    return true;
+  }
+  std::vector<std::string> members;
+  for (size_t at = 0;;) {
+    const size_t plus = rest.find('+', at);
+    members.push_back(rest.substr(at, plus == std::string::npos ? std::string::npos : plus - at));
+    if (plus == std::string::npos) break;
+    at = plus + 1;
+  }
+  if (members.size() > 16) {
+    *err = "device '" + spec + "': " + std::to_string(members.size()) + " members, at most 16";
     return false;
   }
-  out->stripe_children = unsigned(n);
+  for (const std::string& m : members) {
+    DeviceSpec member;
+    if (m.empty()) {
+      *err = "device '" + spec + "': an empty member (two '+' in a row, or one at an end)";
+      return false;
+    }
+    if (m.rfind("stripe:", 0) == 0) {
+      *err = "device '" + spec + "': member '" + m + "' is a stripe; a stripe cannot hold one";
+      return false;
+    }
+    if (!parse_device_spec(m, &member, err)) {
+      *err = "device '" + spec + "': " + *err;
+      return false;
+    }
+  }
+  out->stripe_members = std::move(members);
   return true;
 }
 

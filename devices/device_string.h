@@ -13,12 +13,15 @@
 //       (e.g. BIOFS_FAULT=fail_read=0.01,seed=7).
 //   null | null:SIZE    blockcore's null_blk (no data kept)
 //   stripe:N            blockcore's striped target over N null devices (1..16)
+//   stripe:DEV+DEV[+…]  the striped target over the devices named (2..16; each an emu:, nvme:,
+//                       null: or ram: string with its own options; no stripe inside a stripe)
 //   ram:SIZE            blockcore's RAM disk (brd): keeps data only while the program runs;
 //                       the daemon formats it when it mounts (a filesystem in memory, as tmpfs)
 //   PATH                a plain path is emu:PATH
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "blockcore/null_blk.h"
 #include "nvme/emu_ns.h"
@@ -35,6 +38,7 @@ struct DeviceSpec {
   UringPassthruConfig nvme;
   NullBlkConfig null_blk;
   unsigned stripe_children = 0;  // stripe:N
+  std::vector<std::string> stripe_members;  // stripe:DEV+DEV…: the members' device strings
   bool faults = false;  // a fault option was given: the transport is wrapped (fault_inject.h)
   FaultConfig fault;
   unsigned max_retries = NVME_DEFAULT_MAX_RETRIES;  // max_retries=N (nvme_core.max_retries)

@@ -1,5 +1,6 @@
 #include "io_contract.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "blockcore/toggles.h"
@@ -20,6 +21,9 @@ std::string size_text(uint64_t bytes) {
 std::string kind_line(const Device& dev) {
   if (const NvmeDriver* nvme = dev.nvme()) return nvme->describe();
   if (dev.ram()) return dev.spec() + ": RAM disk (brd), formatted at mount, gone at unmount";
+  if (dev.stripe() && !dev.members().empty())
+    return dev.spec() + ": striped target over " + std::to_string(dev.members().size()) +
+           " devices (bio-based: each piece takes its member's limits)";
   if (dev.stripe()) return dev.spec() + ": striped target over null devices (bio-based)";
   return dev.spec() + ": null_blk (no data kept)";
 }
@@ -41,6 +45,11 @@ IoContract io_contract(const Device& dev, const DeviceOptions& asked) {
   }
   if (const NvmeDriver* nvme = dev.nvme()) {
     if (nvme->id_ctrl().mdts) c.mdts_bytes = uint64_t(NVME_CTRL_PAGE_SIZE) << nvme->id_ctrl().mdts;
+  }
+  for (const auto& member : dev.members()) c.members.push_back(io_contract(*member, asked));
+  if (!c.members.empty()) {  // the stripe's own block: the largest of its members'
+    c.lba_size = 0;
+    for (const IoContract& m : c.members) c.lba_size = std::max(c.lba_size, m.lba_size);
   }
   if (asked.poll_queues > c.poll_queues)
     c.unavailable.push_back("poll_queues=" + std::to_string(asked.poll_queues) + ": this device has " +
@@ -71,6 +80,11 @@ std::vector<std::string> io_contract_lines(const IoContract& c) {
   for (const auto& [name, value] : c.toggles) queues += " " + name + "=" + value;
   out.push_back(queues);
   for (const std::string& u : c.unavailable) out.push_back("not available: " + u);
+  for (size_t i = 0; i < c.members.size(); i++) {
+    const std::vector<std::string> member = io_contract_lines(c.members[i]);
+    out.push_back("member " + std::to_string(i + 1) + ": " + member[0]);
+    out.push_back("member " + std::to_string(i + 1) + ": " + member[1]);
+  }
   return out;
 }
 

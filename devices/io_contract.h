@@ -28,6 +28,7 @@ struct IoContract {
   unsigned queue_depth = 0;    // tags per hardware queue
   std::vector<std::pair<std::string, std::string>> toggles;  // name, value
   std::vector<std::string> unavailable;  // what was asked for and is not there, one line each
+  std::vector<IoContract> members;       // a stripe:DEV+DEV…: each member's own contract
 };
 
 // The contract of `dev`, opened with `asked`.

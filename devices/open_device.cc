@@ -17,10 +17,16 @@ std::vector<RequestQueue*> Device::queues() const {
   if (nvme_) qs.push_back(nvme_->bdev()->queue);
   for (const auto& n : nulls_) qs.push_back(n->queue());
   if (brd_) qs.push_back(brd_->queue());
+  for (const auto& m : members_)
+    for (RequestQueue* q : m->queues()) qs.push_back(q);
   return qs;
 }
 
-int Device::poll(bool wait) { return nvme_ ? nvme_->poll_all(wait) : 0; }
+int Device::poll(bool wait) {
+  int n = nvme_ ? nvme_->poll_all(wait) : 0;
+  for (const auto& m : members_) n += m->poll(wait && !n);
+  return n;
+}
 
 namespace {
 
@@ -51,6 +57,10 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
       for (unsigned i = 0; i < ds.stripe_children; i++) {
         dev->nulls_.push_back(make_null(ds.null_blk, opts));
         children.push_back(dev->nulls_.back()->bdev());
+      }
+      for (const std::string& member : ds.stripe_members) {
+        dev->members_.push_back(open_device(member, opts));
+        children.push_back(dev->members_.back()->bdev());
       }
       dev->stripe_ = std::make_unique<StripeTarget>(children, opts.stripe_chunk_sectors, opts.toggles.bio_cache);
       dev->bdev_ = dev->stripe_->bdev();

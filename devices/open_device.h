@@ -1,6 +1,6 @@
 // Opens the device a string names (device_string.h) and keeps what it is made of: the NVMe
 // driver over an emulated or passthrough namespace (with the fault injector when asked), a
-// null_blk, a striped target over null_blks, or a RAM disk. The only place that builds devices; the daemon,
+// null_blk, a striped target over null_blks or over other devices, or a RAM disk. The only place that builds devices; the daemon,
 // mkfs, fsck, the bench and the tests all come here. Queue settings (hardware queues, depth,
 // toggles, completion thread) come from DeviceOptions, the same for every kind.
 #pragma once
@@ -40,6 +40,8 @@ class Device {
   // The blk-mq queue bios reach; nullptr for a striped target (a bio-based device: see queues()).
   RequestQueue* queue() const { return bdev_->queue; }
   // Every blk-mq queue under this device: its own, or each stripe child's.
+  // The members of a stripe:DEV+DEV… (empty for any other device).
+  const std::vector<std::unique_ptr<Device>>& members() const { return members_; }
   std::vector<RequestQueue*> queues() const;
   NvmeDriver* nvme() const { return nvme_.get(); }      // emu: and nvme: devices
   NullBlk* null_blk() const { return nulls_.empty() ? nullptr : nulls_[0].get(); }  // null:, a stripe's first child
@@ -56,7 +58,8 @@ class Device {
  private:
   friend std::unique_ptr<Device> open_device(const std::string&, const DeviceOptions&);
   std::string spec_;
-  // Destroyed in reverse: the stripe before the null devices under it.
+  // Destroyed in reverse: the stripe before the devices under it.
+  std::vector<std::unique_ptr<Device>> members_;  // stripe:DEV+DEV…
   std::vector<std::unique_ptr<NullBlk>> nulls_;
   std::unique_ptr<StripeTarget> stripe_;
   std::unique_ptr<NvmeDriver> nvme_;

@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "devices/io_contract.h"
 #include "devices/open_device.h"
 #include "tests/nvme/nvme_test_util.h"
 
@@ -217,4 +219,61 @@ TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is writte
   REQUIRE(b.done.load() == 1);
   CHECK(b.status.load() == BLK_STS_OK);
   CHECK(std::memcmp(w, r, 4096) == 0);
+}
+
+TEST_CASE("open_device: stripe:DEV+DEV stripes over the devices named, each with its own options and limits") {
+  DeviceSpec ds;
+  std::string err;
+  REQUIRE(parse_device_spec("stripe:emu:/tmp/a.img,lba=4096+null:1G+ram:8M", &ds, &err));
+  CHECK(ds.kind == DeviceSpec::Kind::stripe);
+  CHECK(ds.stripe_children == 0);
+  CHECK(ds.stripe_members == std::vector<std::string>{"emu:/tmp/a.img,lba=4096", "null:1G", "ram:8M"});
+  CHECK(contains(parse_error("stripe:null:1G++null:1G"), "an empty member"));
+  CHECK(contains(parse_error("stripe:null:1G+"), "an empty member"));
+  CHECK(contains(parse_error("stripe:null:1G+stripe:2"), "member 'stripe:2' is a stripe"));
+  CHECK(contains(parse_error("stripe:null:1G+emu:/x,lba=1000"), "stripe:null:1G+emu:/x,lba=1000"));
+  CHECK(contains(parse_error("stripe:null:1G+emu:/x,lba=1000"), "lba"));
+  std::string seventeen = "stripe:null:1M";
+  for (int i = 0; i < 16; i++) seventeen += "+null:1M";
+  CHECK(contains(parse_error(seventeen), "17 members, at most 16"));
+
+  // Two emulated namespaces with different LBA sizes and MDTS: every 128 KiB chunk lands on
+  // the member the stripe maps it to, split there by that member's own limits.
+  TempPath a("stripe-a"), b("stripe-b");
+  DeviceOptions o;
+  o.stripe_chunk_sectors = 256;
+  auto dev = open_device("stripe:emu:" + a.path + ",size=8M,mdts=1+emu:" + b.path + ",size=8M,lba=4096", o);
+  REQUIRE(dev->stripe());
+  REQUIRE(dev->members().size() == 2);
+  CHECK(dev->queues().size() == 2);
+  CHECK(dev->bdev()->capacity == 2 * ((8u << 20) >> SECTOR_SHIFT));
+  CHECK(dev->members()[0]->queue()->limits().max_hw_sectors == 16);  // 4 KiB << 1
+  CHECK(dev->members()[1]->queue()->limits().logical_block_size == 4096);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  std::vector<uint8_t> out(1 << 20), in(out.size());
+  for (size_t i = 0; i < out.size(); i++) out[i] = uint8_t(i * 7 + (i >> 12));
+  REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 0, out.data(), uint32_t(out.size())) == BLK_STS_OK);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_FLUSH | REQ_PREFLUSH, 0, nullptr, 0) == BLK_STS_OK);
+  REQUIRE(sync_io(*dev, bs, REQ_OP_READ, 0, in.data(), uint32_t(in.size())) == BLK_STS_OK);
+  CHECK(in == out);
+  CHECK(dev->stripe()->clones() >= 8 + 1);  // eight chunks, and the flush to each member
+  // Chunk 2k is member a's chunk k, chunk 2k+1 member b's: read the members' files.
+  const size_t chunk = 128 << 10;
+  for (const auto& [path, first] : {std::pair{a.path, size_t(0)}, std::pair{b.path, size_t(1)}}) {
+    const int fd = open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    std::vector<uint8_t> got(chunk);
+    for (size_t k = 0; k < 4; k++) {
+      REQUIRE(pread(fd, got.data(), chunk, off_t(k * chunk)) == ssize_t(chunk));
+      CHECK(std::memcmp(got.data(), out.data() + (2 * k + first) * chunk, chunk) == 0);
+    }
+    close(fd);
+  }
+  const IoContract c = io_contract(*dev, o);
+  CHECK(contains(c.device, "striped target over 2 devices"));
+  REQUIRE(c.members.size() == 2);
+  CHECK(c.lba_size == 4096);
+  CHECK(c.members[0].limits.max_hw_sectors == 16);
+  const std::vector<std::string> lines = io_contract_lines(c);
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("member 2: ", 0) == 0; }) == 2);
 }

@@ -15,11 +15,12 @@
 #                 aborts are sent again (nvme_max_retries) and no data is lost
 #   fabric        an NVMe-oF namespace (nvmet-tcp over loopback, `nvme connect`): mkfs, a mount,
 #                 fio verification, fsck, a remount with toggles flipped, fsck
+#   stripe-local-fabric  the same on stripe:nvme:/dev/ng0n1+nvme:FABRIC: one mount over both
 # $2 (optional): the checks to run, space-separated (default: all of them).
 cd /test || exit 1
 export PATH=/test:$PATH
 failed=0
-wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll retry fabric"}
+wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll retry fabric stripe-local-fabric"}
 kernel=$(uname -r)
 kver=$(uname -r | awk -F. '{print $1 * 100 + $2}')
 check() {
@@ -221,4 +222,22 @@ fabric() {
   fi
 }
 check fabric fabric
+
+# One mount over the local controller and the fabric one: the stripe's clones meet two real
+# controllers with different limits (PRP boundary and 504 KiB here, none and 4 MiB there).
+stripe_local_fabric() {
+  [ -n "$fabric_dev" ] || fabric_attach || return 1
+  dev="stripe:nvme:/dev/ng0n1+nvme:$fabric_dev"
+  ./mkfs.biofs -f -q "$dev" || return 1
+  fs_mount "$dev" verbose || return 1
+  fio_verify "" || return 1
+  fs_unmount || return 1
+  ./fsck.biofs -n "$dev" || return 1
+  fs_mount "$dev" "" || return 1
+  fio_verify --verify_only || return 1
+  echo "stripe clones: $(stat_of clones)"
+  fs_unmount || return 1
+  ./fsck.biofs -n -v "$dev"
+}
+check stripe-local-fabric stripe_local_fabric
 exit $failed
