@@ -447,7 +447,7 @@ int io_main(int argc, char** argv) {
                "the bios submitted, then Maximum IOPS), then biofs's own.", "biofs-bench io");
   std::vector<std::string> devs, positional;
   app.add_option("--dev", devs,
-                 "null | null:SIZE | stripe:N | ram:SIZE | emu:PATH[,...] (a plain PATH too) | nvme:/dev/ngXnY[,...]\n"
+                 "null | null:SIZE | stripe:N | stripe:DEV+DEV | ram:SIZE | emu:PATH[,...] (a plain PATH too) | nvme:/dev/ngXnY[,...]\n"
                  "(devices/README.md); repeat for several devices, used by each submitter in turn")
       ->default_str("null");
   app.add_option("devices", positional, "devices, as t/io_uring's file names: the same as --dev");
