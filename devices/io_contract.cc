@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "blockcore/toggles.h"
+#include "nvme/fault_inject.h"
+#include "nvme/uring_passthru.h"
 #include "open_device.h"
 
 namespace biofs {
@@ -45,6 +47,12 @@ IoContract io_contract(const Device& dev, const DeviceOptions& asked) {
   }
   if (const NvmeDriver* nvme = dev.nvme()) {
     if (nvme->id_ctrl().mdts) c.mdts_bytes = uint64_t(NVME_CTRL_PAGE_SIZE) << nvme->id_ctrl().mdts;
+    const NvmeTransport* t = nvme->transport();
+    if (const auto* faults = dynamic_cast<const FaultTransport*>(t)) t = faults->inner();
+    const auto* passthru = dynamic_cast<const UringPassthru*>(t);
+    if (passthru && passthru->config().iopoll && c.poll_queues == 0)
+      c.unavailable.push_back("iopoll: no poll queues (poll_queues=0), so no ring polls: every command completes by "
+                              "interrupt");
   }
   for (const auto& member : dev.members()) c.members.push_back(io_contract(*member, asked));
   if (!c.members.empty()) {  // the stripe's own block: the largest of its members'

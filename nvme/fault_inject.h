@@ -88,6 +88,7 @@ class FaultTransport final : public NvmeTransport {
 
   FaultInjector& injector() { return injector_; }
   NvmeTransport* inner() { return inner_.get(); }
+  const NvmeTransport* inner() const { return inner_.get(); }
 
  private:
   std::unique_ptr<NvmeTransport> inner_;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "blockcore/bio_set.h"
+#include "devices/io_contract.h"
 #include "devices/open_device.h"
 
 using namespace biofs;
@@ -223,6 +224,18 @@ TEST_CASE("passthrough: completion polling (IOPOLL) on the device's poll queues,
   // IOPOLL ring there has its completion thread spin holding the ring's lock.
   CHECK(do_io(*dev, bs, REQ_OP_WRITE, out.data(), 4096, 128u << 20, true) == 0);
   CHECK(nvme_io_interrupts() > irqs);
+}
+
+TEST_CASE("passthrough: iopoll without poll queues is named in the I/O contract") {
+  const DeviceOptions none;  // poll_queues = 0
+  auto dev = open_device(device(",iopoll"), none);
+  const IoContract c = io_contract(*dev, none);
+  REQUIRE(c.unavailable.size() == 1);
+  CHECK(c.unavailable[0].find("iopoll: no poll queues") == 0);
+  DeviceOptions one;
+  one.poll_queues = 1;
+  auto polled = open_device(device(",iopoll"), one);
+  CHECK(io_contract(*polled, one).unavailable.empty());
 }
 
 TEST_CASE("passthrough: a kernel submission thread (SQPOLL) per ring") {
