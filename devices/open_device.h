@@ -1,7 +1,7 @@
 // Opens the device a string names (device_string.h) and keeps what it is made of: the NVMe
 // driver over an emulated or passthrough namespace (with the fault injector when asked), a
-// null_blk, a striped target over null_blks or over other devices, or a RAM disk. The only place that builds devices; the daemon,
-// mkfs, fsck, the bench and the tests all come here. Queue settings (hardware queues, depth,
+// null_blk, a striped target over null_blks or over other devices, or a RAM disk. The only
+// place that builds devices; the daemon, mkfs, fsck, the bench and the tests all come here. Queue settings (hardware queues, depth,
 // toggles, completion thread) come from DeviceOptions, the same for every kind.
 #pragma once
 
@@ -40,9 +40,9 @@ class Device {
   // The blk-mq queue bios reach; nullptr for a striped target (a bio-based device: see queues()).
   RequestQueue* queue() const { return bdev_->queue; }
   // Every blk-mq queue under this device: its own, or each stripe child's.
+  std::vector<RequestQueue*> queues() const;
   // The members of a stripe:DEV+DEV… (empty for any other device).
   const std::vector<std::unique_ptr<Device>>& members() const { return members_; }
-  std::vector<RequestQueue*> queues() const;
   NvmeDriver* nvme() const { return nvme_.get(); }      // emu: and nvme: devices
   NullBlk* null_blk() const { return nulls_.empty() ? nullptr : nulls_[0].get(); }  // null:, a stripe's first child
   StripeTarget* stripe() const { return stripe_.get(); }

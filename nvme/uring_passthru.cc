@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 #include "bounce.h"
@@ -237,12 +238,7 @@ std::string read_kernel_transport(const std::string& path) {
   const std::string dev = "/sys/class/nvme-generic/" + path.substr(path.rfind('/') + 1) + "/device";
   auto read_line = [](const std::string& file) {
     std::string line;
-    if (FILE* f = std::fopen(file.c_str(), "re")) {
-      char buf[64];
-      if (std::fgets(buf, sizeof(buf), f)) line = buf;
-      std::fclose(f);
-    }
-    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    std::getline(std::ifstream(file), line);
     return line;
   };
   if (std::string t = read_line(dev + "/transport"); !t.empty()) return t;

@@ -38,18 +38,16 @@ std::string device(const std::string& options = "") {
   return std::string(env ? env : "nvme:/dev/ng0n1") + options;
 }
 
-// The running kernel's major.minor as one number (6.12 -> 612).
-int kernel_version() {
-  utsname u{};
-  uname(&u);
-  int major = 0, minor = 0;
-  std::sscanf(u.release, "%d.%d", &major, &minor);
-  return major * 100 + minor;
-}
 std::string kernel_release() {
   utsname u{};
   uname(&u);
   return u.release;
+}
+// The running kernel's major.minor as one number (6.12 -> 612).
+int kernel_version() {
+  int major = 0, minor = 0;
+  std::sscanf(kernel_release().c_str(), "%d.%d", &major, &minor);
+  return major * 100 + minor;
 }
 constexpr int kFirstRequiredKernel = 612;
 
