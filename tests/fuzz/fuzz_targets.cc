@@ -171,13 +171,22 @@ int fuzz_mount_options(const uint8_t* data, size_t size) {
   property_failed("a mount option error names no option of '" + list + "': " + msg);
 }
 
+// stripe:N holds 1..16 children; stripe:DEV+DEV 2..16 members, none of them a stripe.
+static bool stripe_well_formed(const DeviceSpec& ds) {
+  if (ds.stripe_members.empty()) return ds.stripe_children >= 1 && ds.stripe_children <= 16;
+  if (ds.stripe_children != 0 || ds.stripe_members.size() < 2 || ds.stripe_members.size() > 16) return false;
+  for (const std::string& m : ds.stripe_members)
+    if (m.empty() || m.rfind("stripe:", 0) == 0) return false;
+  return true;
+}
+
 int fuzz_device_spec(const uint8_t* data, size_t size) {
   const std::string spec(reinterpret_cast<const char*>(data), size);
   DeviceSpec ds;
   std::string err;
   if (parse_device_spec(spec, &ds, &err)) {
     const bool empty = ds.kind == DeviceSpec::Kind::null     ? ds.null_blk.size_bytes == 0
-                       : ds.kind == DeviceSpec::Kind::stripe ? ds.stripe_children == 0 || ds.stripe_children > 16
+                       : ds.kind == DeviceSpec::Kind::stripe ? !stripe_well_formed(ds)
                        : ds.kind == DeviceSpec::Kind::ram    ? ds.ram_bytes < (1u << 20)
                                                              : ds.emu.path.empty();
     if (empty)
@@ -252,7 +261,8 @@ std::vector<std::vector<uint8_t>> seeds(const std::string& target) {
   } else if (target == "device_spec") {
     for (const char* s : {"emu:/tmp/x.img,lba=4096,mdts=5,vwc,buffered,size=4G", "/tmp/plain.img",
                           "nvme:/dev/ng0n1,regfiles,fixedbufs,iopoll,sqpoll", "null", "null:1G", "emu:",
-                          "emu:/x,lba=1024", "foo:bar", "null:12Q"})
+                          "emu:/x,lba=1024", "foo:bar", "null:12Q", "stripe:2", "stripe:a.img+null:1G",
+                          "stripe:emu:/a,lba=4096+emu:/b+ram:64M", "stripe:a++b"})
       out.emplace_back(s, s + strlen(s));
   }
   return out;
