@@ -468,7 +468,14 @@ void change_things(Filesystem& fs, Walker& w) {
 
 }  // namespace
 
+static std::function<void(const std::vector<uint8_t>&)> image_observer;
+
+void set_image_observer(std::function<void(const std::vector<uint8_t>&)> observer) {
+  image_observer = std::move(observer);
+}
+
 Outcome exercise_image(const std::vector<uint8_t>& img, bool change) {
+  if (image_observer) image_observer(img);
   Outcome o;
   auto dev = load_device(img);
   BlockIo io(dev->bdev(), 4096);

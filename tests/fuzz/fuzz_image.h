@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,10 @@ struct Outcome {
 // message when a property breaks: an error that is not one line, a mount that succeeded with a
 // root that is not a directory, an fsck status outside 0/4/8.
 Outcome exercise_image(const std::vector<uint8_t>& img, bool change = true);
+
+// Called with every image exercise_image() is given, before it starts (the fsck corpus test
+// collects the harnesses' damaged images this way); an empty function removes it.
+void set_image_observer(std::function<void(const std::vector<uint8_t>&)> observer);
 
 // Aborts the process with "fuzz property failed: WHAT": a finding as much as a crash is.
 [[noreturn]] void property_failed(const std::string& what);
