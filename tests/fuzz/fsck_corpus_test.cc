@@ -43,7 +43,8 @@ void run(BrdDevice& dev, FsckMode mode, const char* label, std::ostream& out) {
   BlockIo io(dev.bdev(), 4096);
   std::vector<std::string> lines;
   const FsckResult r = fsck_repair(io, mode, [&](const std::string& l) { lines.push_back(l); });
-  out << "  " << label << " exit " << fsck_exit_code(r, mode) << "\n";
+  out << "  " << label << " exit " << fsck_exit_code(r, mode) << ": " << r.errors << " errors, " << r.warnings
+      << " warnings, " << r.inodes << " inodes, " << r.dirs << " dirs, " << r.blocks_used << " blocks\n";
   for (const std::string& l : lines) out << "    " << l << "\n";
 }
 
