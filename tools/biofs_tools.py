@@ -1,7 +1,9 @@
-"""biofs_tools: what tools/biofs-compare, tools/biofs-stat and tools/biofs-workload share.
+"""biofs_tools: what tools/biofs-compare (its modules in tools/compare/), biofs-stat,
+biofs-workload and biofs-instructions share.
 
 The scripts find this file beside their own (the directory of their real path, so a symlink to
-a script works too); whatever installs the scripts installs this file next to them.
+a script works too); whatever installs the scripts installs this file, and the compare/ folder,
+next to them.
 
     the mount's counters   read_stats, STATS_XATTR (fs/stats.h)
     numbers and sizes      median, parse_size, fmt_ns

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Tests of tools/biofs-compare, tools/biofs-stat, tools/biofs-workload and their shared module
-tools/biofs_tools.py.
+"""Tests of tools/biofs-compare (its modules in tools/compare/), tools/biofs-stat,
+tools/biofs-workload and their shared module tools/biofs_tools.py.
 
     tools_test.py TestClass.test_name
 
@@ -23,10 +23,32 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tool_paths import BIN, REPO, TOOLS, load_tool  # noqa: E402
 
 
-compare = load_tool("biofs-compare")
+compare_script = load_tool("biofs-compare")  # the entry point; its jobs are the modules of tools/compare/
 workload = load_tool("biofs-workload")
 sys.path.insert(0, TOOLS)
 import biofs_tools  # noqa: E402
+import compare.args  # noqa: E402
+import compare.cells  # noqa: E402
+import compare.costs  # noqa: E402
+import compare.counters  # noqa: E402
+import compare.csv_files  # noqa: E402
+import compare.fio  # noqa: E402
+import compare.histograms  # noqa: E402
+import compare.measure  # noqa: E402
+import compare.mounts  # noqa: E402
+import compare.pairing  # noqa: E402
+import compare.progress  # noqa: E402
+import compare.report  # noqa: E402
+import compare.runner  # noqa: E402
+import compare.state  # noqa: E402
+import compare.stats  # noqa: E402
+import compare.summary  # noqa: E402
+import compare.toggles  # noqa: E402
+
+
+def parse_compare_args(argv):
+    """biofs-compare's options as its entry point parses them."""
+    return compare.args.parse_args(argv, compare_script.__doc__)
 
 # Rows of the reference results (the CSV attached to "block: enable per-cpu bio cache by
 # default", nullblk_fs_results.csv), as they are there.
@@ -43,20 +65,20 @@ sync,null_blk,ext4,1,64,read,4k,1,588193.8269,609792.1069,3.672%
 
 class CompareMath(unittest.TestCase):
     def test_header_is_the_reference_header(self):
-        self.assertEqual(compare.CSV_HEADER, REFERENCE_ROWS.splitlines()[0])
+        self.assertEqual(compare.csv_files.CSV_HEADER, REFERENCE_ROWS.splitlines()[0])
 
     def test_diff_is_computed_as_the_reference_does(self):
         for line in REFERENCE_ROWS.splitlines()[1:]:
             f = line.split(",")
             c = dict(engine=f[0], numjobs=int(f[3]), qdepth=int(f[4]), pattern=f[5], bs=f[6])
-            row = compare.csv_row(c, f[1], f[2], int(f[7]), float(f[8]), float(f[9]))
+            row = compare.csv_files.csv_row(c, f[1], f[2], int(f[7]), float(f[8]), float(f[9]))
             self.assertEqual(row, line)
 
     def test_group_summary_pools_the_pairs_of_a_group(self):
         rows = [("io_uring", "randread", [(100.0, 110.0), (200.0, 220.0)]),
                 ("io_uring", "randread", [(50.0, 55.0)]),
                 ("sync", "read", [(100.0, 103.0), (100.0, 97.0), (100.0, 101.0)])]
-        out = {(e, p): (n, est, lo, hi) for e, p, n, est, lo, hi in compare.group_summary(rows)}
+        out = {(e, p): (n, est, lo, hi) for e, p, n, est, lo, hi in compare.stats.group_summary(rows)}
         n, est, lo, hi = out[("io_uring", "randread")]
         self.assertEqual(n, 3)
         self.assertAlmostEqual(est, 10.0)
@@ -71,20 +93,20 @@ class CompareMath(unittest.TestCase):
         before = {"stages": {"tag": {"buckets": [[128, 5], [1024, 1]]}}}
         after = {"stages": {"tag": {"buckets": [[128, 15], [1024, 1], [8192, 10]]}},
                  "bio_cache": {"alloc_hits": 9}, "queue": {"tags": 8, "tag_calls": 2}}
-        d = compare.counters_delta(before, after)
+        d = compare.counters.counters_delta(before, after)
         self.assertEqual(d["stages"], {"tag": {128: 10, 8192: 10}})
         self.assertEqual(d["hits"], 9)
-        self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.5), 128 + 7)  # [128, 143]
-        self.assertEqual(compare.hist_quantile(d["stages"]["tag"], 0.99), 8192 + 511)
+        self.assertEqual(compare.histograms.hist_quantile(d["stages"]["tag"], 0.5), 128 + 7)  # [128, 143]
+        self.assertEqual(compare.histograms.hist_quantile(d["stages"]["tag"], 0.99), 8192 + 511)
 
     def test_buffered_cells_say_whether_the_page_cache_was_kept(self):
         class Cfg:
             buffered, mount_opts = False, "keep_cache=off"
-        self.assertEqual(compare.io_mode(Cfg), "direct")
+        self.assertEqual(compare.summary.io_mode(Cfg), "direct")
         Cfg.buffered = True
-        self.assertIn("keep_cache=off", compare.io_mode(Cfg))
+        self.assertIn("keep_cache=off", compare.summary.io_mode(Cfg))
         Cfg.mount_opts = "bio_cache=off"
-        self.assertIn("keep_cache=on", compare.io_mode(Cfg))
+        self.assertIn("keep_cache=on", compare.summary.io_mode(Cfg))
 
 
 class FioPlacement(unittest.TestCase):
@@ -101,12 +123,12 @@ class FioPlacement(unittest.TestCase):
             stdout = json.dumps({"jobs": [{"read": {"iops": 10.0, "total_ios": 30},
                                            "write": {"iops": 0.0, "total_ios": 0}}]})
 
-        real_run = compare.run
-        compare.run = lambda cmd, timeout=None: seen.append(cmd) or Done()
+        real_run = compare.fio.run
+        compare.fio.run = lambda cmd, timeout=None: seen.append(cmd) or Done()
         try:
-            self.assertEqual(compare.fio_run(Cfg, directory="/nowhere"), (10.0, 30))
+            self.assertEqual(compare.fio.fio_run(Cfg, directory="/nowhere"), (10.0, 30))
         finally:
-            compare.run = real_run
+            compare.fio.run = real_run
         return seen[0]
 
     def test_fio_cpus_pins_each_job_and_unpinned_leaves_fio_alone(self):
@@ -117,9 +139,9 @@ class FioPlacement(unittest.TestCase):
 
     def test_fio_cpus_takes_cpu_lists_only(self):
         for good in ("0", "1,3", "0-1", "0-3,6"):
-            self.assertTrue(compare.CPU_LIST.match(good), good)
+            self.assertTrue(compare.fio.CPU_LIST.match(good), good)
         for bad in ("", "x", "1,", "-1", "0-", "1;2"):
-            self.assertFalse(compare.CPU_LIST.match(bad), bad)
+            self.assertFalse(compare.fio.CPU_LIST.match(bad), bad)
 
 
 class Shared(unittest.TestCase):
@@ -156,9 +178,9 @@ class Shared(unittest.TestCase):
                     self.assertEqual(p.returncode, 0, p.stderr)
                     self.assertIn(name, p.stdout)
             # The tools share one module's helpers rather than copies of them.
-            self.assertIs(compare.read_stats, biofs_tools.read_stats)
-            self.assertIs(workload.parse_size, compare.parse_size)
-            self.assertIs(workload.umount, compare.umount)
+            self.assertIs(compare.measure.read_stats, biofs_tools.read_stats)
+            self.assertIs(workload.parse_size, compare.args.parse_size)
+            self.assertIs(workload.umount, compare.mounts.umount)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -316,7 +338,7 @@ class Adaptive(unittest.TestCase):
 
 
 class AdaptiveResume(unittest.TestCase):
-    """biofs-compare's Runner.adapt on a runs.jsonl, with runs faked (no mount)."""
+    """biofs-compare's adaptive pairs (compare/pairing.py) on a runs.jsonl, with runs faked (no mount)."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="biofs-tools-test.")
@@ -329,14 +351,14 @@ class AdaptiveResume(unittest.TestCase):
             values, repeats, stops = ("off", "on"), 3, {}
         Cfg.resolution, Cfg.max_repeats, Cfg.budget = resolution, max_repeats, budget
         Cfg.t_end = None
-        state = compare.State(os.path.join(self.tmp, "runs.jsonl"), resume=True)
-        runner = compare.Runner(Cfg, state, compare.Progress(0, 0), None)
+        state = compare.state.State(os.path.join(self.tmp, "runs.jsonl"), resume=True)
+        runner = compare.runner.Runner(Cfg, state, compare.progress.Progress(0, 0), None)
         ran = []
 
         def one(kind, layer, c, side, rep):  # B/A 1.21 or 0.99 by turns: never resolved to 0.5%
             ran.append((side, rep))
             iops = 1000.0 * ((1.21 if rep % 2 else 0.99) if side == "on" else 1.0)
-            state.add(dict(kind=kind, layer=layer, cell=compare.cell_key(c), side=side, rep=rep, iops=iops,
+            state.add(dict(kind=kind, layer=layer, cell=compare.cells.cell_key(c), side=side, rep=rep, iops=iops,
                            ios=1000))
         runner.one = one
         return runner, ran
@@ -348,43 +370,43 @@ class AdaptiveResume(unittest.TestCase):
             for side in (("off", "on") if rep % 2 else ("on", "off")):
                 runner.one("fs", "", cell, side, rep)
         del ran[:]
-        runner.adapt(cell, 1, 0)
+        compare.pairing.adapt(runner, cell, 1, 0)
         self.assertEqual(ran, [("on", 4), ("off", 4), ("off", 5), ("on", 5), ("on", 6), ("off", 6)])
-        self.assertEqual(runner.cfg.stops[compare.cell_key(cell)]["pairs"], 6)
+        self.assertEqual(runner.cfg.stops[compare.cells.cell_key(cell)]["pairs"], 6)
         self.assertEqual([r["reason"] for r in runner.state.runs if r["kind"] == "stop"], ["max-repeats"])
         # Same limits on --resume: nothing more runs, the stop is the recorded one.
         runner2, ran2 = self.runner(0.5, 6)
-        runner2.adapt(cell, 1, 0)
+        compare.pairing.adapt(runner2, cell, 1, 0)
         self.assertEqual(ran2, [])
-        self.assertEqual(runner2.cfg.stops[compare.cell_key(cell)]["reason"], "max-repeats")
+        self.assertEqual(runner2.cfg.stops[compare.cells.cell_key(cell)]["reason"], "max-repeats")
         # Other limits: it goes on from the pairs it has.
         runner3, ran3 = self.runner(0.5, 7)
-        runner3.adapt(cell, 1, 0)
+        compare.pairing.adapt(runner3, cell, 1, 0)
         self.assertEqual(ran3, [("off", 7), ("on", 7)])
 
 
 class CompareArgs(unittest.TestCase):
     def test_an_emulated_device_over_the_image_is_created_there(self):
-        own = compare.parse_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/x.img,vwc"])
+        own = parse_compare_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/x.img,vwc"])
         self.assertTrue(own.own_image)
         self.assertEqual(own.device, "emu:/tmp/x.img,vwc")
-        self.assertFalse(compare.parse_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/y.img"]).own_image)
-        self.assertTrue(compare.parse_args(["--image", "/tmp/x.img"]).own_image)
+        self.assertFalse(parse_compare_args(["--image", "/tmp/x.img", "--device", "emu:/tmp/y.img"]).own_image)
+        self.assertTrue(parse_compare_args(["--image", "/tmp/x.img"]).own_image)
 
     def test_default_pairs_come_from_the_binary(self):
         # `biofs --list-toggles` (daemon/daemon_switches.h) is the one list of toggles and their pairs.
         p = run([os.path.join(BIN, "biofs"), "--list-toggles"])
         self.assertEqual(p.returncode, 0, p.stderr)
-        pairs = compare.parse_toggle_list(p.stdout)
+        pairs = compare.toggles.parse_toggle_list(p.stdout)
         self.assertEqual(pairs["bio_cache"], ("off", "on", "block"))
         self.assertEqual(pairs["tag_batch"], ("plain", "retain", "block"))
         self.assertEqual(pairs["fuse_uring_hot"], ("off", "on", "daemon"))
         self.assertEqual(pairs["fuse_uring_sched"], ("normal", "auto", "daemon"))
-        self.assertEqual(compare.toggle_pairs(BIN), pairs)
+        self.assertEqual(compare.toggles.toggle_pairs(BIN), pairs)
         self.assertEqual(len(pairs), len(p.stdout.splitlines()))
-        a = compare.parse_args(["--bin", BIN, "--toggle", "fuse_uring_cover", "--layers", "none"])
+        a = parse_compare_args(["--bin", BIN, "--toggle", "fuse_uring_cover", "--layers", "none"])
         self.assertEqual(a.values, ("off", "on"))
-        self.assertEqual(compare.parse_args(["--bin", BIN, "--toggle", "split_check"]).values, ("fast", "iter"))
+        self.assertEqual(parse_compare_args(["--bin", BIN, "--toggle", "split_check"]).values, ("fast", "iter"))
         # A name the binary does not list needs its two values, and the error lists the known ones.
         p = run([os.path.join(TOOLS, "biofs-compare"), "--bin", BIN, "--toggle", "no_such_switch"])
         self.assertNotEqual(p.returncode, 0)
@@ -457,27 +479,27 @@ class Cost(unittest.TestCase):
         # 288 is [288, 319], 49152 is [49152, 53247]; each is taken at its midpoint.
         stages = {"bio_alloc_hit": {96: 1, 288: 1}, "bio_alloc_miss": {960: 1}, "tag": {192: 2},
                   "complete": {49152: 2}, "request_total": {49152: 2}}
-        costs, traced = compare.stage_costs(stages)
+        costs, traced = compare.costs.stage_costs(stages)
         self.assertEqual(traced, 2)
         self.assertAlmostEqual(costs["bio_alloc"], (99.5 + 303.5 + 991.5) / 2)
         self.assertAlmostEqual(costs["tag"], 199.5)
         self.assertAlmostEqual(costs["complete"], 49152 + 2047.5)
         self.assertEqual(costs["split"], 0.0)
-        self.assertEqual(compare.hist_mid(5), 5)
+        self.assertEqual(compare.histograms.hist_mid(5), 5)
         self.assertAlmostEqual(costs["bio_alloc_raw"], costs["bio_alloc"])  # nothing above the p99 here
         # Winsorized: a span that lasted 4 ms (a thread descheduled mid-span) counts as the p99.
         spans = {352: 99, 4194304: 1}  # ~367 ns x 99, ~4.4 ms x 1
-        self.assertAlmostEqual(compare.hist_sum(spans, 0.99), 100 * 367.5)
-        self.assertAlmostEqual(compare.hist_sum(spans), 99 * 367.5 + 4194304 + 262143.5)
-        self.assertAlmostEqual(compare.hist_sum(spans, 0.995), compare.hist_sum(spans))
-        costs, _ = compare.stage_costs({"bio_alloc_hit": spans, "request_total": {49152: 100}})
+        self.assertAlmostEqual(compare.histograms.hist_sum(spans, 0.99), 100 * 367.5)
+        self.assertAlmostEqual(compare.histograms.hist_sum(spans), 99 * 367.5 + 4194304 + 262143.5)
+        self.assertAlmostEqual(compare.histograms.hist_sum(spans, 0.995), compare.histograms.hist_sum(spans))
+        costs, _ = compare.costs.stage_costs({"bio_alloc_hit": spans, "request_total": {49152: 100}})
         self.assertAlmostEqual(costs["bio_alloc"], 367.5)
         self.assertAlmostEqual(costs["bio_alloc_raw"], (99 * 367.5 + 4194304 + 262143.5) / 100)
         # Without request traces (the block core alone): per traced allocation.
-        costs, traced = compare.stage_costs({"bio_alloc_hit": {16: 4}})
+        costs, traced = compare.costs.stage_costs({"bio_alloc_hit": {16: 4}})
         self.assertEqual((traced, costs["bio_alloc"]), (4, 16.5))
-        self.assertEqual(compare.stage_costs({}),
-                         ({k: 0.0 for k in compare.CPU_STAGES + compare.WALL_STAGES + ["bio_alloc_raw"]}, 0))
+        stages = compare.costs.CPU_STAGES + compare.costs.WALL_STAGES + ["bio_alloc_raw"]
+        self.assertEqual(compare.costs.stage_costs({}), ({k: 0.0 for k in stages}, 0))
 
     def fake_runs(self, cpu_scale=(1.0, 1.0), reps=3):
         """A cell's runs, A/B then B/A: 10k I/Os per run, 20 us (A) of CPU per I/O split 3:1
@@ -509,7 +531,7 @@ class Cost(unittest.TestCase):
         try:
             cfg = self.fake_cfg(tmp)
             cell = dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread", bs="4k")
-            compare.report(cfg, [cell], self.fake_runs(cpu_scale=(1.0, 0.9)))
+            compare.report.report(cfg, [cell], self.fake_runs(cpu_scale=(1.0, 0.9)))
             with open(os.path.join(tmp, "cost.csv")) as f:
                 lines = f.read().splitlines()
             head = lines[0].split(",")
@@ -571,7 +593,7 @@ class Cost(unittest.TestCase):
             for r in runs:  # a runs.jsonl from before cost.csv, resumed
                 for k in ("cpu", "cpu_info", "proc_cpu_ns", "ios"):
                     r.pop(k)
-            compare.report(self.fake_cfg(tmp), [dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread",
+            compare.report.report(self.fake_cfg(tmp), [dict(engine="io_uring", numjobs=1, qdepth=64, pattern="randread",
                                                      bs="4k")], runs)
             with open(os.path.join(tmp, "cost.csv")) as f:
                 lines = f.read().splitlines()
@@ -828,7 +850,7 @@ class Mount(unittest.TestCase):
         out = os.path.join(self.tmp, "out")
         with open(os.path.join(out, "results.csv")) as f:
             lines = f.read().splitlines()
-        self.assertEqual(lines[0], compare.CSV_HEADER)
+        self.assertEqual(lines[0], compare.csv_files.CSV_HEADER)
         self.assertEqual(len(lines), 3)  # one cell, two repeats
         for i, line in enumerate(lines[1:], 1):
             f = line.split(",")
@@ -879,7 +901,7 @@ class Mount(unittest.TestCase):
         with open(path) as f:
             lines = f.read().splitlines()
         head = lines[0].split(",")
-        self.assertEqual(lines[0], compare.COST_HEADER)
+        self.assertEqual(lines[0], compare.csv_files.COST_HEADER)
         self.assertEqual(len(lines), 3)  # one cell, two sides
         rows = {r["side"]: r for r in (dict(zip(head, l.split(","))) for l in lines[1:])}
         self.assertEqual(sorted(rows), ["off", "on"])
