@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Metadata rates, two filesystems A/B (issue 11 §4): create FILES empty files in one directory,
-# stat them after the kernel's dentry and inode caches are dropped (every stat is a lookup that
+# Metadata rates, two filesystems A/B (docs/results.md, "Metadata against ext4"): create FILES
+# empty files in one directory, stat them after the kernel's dentry and inode caches are dropped (every stat is a lookup that
 # reaches the filesystem), then unlink them; then tar -x of a tree into a new directory (the tar
-# cliff, issue 32: /usr/include without boost, EXTRACT_TREE=DIR for another, EXTRACT_TREE= to
+# cliff, docs/results.md "The tar cliff": /usr/include without boost, EXTRACT_TREE=DIR for another, EXTRACT_TREE= to
 # leave it out). Runs alternate A, B, B, A per round, each on a fresh sparse image of
 # IMAGE_SIZE (2G) on the same disk (WORK_DIR=/dev/shm: in memory). Prints each run, then the medians and B/A per phase, and
 # for biofs the daemon's CPU per operation. Needs root and build/bin. The file operations come
