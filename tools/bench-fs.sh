@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The filesystem against its limit: fio on a raw file vs fio on a file in biofs mounted on an
-# emu: image, both in the same directory, for the three workloads docs/results.md sets aims for
+# emu: image, both in the same directory, for the three workloads fs/README.md ("Measured") sets aims for
 # (4 KiB random reads at depth 64, 1 MiB sequential writes and reads at depth 8; io_uring,
 # direct). Raw and biofs alternate within each repeat; the table gives medians, the ratio and
 # the daemon's resident size. Figures in fs/README.md come from this script.
