@@ -15,8 +15,8 @@ def fio_cpus(cfg):
 def fio_placement(cfg):
     """fio's CPU arguments: with --fio-cpus each job runs on one CPU of the list (fio's
     cpus_allowed, policy split). Unpinned, the scheduler decides, and on a machine whose device
-    interrupts all reach one CPU, where fio lands moves a cell's IOPS by 20-40% (docs/results.md,
-    "The default stack against passthrough_hp, the flush without the lock, and what bounds the rest")."""
+    interrupts all reach one CPU, where fio lands moves a cell's IOPS by 20-40% (docs/results/history.md,
+    "The default stack against passthrough_hp, the flush without the lock")."""
     cpus = fio_cpus(cfg)
     return [f"--cpus_allowed={cpus}", "--cpus_allowed_policy=split"] if cpus else []
 
