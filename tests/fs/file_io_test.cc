@@ -20,7 +20,7 @@
 
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "fs/mkfs.h"
 #include "devices/open_device.h"
 #include "fsck_util.h"

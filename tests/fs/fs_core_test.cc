@@ -23,7 +23,7 @@
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
 #include "fs_mount.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "fs/mkfs.h"
 #include "fsck_util.h"
 

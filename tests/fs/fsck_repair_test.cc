@@ -18,7 +18,7 @@
 
 #include "blockcore/brd.h"
 #include "fs/filesystem.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "fs_mount.h"
 #include "fs/mkfs.h"
 #include "fs/xattr_block.h"
@@ -456,7 +456,12 @@ TEST_CASE("fsck repair: a primary superblock without its magic is found again fr
   Rig g;
   const uint64_t zero = 0;
   g.dev.poke(0, &zero, sizeof(zero));
-  CHECK(g.check().r.fatal);  // -n cannot even tell it is biofs
+  const FsckRun n = g.check();  // -n looks for the backup as -y does, and says what -y would do
+  INFO(n.text());
+  CHECK_FALSE(n.r.fatal);
+  CHECK(n.has("primary superblock: not a biofs filesystem (bad magic)"));
+  CHECK(n.has("using the backup superblock"));
+  CHECK(fsck_exit_code(n.r, FsckMode::check) == 4);
   const FsckRun p = g.repair(FsckMode::preen);
   INFO(p.text());
   CHECK(p.has("primary superblock: not a biofs filesystem (bad magic) (needs -y: restored from the backup)"));

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 
 namespace biofs::test {
 

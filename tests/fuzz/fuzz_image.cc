@@ -15,7 +15,7 @@
 
 #include "fs/crc32c.h"
 #include "fs/filesystem.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "fs/mkfs.h"
 
 namespace biofs::fuzz {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "fuzz_image.h"
 #include "fuzz_targets.h"
 

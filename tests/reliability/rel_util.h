@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fs/filesystem.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "fs/mkfs.h"
 #include "devices/open_device.h"
 #include "tests/fs/fsck_util.h"

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <string>
 
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "devices/device_lock.h"
 #include "devices/open_device.h"
 

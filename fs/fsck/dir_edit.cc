@@ -5,13 +5,13 @@
 #include <cstring>
 
 #include "lib/printable.h"
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-void Repair::init_dir_block(DirBlk& b, uint64_t pblk, uint64_t dir) {
+void Engine::init_dir_block(DirBlk& b, uint64_t pblk, uint64_t dir) {
   b.data = IoBuf(bs);
   auto* h = reinterpret_cast<DirBlock*>(b.data.data());
   h->h.magic = BLK_DIR;
@@ -23,7 +23,7 @@ void Repair::init_dir_block(DirBlk& b, uint64_t pblk, uint64_t dir) {
 }
 
 // Removes the record at `off` as dir_remove does: merged into the one before, or freed.
-void Repair::remove_entry(uint64_t pblk, uint32_t off) {
+void Engine::remove_entry(uint64_t pblk, uint32_t off) {
   DirBlk& b = dirblk[pblk];
   uint32_t prev = 0;
   for (uint32_t o = sizeof(DirBlock); o < off; o += entry(b.data, o)->rec_len) prev = o;
@@ -37,14 +37,14 @@ void Repair::remove_entry(uint64_t pblk, uint32_t off) {
   b.dirty = true;
 }
 
-std::vector<uint32_t> Repair::count_refs() {
+std::vector<uint32_t> Engine::count_refs() {
   std::vector<uint32_t> refs(sb.inode_count + 1, 0);
   for (const Link& l : links)
     if (l.live) refs[l.ino]++;
   return refs;
 }
 
-void Repair::drop_link(Link& l, const std::string& problem) {
+void Engine::drop_link(Link& l, const std::string& problem) {
   fix(false, problem, "entry '" + printable(l.name) +
                           "' in directory " + num(l.dir) + " removed");
   remove_entry(l.pblk, l.off);
@@ -53,7 +53,7 @@ void Repair::drop_link(Link& l, const std::string& problem) {
 }
 
 // Adds an entry to directory `dir` (a free record's space, or a new block at its end).
-bool Repair::dir_add(uint64_t dir, const std::string& name, uint64_t ino) {
+bool Engine::dir_add(uint64_t dir, const std::string& name, uint64_t ino) {
   const uint32_t need = dirent_size(uint32_t(name.size()));
   const uint8_t type = dirent_type(in(ino).mode);
   auto place = [&](uint64_t pblk) -> bool {

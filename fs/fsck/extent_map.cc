@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "extent_tree.h"
-#include "fsck_internal.h"
-#include "xattr_block.h"
+#include "fs/extent_tree.h"
+#include "fs/fsck/engine.h"
+#include "fs/xattr_block.h"
 
 namespace biofs::fsck {
 
@@ -15,7 +15,7 @@ using namespace disk;
 
 // Writes inode `ino`'s map as the filesystem does (inline up to four extents, else a tree),
 // reusing its tree blocks and allocating more if it must. false: no space.
-bool Repair::set_map(uint64_t ino) {
+bool Engine::set_map(uint64_t ino) {
   Inode& d = in(ino);
   auto& v = ext[ino];
   auto& t = tree[ino];
@@ -79,7 +79,7 @@ bool Repair::set_map(uint64_t ino) {
 
 // The maps pass 1 changed, written in the filesystem's shape: they only shrink, so nothing is
 // allocated.
-void Repair::rewrite_maps() {
+void Engine::rewrite_maps() {
   for (uint64_t ino = 1; ino <= sb.inode_count; ino++)
     if (map_dirty[ino] && state[ino] == LIVE) set_map(ino);
 }

@@ -5,19 +5,19 @@
 #include <algorithm>
 #include <set>
 
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-void Repair::pass3() {
+void Engine::pass3() {
   one_name_per_dir();
   reconnect(unreachable());
 }
 
 // A directory keeps one entry (the one its parent field agrees with, else the first).
-void Repair::one_name_per_dir() {
+void Engine::one_name_per_dir() {
   std::vector<std::vector<size_t>> by(sb.inode_count + 1);
   for (size_t i = 0; i < links.size(); i++)
     if (links[i].live && S_ISDIR(in(links[i].ino).mode)) by[links[i].ino].push_back(i);
@@ -37,7 +37,7 @@ void Repair::one_name_per_dir() {
 }
 
 // Directories cut off from the root (a lost parent, a loop) and inodes in no directory.
-std::vector<uint64_t> Repair::unreachable() {
+std::vector<uint64_t> Engine::unreachable() {
   const uint64_t n = sb.inode_count + 1;
   std::vector<std::vector<size_t>> kids(n);
   for (size_t i = 0; i < links.size(); i++)
@@ -82,7 +82,7 @@ std::vector<uint64_t> Repair::unreachable() {
 }
 
 // /lost+found: the root's entry of that name, or a new directory.
-uint64_t Repair::lost_and_found() {
+uint64_t Engine::lost_and_found() {
   for (Link& l : links) {
     if (!l.live || l.dir != ROOT_INO || l.name != "lost+found") continue;
     if (S_ISDIR(in(l.ino).mode)) return l.ino;
@@ -117,7 +117,7 @@ uint64_t Repair::lost_and_found() {
   return ino;
 }
 
-void Repair::reconnect(std::vector<uint64_t> lost) {
+void Engine::reconnect(std::vector<uint64_t> lost) {
   if (lost.empty()) return;
   uint64_t lf = lost_and_found();
   if (lf == 0) {  // a file named lost+found was unlinked: it is lost now too

@@ -1,7 +1,8 @@
-// The repair's shared state (fsck.biofs -p / -y), what e2fsck keeps in its e2fsck_t context
-// (e2fsck/e2fsck.h): the inode table and every decision about it, held in memory until the
-// end. Each pass is a file of its own; the order they run in is fsck_repair.cc's. Private to
-// the fsck_*.cc files: the public API is fsck.h.
+// The state of one fsck run, what e2fsck keeps in its e2fsck_t context (e2fsck/e2fsck.h): the
+// inode table and every decision about it, held in memory until the end. The check (-n) and the
+// repair (-p, -y) are the same passes: a check decides every repair in memory as -y would and
+// writes nothing, as e2fsck -n answers "no" in fix_problem. Each pass is a file of its own; the
+// order they run in is fsck.cc's. Private to fs/fsck/: the public API is fsck.h.
 #pragma once
 
 #include <sys/stat.h>
@@ -14,16 +15,18 @@
 #include <utility>
 #include <vector>
 
-#include "block_io.h"
-#include "format.h"
-#include "fsck.h"
-#include "fsck_read.h"
+#include "fs/block_io.h"
+#include "fs/format.h"
+#include "fs/fsck/fsck.h"
+#include "fs/fsck/read.h"
 
 namespace biofs::fsck {
 
 inline std::string num(uint64_t v) { return std::to_string(v); }
 
-enum InodeState : uint8_t { FREE, LIVE, CLEARED, FREED };  // an inode slot as the repair sees it
+// An inode slot as the passes see it. ORPHAN: unlinked while open, left for the next mount to
+// free (a check only: a repair frees it, FREED).
+enum InodeState : uint8_t { FREE, LIVE, CLEARED, FREED, ORPHAN };
 
 struct Link {  // one directory entry naming a live inode
   uint64_t dir, pblk;
@@ -33,7 +36,7 @@ struct Link {  // one directory entry naming a live inode
   bool live = true;
 };
 
-struct Repair {
+struct Engine {
   BlockIo& io;
   FsckMode mode;
   const std::function<void(const std::string&)>& report;
@@ -65,18 +68,21 @@ struct Repair {
   std::vector<uint8_t> touched;                 // per inode: its entries changed by a repair
   std::vector<std::pair<uint64_t, IoBuf>> bitmap_out;  // bitmap blocks to write (pass 5)
 
+  bool checking() const { return mode == FsckMode::check; }
   bool preen() const { return mode == FsckMode::preen; }
-  bool may_write() const { return mode == FsckMode::yes || r.needs_yes == 0; }
+  bool may_write() const { return !checking() && (mode == FsckMode::yes || r.needs_yes == 0); }
   bool cancelled() const { return cancel && cancel->load(); }
   disk::Inode& in(uint64_t ino) { return table_inode(table, ino); }
   bool in_data(uint64_t b, uint64_t n) const {
     return b >= sb.data_start && n <= sb.block_count - 1 && b <= sb.block_count - 1 - n;
   }
 
-  // ---- problems and what is done about them (fsck_problem.cc) --------------------------------
-  // One problem and what is done about it; preen may only do the `safe` ones. The lines wait
-  // for the end: when preen must leave an unsafe problem it writes nothing, so its safe
-  // repairs are not made either and say so.
+  // ---- problems and what is done about them (problem.cc) -------------------------------------
+  // One problem and what is done about it; preen may only do the `safe` ones, a check none (it
+  // prints the problem alone and counts an error). The lines wait for the end: when preen must
+  // leave an unsafe problem it writes nothing, so its safe repairs are not made either and say
+  // so. A warning is a line that is no problem (a journal to replay, an orphan to free).
+  // `action` empty: the line is the problem alone.
   struct Line {
     std::string problem, action;
     bool safe;
@@ -84,42 +90,44 @@ struct Repair {
   };
   std::vector<Line> lines;
   void fix(bool safe, const std::string& problem, const std::string& action);
+  void warn(const std::string& line);
+  void note(const std::string& line);  // neither a problem nor a warning
   void flush_lines();
   void fatal(const std::string& why);
 
-  // ---- reading, block ownership, inode slots (fsck_util.cc) ----------------------------------
+  // ---- reading, block ownership, inode slots (util.cc) -----------------------------------------
   bool read(uint64_t blk, uint32_t n, void* buf);
   void unclaim(uint64_t b, uint64_t n);
   uint64_t alloc_block(uint64_t goal);
   void clear_inode(uint64_t ino);
   void make_dir_inode(uint64_t ino, mode_t perm, uint64_t parent_ino);
 
-  // ---- before the passes: the superblock (fsck_super.cc), the journal (fsck_journal.cc) --------
+  // ---- before the passes: the superblock (superblock.cc), the journal (journal_replay.cc) -------
   bool superblock();
   bool journal();
 
   // ---- pass 1: inodes, their extents and xattr blocks; block ownership ------------------------
-  bool load_inodes();                                                       // fsck_pass1_inodes.cc
+  bool load_inodes();                                                       // pass1_inodes.cc
   void pass1();
   void dir_shape(uint64_t ino);
-  std::string tree_block(uint64_t blk, IoBuf* out);  // fsck_pass1_extents.cc
+  std::string tree_block(uint64_t blk, IoBuf* out);  // pass1_extents.cc
   std::string read_map(uint64_t ino);
-  void xattr_block(uint64_t ino);                                           // fsck_pass1_xattr.cc
+  void xattr_block(uint64_t ino);                                           // pass1_xattr.cc
 
-  // ---- extent maps written in the filesystem's shape (fsck_extent_map.cc) ----------------------
+  // ---- extent maps written in the filesystem's shape (extent_map.cc) ---------------------------
   bool set_map(uint64_t ino);
   void rewrite_maps();
 
-  // ---- the orphan list (fsck_orphans.cc) -------------------------------------------------------
+  // ---- the orphan list (orphans.cc) ------------------------------------------------------------
   void check_orphan_list();
   void release_orphans();
 
-  // ---- pass 2: directory blocks and entries (fsck_pass2_dirs.cc) -------------------------------
+  // ---- pass 2: directory blocks and entries (pass2_dirs.cc) ------------------------------------
   void pass2();
   void scan_dir(uint64_t ino);
   void scan_dir_block(uint64_t ino, uint64_t lblk, uint64_t pblk, DirBlk& b);
 
-  // ---- directory edits and the links they make (fsck_dir.cc) -----------------------------------
+  // ---- directory edits and the links they make (dir_edit.cc) -----------------------------------
   static disk::DirEntry* entry(IoBuf& b, uint32_t off) { return reinterpret_cast<disk::DirEntry*>(b.data() + off); }
   void init_dir_block(DirBlk& b, uint64_t pblk, uint64_t dir);
   void remove_entry(uint64_t pblk, uint32_t off);
@@ -127,25 +135,26 @@ struct Repair {
   std::vector<uint32_t> count_refs();
   void drop_link(Link& l, const std::string& problem);
 
-  // ---- pass 3: connectivity, lost+found (fsck_pass3_connect.cc) --------------------------------
+  // ---- pass 3: connectivity, lost+found (pass3_connect.cc) -------------------------------------
   void pass3();
   void one_name_per_dir();
   std::vector<uint64_t> unreachable();
   uint64_t lost_and_found();
   void reconnect(std::vector<uint64_t> lost);
 
-  // ---- pass 4: link counts and parent fields (fsck_pass4_counts.cc) ----------------------------
+  // ---- pass 4: link counts and parent fields (pass4_counts.cc) ---------------------------------
   void pass4();
 
-  // ---- pass 5: bitmaps and free counts (fsck_pass5_bitmaps.cc) ---------------------------------
+  // ---- pass 5: bitmaps and free counts (pass5_bitmaps.cc) --------------------------------------
   void pass5();
+  void count_in_use();  // inodes, dirs, blocks_used for the summary
   void bitmap(uint64_t start, uint64_t nblocks, uint32_t magic, uint64_t total, const char* what,
               const std::function<bool(uint64_t)>& used, uint64_t* free_count);
 
-  // ---- writing the repairs (fsck_write.cc) -----------------------------------------------------
+  // ---- writing the repairs (write.cc) ----------------------------------------------------------
   int write_all();
 
-  // ---- the order of it all (fsck_repair.cc) ----------------------------------------------------
+  // ---- the order of it all (fsck.cc) -----------------------------------------------------------
   bool stop();
   void run();
   void steps();

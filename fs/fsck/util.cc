@@ -4,13 +4,13 @@
 #include <cstring>
 #include <ctime>
 
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-bool Repair::read(uint64_t blk, uint32_t n, void* buf) {
+bool Engine::read(uint64_t blk, uint32_t n, void* buf) {
   if (int err = io.read(blk, n, buf)) {
     fatal(read_failed(blk, err));
     return false;
@@ -18,12 +18,12 @@ bool Repair::read(uint64_t blk, uint32_t n, void* buf) {
   return true;
 }
 
-void Repair::unclaim(uint64_t b, uint64_t n) {
+void Engine::unclaim(uint64_t b, uint64_t n) {
   for (uint64_t i = 0; i < n; i++) owned[b + i] = 0;
 }
 
 // A free data block, searching from `goal`; claimed. 0: the device is full.
-uint64_t Repair::alloc_block(uint64_t goal) {
+uint64_t Engine::alloc_block(uint64_t goal) {
   const uint64_t lo = sb.data_start, hi = sb.block_count - 1;
   if (goal < lo || goal >= hi) goal = lo;
   for (uint64_t i = 0; i < hi - lo; i++) {
@@ -36,7 +36,7 @@ uint64_t Repair::alloc_block(uint64_t goal) {
   return 0;
 }
 
-void Repair::clear_inode(uint64_t ino) {
+void Engine::clear_inode(uint64_t ino) {
   const uint32_t gen = in(ino).generation;
   std::memset(&in(ino), 0, INODE_SIZE);
   in(ino).generation = gen;
@@ -46,7 +46,7 @@ void Repair::clear_inode(uint64_t ino) {
   tree[ino].clear();
 }
 
-void Repair::make_dir_inode(uint64_t ino, mode_t perm, uint64_t parent_ino) {
+void Engine::make_dir_inode(uint64_t ino, mode_t perm, uint64_t parent_ino) {
   const uint32_t gen = in(ino).generation;
   std::memset(&in(ino), 0, INODE_SIZE);
   Inode& d = in(ino);

@@ -1,9 +1,9 @@
-// Checking and repairing a biofs filesystem (what fsck.biofs does). The check (-n): superblock
-// and its backup, the journal, every bitmap and metadata block's checksum, inodes, extents
-// against the block bitmap (no block owned twice, none owned but free, none marked but
-// unowned), directory entries against inodes, link counts and free counts. The repair (-p, -y:
-// fsck_repair.cc and its passes, fsck_*.cc): the same structures, mended in memory and written
-// back, then checked again.
+// Checking and repairing a biofs filesystem (what fsck.biofs does): superblock and its backup,
+// the journal, every bitmap and metadata block's checksum, inodes, extents against the block
+// bitmap (no block owned twice, none owned but free, none marked but unowned), directory
+// entries against inodes, connectivity, link counts and free counts. One engine (fs/fsck/,
+// e2fsck's passes): the repair (-p, -y) mends in memory, writes back and checks again; the
+// check (-n) runs the same passes with writing off and prints each problem -y would mend.
 #pragma once
 
 #include <atomic>
@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "block_io.h"
+#include "fs/block_io.h"
 
 namespace biofs {
 
@@ -27,7 +27,9 @@ struct FsckResult {
   bool cancelled = false;     // stopped by the cancel flag before writing its repairs
 };
 
-// Checks without changing anything. Each problem is reported as one line through `report`.
+// Checks without changing anything. Each problem is reported as one line through `report`, the
+// problem as a repair would name it; warnings (a journal to replay, orphans, an unclean
+// unmount) are lines too.
 FsckResult fsck_check(BlockIo& io, const std::function<void(const std::string&)>& report);
 
 enum class FsckMode {

@@ -1,21 +1,21 @@
 // Pass 1, e2fsck/pass1.c (with pass1b.c's blocks claimed twice): the inode table read whole,
 // then each inode in use, in order: its checksum (a bad one: cleared), a damaged root (a new
 // empty one), the inline xattr area, inline data on a non-symlink, a symlink's size, its extent
-// map (fsck_pass1_extents.cc) and each extent's flags, order and bounds, the blocks it claims
+// map (pass1_extents.cc) and each extent's flags, order and bounds, the blocks it claims
 // (in inode order: a block owned twice stays with its first owner, the later one is truncated
-// there), a directory's size and holes, its xattr block (fsck_pass1_xattr.cc), its block count
+// there), a directory's size and holes, its xattr block (pass1_xattr.cc), its block count
 // and the shape of its extent tree.
 #include <algorithm>
 #include <cstring>
 
-#include "fsck_internal.h"
-#include "xattr_block.h"
+#include "fs/fsck/engine.h"
+#include "fs/xattr_block.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-bool Repair::load_inodes() {
+bool Engine::load_inodes() {
   if (!read_inode_table(sb, [&](uint64_t blk, uint32_t n, void* buf) { return read(blk, n, buf); }, &table)) return false;
   const uint64_t n = sb.inode_count + 1;
   state.assign(n, FREE);
@@ -34,7 +34,7 @@ bool Repair::load_inodes() {
 
 // Pass 1: every inode's checksum and map; blocks claimed in inode order, so a block owned
 // twice stays with the first owner and the later one is truncated where it claims it.
-void Repair::pass1() {
+void Engine::pass1() {
   {
     const Inode& root = in(ROOT_INO);
     std::string bad;
@@ -165,7 +165,7 @@ void Repair::pass1() {
 }
 
 // A directory's size is whole blocks, all mapped from block 0.
-void Repair::dir_shape(uint64_t ino) {
+void Engine::dir_shape(uint64_t ino) {
   Inode& d = in(ino);
   const std::string who = "directory " + num(ino);
   if (d.size % bs) {

@@ -3,13 +3,13 @@
 // fails its checksum is rebuilt whole), and the superblock's free counts.
 #include <cstring>
 
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-void Repair::bitmap(uint64_t start, uint64_t nblocks, uint32_t magic, uint64_t total, const char* what,
+void Engine::bitmap(uint64_t start, uint64_t nblocks, uint32_t magic, uint64_t total, const char* what,
             const std::function<bool(uint64_t)>& used, uint64_t* free_count) {
   const uint64_t bpb = bitmap_bits_per_block(bs);
   uint64_t wrong = 0;
@@ -41,21 +41,22 @@ void Repair::bitmap(uint64_t start, uint64_t nblocks, uint32_t magic, uint64_t t
             fix(true, thing + (now ? " is in use but marked free" : " is marked in use but nothing owns it"),
                 now ? "marked in use" : "marked free");
           else
-            r.repaired++;
+            (checking() ? r.errors : r.repaired)++;
         }
       }
     }
     bitmap_out.emplace_back(start + i, std::move(want));
   }
-  if (wrong > 20) lines.push_back(Line{what, num(wrong - 20) + " more bits corrected", true});
+  if (wrong > 20 && checking()) note(std::string(what) + ": " + num(wrong - 20) + " more bits wrong");
+  else if (wrong > 20) lines.push_back(Line{what, num(wrong - 20) + " more bits corrected", true});
 }
 
-void Repair::pass5() {
+void Engine::pass5() {
   uint64_t fb = 0, fi = 0;
   bitmap(sb.block_bitmap_start, sb.block_bitmap_blocks, BLK_BLOCK_BITMAP, sb.block_count, "block bitmap",
          [&](uint64_t b) { return owned[b] != 0; }, &fb);
   bitmap(sb.inode_bitmap_start, sb.inode_bitmap_blocks, BLK_INODE_BITMAP, sb.inode_count, "inode bitmap",
-         [&](uint64_t i) { return state[i + 1] == LIVE; }, &fi);
+         [&](uint64_t i) { return state[i + 1] == LIVE || state[i + 1] == ORPHAN; }, &fi);
   if (sb.free_blocks != fb || sb.free_inodes != fi) {
     if (sb.state == STATE_CLEAN)
       fix(true, "superblock free counts (" + num(sb.free_blocks) + " blocks, " + num(sb.free_inodes) +
@@ -65,6 +66,19 @@ void Repair::pass5() {
     sb.free_inodes = fi;
     sb_fix = true;
   }
+  count_in_use();
+}
+
+// What the summary line counts: inodes in use (orphans a check leaves included), directories,
+// and the data area's blocks that inodes own.
+void Engine::count_in_use() {
+  r.inodes = r.dirs = r.blocks_used = 0;
+  for (uint64_t ino = 1; ino <= sb.inode_count; ino++) {
+    if (state[ino] != LIVE && state[ino] != ORPHAN) continue;
+    r.inodes++;
+    r.dirs += S_ISDIR(in(ino).mode) ? 1 : 0;
+  }
+  for (uint64_t b = sb.data_start; b + 1 < sb.block_count; b++) r.blocks_used += owned[b] ? 1 : 0;
 }
 
 }  // namespace biofs::fsck

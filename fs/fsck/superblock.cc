@@ -2,16 +2,16 @@
 // e2fsck/util.c (get_backup_sb). A damaged primary is restored from the backup (-y only) and at
 // once marked "error", before the journal replays over it, so a repair cut short shows; a
 // damaged backup is rewritten from the primary; a filesystem not cleanly unmounted is marked
-// clean when the repairs are written.
+// clean when the repairs are written (a check warns of it).
 #include <cstring>
 
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-bool Repair::superblock() {
+bool Engine::superblock() {
   io.set_block_size(4096);
   const std::string why = read_superblock(io, &sb, false);
   if (!why.empty()) {
@@ -22,6 +22,7 @@ bool Repair::superblock() {
       return false;
     }
     fix(false, "primary superblock: " + why, "restored from the backup");
+    if (checking()) note("using the backup superblock");
     sb_fix = true;
   }
   bs = sb.block_size;
@@ -46,7 +47,10 @@ bool Repair::superblock() {
     fix(true, "backup superblock is damaged", "rewritten from the primary");
     sb_fix = true;
   }
-  if (sb.state != STATE_CLEAN) sb_fix = true;  // marked clean at the end, not an error
+  if (sb.state != STATE_CLEAN) {  // marked clean at the end, not an error
+    sb_fix = true;
+    if (checking()) warn("filesystem was not cleanly unmounted");
+  }
   return true;
 }
 

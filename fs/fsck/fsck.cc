@@ -1,18 +1,19 @@
-// Repairing a biofs filesystem (fsck.biofs -p / -y): the passes in e2fsck's order, as
-// e2fsck/e2fsck.c's e2fsck_run runs them, and the exit status of e2fsck/unix.c. First the
+// Checking and repairing a biofs filesystem (fsck.biofs -n / -p / -y): one engine, the passes in
+// e2fsck's order, as e2fsck/e2fsck.c's e2fsck_run runs them, and the exit status of
+// e2fsck/unix.c. A check is the same run with writing off (engine.h). First the
 // superblock (restored from the backup) and the journal (replayed, or reset when its
 // superblock is damaged); pass 1, inodes and their extents and xattr blocks, which claims every
 // block; the orphan list; pass 2, directory blocks and entries; the orphans released as mount
 // would; pass 3, every directory reachable and lost ones and lost files in /lost+found; pass 4,
 // link counts; pass 5, bitmaps and free counts rebuilt from what is owned. Everything is decided
-// in memory (fsck_internal.h); the changed blocks are written at the end (fsck_write.cc), and the
-// device is then checked again (fsck.cc).
+// in memory (engine.h); the changed blocks are written at the end (write.cc), and the device is
+// then checked again by the same passes with writing off.
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs {
 
@@ -21,18 +22,18 @@ namespace fsck {
 using namespace disk;
 
 // Stops before anything else is written: a failure, or the caller cancelled.
-bool Repair::stop() {
+bool Engine::stop() {
   if (!r.fatal && cancelled()) r.cancelled = true;
   return r.fatal || r.cancelled;
 }
 
-void Repair::run() {
+void Engine::run() {
   steps();
   flush_lines();
   r.repaired += replayed;
 }
 
-void Repair::steps() {
+void Engine::steps() {
   if (!superblock() || stop() || !journal() || stop() || !load_inodes()) return;
   pass1();
   if (stop()) return;
@@ -57,10 +58,16 @@ void Repair::steps() {
 
 }  // namespace fsck
 
+FsckResult fsck_check(BlockIo& io, const std::function<void(const std::string&)>& report) {
+  fsck::Engine check{io, FsckMode::check, report, nullptr};
+  check.run();
+  return check.r;
+}
+
 FsckResult fsck_repair(BlockIo& io, FsckMode mode, const std::function<void(const std::string&)>& report,
                        const std::atomic<bool>* cancel) {
   if (mode == FsckMode::check) return fsck_check(io, report);
-  fsck::Repair rp{io, mode, report, cancel};
+  fsck::Engine rp{io, mode, report, cancel};
   rp.run();
   FsckResult r = rp.r;
   if (r.fatal || r.cancelled) return r;

@@ -2,8 +2,8 @@
 // extents (four at most), or a tree of any depth (extent_tree.cc), each block's place, header,
 // checksum, owner, level and entry count checked. A map it cannot use clears the inode, or for
 // the root makes a new empty one (pass1()).
-#include "extent_tree.h"
-#include "fsck_internal.h"
+#include "fs/extent_tree.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
@@ -11,7 +11,7 @@ using namespace disk;
 
 // An extent tree block as fsck reads it: in the data area, readable, its header and checksum.
 // "" or why not.
-std::string Repair::tree_block(uint64_t blk, IoBuf* out) {
+std::string Engine::tree_block(uint64_t blk, IoBuf* out) {
   if (!in_data(blk, 1)) return "extent tree block " + num(blk) + " is outside the data area";
   *out = IoBuf(bs);
   if (!read(blk, 1, out->data())) return "extent tree block " + num(blk) + " cannot be read";
@@ -22,7 +22,7 @@ std::string Repair::tree_block(uint64_t blk, IoBuf* out) {
 
 // Reads inode `ino`'s extent map into ext/tree, and whether its tree has the shape the
 // filesystem writes into odd_tree. "" or why it is unusable.
-std::string Repair::read_map(uint64_t ino) {
+std::string Engine::read_map(uint64_t ino) {
   const Inode& d = in(ino);
   if (d.flags & INODE_INLINE_DATA) return "";
   if (!(d.flags & INODE_EXTENT_TREE)) {

@@ -2,17 +2,17 @@
 // e2fsck_run_ext3_journal for the replay). A journal superblock failing its header or checksum,
 // from another filesystem or with its head out of range is reset to an empty journal (-y only);
 // a committed transaction is replayed before the passes read anything, unless other repairs
-// wait for -y.
+// wait for -y. A check replays nothing: it warns, and the passes read the disk as it is.
 #include <cstring>
 
-#include "fsck_internal.h"
-#include "journal.h"
+#include "fs/fsck/engine.h"
+#include "fs/journal.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-bool Repair::journal() {
+bool Engine::journal() {
   IoBuf b(bs);
   if (!read(sb.journal_start, 1, b.data())) return false;
   if (const std::vector<std::string> bad = check_journal_super(b.data(), sb); !bad.empty()) {
@@ -23,8 +23,9 @@ bool Repair::journal() {
   Journal jn(io, sb);
   int n = 0;
   if (!may_write()) {
-    jn.recover(&n, false);
-    if (n) report("journal holds a committed transaction: not replayed while other repairs need -y");
+    jn.recover(&n, false);  // a dry run: reads only
+    if (n && checking()) warn("journal holds a committed transaction that mounting will replay (checked as the disk is now)");
+    else if (n) report("journal holds a committed transaction: not replayed while other repairs need -y");
     return true;
   }
   if (std::string e = jn.recover(&n, true); !e.empty()) {

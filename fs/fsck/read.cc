@@ -1,5 +1,5 @@
-// The inode table and the orphan list as the check and the repair both read them (fsck_read.h).
-#include "fsck_read.h"
+// The inode table and the orphan list, read with their bound and loop checks (read.h).
+#include "fs/fsck/read.h"
 
 #include <algorithm>
 #include <cstring>

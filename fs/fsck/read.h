@@ -1,13 +1,13 @@
-// What the check (fsck.cc) and the repair (fsck_*.cc) read the same way: the inode table,
-// held whole, and the orphan list walked with its bound and loop checks. Private to them.
+// What the passes read with the format's own rules: the inode table, held whole, and the
+// orphan list walked with its bound and loop checks. Private to fs/fsck/.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
-#include "block_io.h"
-#include "format.h"
+#include "fs/block_io.h"
+#include "fs/format.h"
 
 namespace biofs::fsck {
 

@@ -1,14 +1,14 @@
 // Pass 4, e2fsck/pass4.c: each live inode's link count against the entries that name it (a
 // directory: 2 and one per subdirectory), and each directory's parent field against the
 // directory that names it.
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
 // Link counts and parent fields from the entries that remain.
-void Repair::pass4() {
+void Engine::pass4() {
   std::vector<uint32_t> refs = count_refs();
   std::vector<uint32_t> subdirs(sb.inode_count + 1, 0);
   for (const Link& l : links)

@@ -6,13 +6,13 @@
 #include <cstring>
 #include <ctime>
 
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
-int Repair::write_all() {
+int Engine::write_all() {
   // The superblock says "error" until the last write, so a repair cut short is seen as one.
   IoBuf sbuf(bs);
   SuperBlock w = sb;

@@ -3,8 +3,8 @@
 // xattr_block.cc as the filesystem reads it), the superblock's feature bit set. A damaged block
 // is dropped (the flag cleared; nothing claims the block, so pass 5 frees it) or cut after its
 // last whole entry.
-#include "fsck_internal.h"
-#include "xattr_block.h"
+#include "fs/fsck/engine.h"
+#include "fs/xattr_block.h"
 
 namespace biofs::fsck {
 
@@ -13,7 +13,7 @@ using namespace disk;
 // Inode `ino`'s xattr block, after its extents claimed theirs: claimed when sound (the
 // superblock given the feature if it lacks it), cut after its last whole entry, or dropped
 // (the flag cleared; nothing claims the block, so the bitmaps free it).
-void Repair::xattr_block(uint64_t ino) {
+void Engine::xattr_block(uint64_t ino) {
   Inode& d = in(ino);
   const uint64_t blk = xattr::block_of(d);
   if (!blk) return;

@@ -6,19 +6,19 @@
 #include <cstring>
 
 #include "lib/printable.h"
-#include "fsck_internal.h"
+#include "fs/fsck/engine.h"
 
 namespace biofs::fsck {
 
 using namespace disk;
 
 // Every live directory's blocks, in inode order.
-void Repair::pass2() {
+void Engine::pass2() {
   for (uint64_t ino = 1; ino <= sb.inode_count && !r.fatal; ino++)
     if (state[ino] == LIVE && S_ISDIR(in(ino).mode)) scan_dir(ino);
 }
 
-void Repair::scan_dir(uint64_t ino) {
+void Engine::scan_dir(uint64_t ino) {
   const Inode& d = in(ino);
   const uint64_t nb = d.size / bs;
   for (const Extent& e : ext[ino]) {
@@ -38,7 +38,7 @@ void Repair::scan_dir(uint64_t ino) {
   }
 }
 
-void Repair::scan_dir_block(uint64_t ino, uint64_t lblk, uint64_t pblk, DirBlk& b) {
+void Engine::scan_dir_block(uint64_t ino, uint64_t lblk, uint64_t pblk, DirBlk& b) {
   const std::string who = "directory " + num(ino) + " block " + num(lblk);
   auto* h = reinterpret_cast<DirBlock*>(b.data.data());
   if (!block_header_ok(b.data.data(), bs, BLK_DIR, pblk)) {
