@@ -29,7 +29,7 @@
 //     mask (relative to *offset) says which bits the caller got and may have holes; if it is
 //     empty the next word is tried. This "fewer than asked" result is what "blk-mq: retry
 //     batch allocation of tags" (2025) is about: tag_batch=retain and loop. (The clamp of
-//     nr_tags to a word's bits that biofs had before issue 33 is tag_batch=clamp, in blk-mq.)
+//     nr_tags to a word's bits that biofs once had is tag_batch=clamp, in blk-mq.)
 //  5. sbitmap_queue_clear_batch() frees straight into `word`, one atomic per word touched (up
 //     to eight words per call; a batch spread wider costs one more atomic per extra group).
 //  6. Waiting: a caller that found the map full queues itself on one of SBQ_WAIT_QUEUES wait

@@ -18,7 +18,7 @@ enum class TagBatch : uint8_t {
            // batch allocation of tags", 2025)
   retain,  // after a short batch the plug keeps data.nr_tags, so the rest is asked for in a batch
   loop,    // the batch allocator takes word after word until it has them all (upstream 6.19)
-  clamp,   // loop, and each batch asks for at most one sbitmap word's bits: biofs before issue 33.
+  clamp,   // loop, and each batch asks for at most one sbitmap word's bits (biofs's older form).
            // v6.18's __sbitmap_queue_get_batch() gives no batch when nr_tags exceeds a word's
            // bits (a plug of 32 on a queue of depth < 128, whose words are 16 bits or fewer);
            // clamp batches there a word at a time instead
@@ -28,8 +28,8 @@ enum class TagBatch : uint8_t {
 enum class BioCache : uint8_t {
   off,   // no cache: every bio comes from and goes back to the mempool
   on,    // v6.18 bio_put_percpu_cache(): a put goes to the putting CPU's cache (bio_set.h rule 4)
-  home,  // a put returns the bio to the cache of the thread that allocated it: biofs before
-         // issue 33, which refills a submitter's cache from its completion thread's puts
+  home,  // a put returns the bio to the cache of the thread that allocated it: biofs's older
+         // form, before `on` refilled a submitter's cache from its completion thread's puts
 };
 
 // split_check=: which bio_may_need_split() form a queue uses.
