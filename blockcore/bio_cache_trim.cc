@@ -1,6 +1,5 @@
 #include "bio_cache_trim.h"
 
-#include <pthread.h>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "bio_set.h"
+#include "lib/background_thread.h"
 #include "lib/parse_number.h"
 
 namespace biofs {
@@ -19,32 +19,31 @@ namespace {
 
 struct Trimmer {
   std::mutex lock;  // held while a pass runs, so unregister waits for it
-  std::condition_variable wake;
+  std::condition_variable_any wake;  // only stop requests wake it
   std::vector<BioSet*> sets;
-  std::thread thread;
-  uint64_t generation = 0;  // bumped to stop the thread started under the previous value
+  std::jthread thread;
 
-  void run(uint64_t mine) {
-    pthread_setname_np(pthread_self(), "biofs-trim");
+  void run(std::stop_token stop) {
     std::unique_lock g(lock);
-    while (generation == mine) {
-      wake.wait_for(g, std::chrono::milliseconds(bio_cache_trim_interval_ms()));
-      if (generation != mine) break;
+    for (;;) {
+      wake.wait_for(g, stop, std::chrono::milliseconds(bio_cache_trim_interval_ms()), [] { return false; });
+      if (stop.stop_requested()) return;
       for (BioSet* bs : sets) bs->trim_idle_caches();
     }
   }
-  std::thread stop_locked() {
-    generation++;
+  // The running thread, told to stop: joined by the caller outside `lock`, which it needs to
+  // end. A register meanwhile starts a new thread with a stop_token of its own.
+  std::jthread stop_locked() {
+    thread.request_stop();
     return std::move(thread);
   }
   ~Trimmer() {  // a set still registered at exit
-    std::thread t;
+    std::jthread t;
     {
       std::lock_guard g(lock);
       t = stop_locked();
     }
-    wake.notify_all();
-    if (t.joinable()) t.join();
+    stop_background_thread(t);
   }
 };
 
@@ -68,21 +67,20 @@ void bio_cache_trim_register(BioSet* bs) {
   Trimmer& t = trimmer();
   std::lock_guard g(t.lock);
   t.sets.push_back(bs);
-  // A thread told to stop but not yet joined exits on its own: its generation has passed.
-  if (!t.thread.joinable()) t.thread = std::thread([&t, gen = t.generation] { t.run(gen); });
+  if (!t.thread.joinable())
+    t.thread = start_background_thread("biofs-trim", [&t](std::stop_token stop) { t.run(stop); });
 }
 
 void bio_cache_trim_unregister(BioSet* bs) {
   Trimmer& t = trimmer();
-  std::thread done;
+  std::jthread done;
   {
     std::lock_guard g(t.lock);
     t.sets.erase(std::remove(t.sets.begin(), t.sets.end(), bs), t.sets.end());
     if (!t.sets.empty()) return;
     done = t.stop_locked();
   }
-  t.wake.notify_all();
-  if (done.joinable()) done.join();
+  stop_background_thread(done);
 }
 
 }  // namespace biofs

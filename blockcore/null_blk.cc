@@ -1,8 +1,9 @@
 #include "null_blk.h"
 
-#include <pthread.h>
 #include <chrono>
 #include <stdexcept>
+
+#include "lib/background_thread.h"
 
 namespace biofs {
 
@@ -27,19 +28,11 @@ NullBlk::NullBlk(const NullBlkConfig& cfg) : cfg_(cfg) {
   bdev_.queue = queue_.get();
   bdev_.capacity = cfg.size_bytes >> SECTOR_SHIFT;
   bdev_.name = "nullb0";
-  if (cfg_.irqmode == NullBlkConfig::IrqMode::timer) completer_ = std::thread([this] { completion_thread(); });
+  if (cfg_.irqmode == NullBlkConfig::IrqMode::timer)
+    completer_ = start_background_thread("biofs-nullcq", [this](std::stop_token stop) { completion_thread(stop); });
 }
 
-NullBlk::~NullBlk() {
-  if (completer_.joinable()) {
-    {
-      std::lock_guard guard(lock_);
-      stopping_ = true;
-    }
-    wake_.notify_one();
-    completer_.join();
-  }
-}
+NullBlk::~NullBlk() { stop_background_thread(completer_); }
 
 blk_status_t NullBlk::check(const Request* rq) const {
   if (blk_rq_pos(rq) + (blk_rq_bytes(rq) >> SECTOR_SHIFT) > bdev_.capacity) return BLK_STS_IOERR;
@@ -90,13 +83,13 @@ void NullBlk::defer(RqList* list) {
   wake_.notify_one();
 }
 
-void NullBlk::completion_thread() {
-  pthread_setname_np(pthread_self(), "biofs-nullcq");
+// Stops when asked and nothing is pending: every deferred request ends first.
+void NullBlk::completion_thread(std::stop_token stop) {
   std::unique_lock guard(lock_);
   for (;;) {
     if (pending_.empty()) {
-      if (stopping_) return;
-      wake_.wait(guard);
+      if (stop.stop_requested()) return;
+      wake_.wait(guard, stop, [this] { return !pending_.empty(); });
       continue;
     }
     const uint64_t due = pending_.head->start_time_ns + cfg_.completion_nsec;

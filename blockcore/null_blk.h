@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <stop_token>
 #include <thread>
 
 #include "blk_mq.h"
@@ -41,7 +42,7 @@ class NullBlk : public BlkMqOps {
  private:
   blk_status_t check(const Request* rq) const;
   void defer(RqList* list);  // timer mode: hand to the completion thread
-  void completion_thread();
+  void completion_thread(std::stop_token stop);
 
   NullBlkConfig cfg_;
   std::unique_ptr<RequestQueue> queue_;
@@ -49,10 +50,9 @@ class NullBlk : public BlkMqOps {
   std::atomic<uint64_t> completed_{0};
   // Timer mode: requests wait in submission order, each until start_time_ns + completion_nsec.
   std::mutex lock_;
-  std::condition_variable wake_;
+  std::condition_variable_any wake_;
   RqList pending_;
-  bool stopping_ = false;
-  std::thread completer_;
+  std::jthread completer_;  // last: stopped (after the requests it holds end) before the rest goes
 };
 
 }  // namespace biofs

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "lib/background_thread.h"
+
 namespace biofs {
 
 bool RingGuard::may_leave_idle() {
@@ -21,19 +23,11 @@ bool RingGuard::may_leave_idle() {
 }
 
 RingGuard::RingGuard(const Config& c) : cfg_(c) {
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "biofs-ringguard");
-    run();
-  });
+  thread_ = start_background_thread("biofs-ringguard", [this](std::stop_token stop) { run(stop); });
 }
 
 RingGuard::~RingGuard() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+  stop_background_thread(thread_);
   for (Ring& r : rings_) close(r.fd);
 }
 
@@ -42,9 +36,11 @@ std::string RingGuard::error() const {
   return error_;
 }
 
-void RingGuard::run() {
+void RingGuard::run(std::stop_token stop) {
   std::unique_lock<std::mutex> l(mu_);
-  while (!cv_.wait_for(l, std::chrono::milliseconds(cfg_.period_ms), [this] { return stop_; })) {
+  for (;;) {
+    cv_.wait_for(l, stop, std::chrono::milliseconds(cfg_.period_ms), [] { return false; });
+    if (stop.stop_requested()) return;
     l.unlock();
     if (rings_.size() < cfg_.rings) find_rings();  // the rings start after the mount
     const bool io = cfg_.async_io && cfg_.async_io->load(std::memory_order_relaxed) > 0;

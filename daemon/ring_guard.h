@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -75,7 +76,7 @@ class RingGuard {
     bool for_io = false;    // boosted because I/O was in flight (else: starved)
     unsigned calm = 0;
   };
-  void run();
+  void run(std::stop_token stop);
   void find_rings();
   void check(Ring& r, bool io_in_flight);
   bool move(Ring& r, bool to_other);
@@ -84,11 +85,10 @@ class RingGuard {
   std::vector<Ring> rings_;
   std::atomic<uint64_t> boosts_{0}, io_boosts_{0};
   std::atomic<unsigned> boosted_{0}, io_boosted_{0}, watched_{0};
-  mutable std::mutex mu_;  // stop_ and error_
-  std::condition_variable cv_;
-  bool stop_ = false;
+  mutable std::mutex mu_;  // error_, and the watcher's sleep
+  std::condition_variable_any cv_;
   std::string error_;
-  std::thread thread_;
+  std::jthread thread_;  // last: stopped before the members it reads go
 };
 
 }  // namespace biofs

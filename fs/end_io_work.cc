@@ -1,21 +1,17 @@
 #include "end_io_work.h"
 
 #include "blockcore/blk_mq.h"
-
-#include <pthread.h>
+#include "lib/background_thread.h"
 
 namespace biofs {
 
-EndIoWork::EndIoWork(Run run) : run_(std::move(run)), thread_([this] { worker(); }) {}
+EndIoWork::EndIoWork(Run run)
+    : run_(std::move(run)),
+      thread_(start_background_thread("biofs-endio", [this](std::stop_token stop) { worker(stop); })) {}
 
 EndIoWork::~EndIoWork() {
   drain();
-  {
-    std::lock_guard g(lock_);
-    stopping_ = true;
-  }
-  wake_.notify_one();
-  thread_.join();
+  stop_background_thread(thread_);
 }
 
 void EndIoWork::begin() {
@@ -44,12 +40,11 @@ void EndIoWork::drain() {
   idle_.wait(g, [this] { return outstanding_ == 0; });
 }
 
-void EndIoWork::worker() {
-  pthread_setname_np(pthread_self(), "biofs-endio");
+void EndIoWork::worker(std::stop_token stop) {
   std::vector<Item*> batch;
   std::unique_lock g(lock_);
   for (;;) {
-    wake_.wait(g, [this] { return stopping_ || !queued_.empty(); });
+    wake_.wait(g, stop, [this] { return !queued_.empty(); });
     if (queued_.empty()) return;  // stopping, and drained before that
     batch.swap(queued_);
     g.unlock();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -37,15 +38,15 @@ class EndIoWork {
   void drain();
 
  private:
-  void worker();
+  void worker(std::stop_token stop);
 
   Run run_;
   std::mutex lock_;
-  std::condition_variable wake_, idle_;
+  std::condition_variable_any wake_;  // the worker: items queued, or stop
+  std::condition_variable idle_;
   std::vector<Item*> queued_;
   uint64_t outstanding_ = 0;  // begun, not yet ended
-  bool stopping_ = false;
-  std::thread thread_;
+  std::jthread thread_;  // last: started once the members above exist
 };
 
 }  // namespace biofs

@@ -5,6 +5,7 @@
 // unwritten extents finish their metadata after the data; unaligned writes wait for all I/O in
 // flight, ext4_dio_write_iter's inode_dio_wait, and read-modify-write under the exclusive lock).
 #include <algorithm>
+#include <vector>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -413,6 +414,29 @@ ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* b
   Waiter w;
   write_async(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); });
   return w.wait(io_.bdev()->queue);
+}
+
+ssize_t Filesystem::copy_file_range(uint64_t ino_in, uint64_t off_in, uint64_t ino_out, uint64_t off_out,
+                                    size_t len) {
+  constexpr size_t kStep = 1u << 20;
+  std::vector<char> buf(std::min(len, kStep));
+  size_t done = 0;
+  while (done < len) {
+    const size_t want = std::min(len - done, kStep);
+    const ssize_t n = read(ino_in, off_in + done, want, buf.data());
+    if (n <= 0) {
+      if (n < 0 && done == 0) return n;
+      break;  // the end of the source
+    }
+    const ssize_t w = write(ino_out, off_out + done, size_t(n), buf.data());
+    if (w < 0) {
+      if (done == 0) return w;
+      break;
+    }
+    done += size_t(w);
+    if (size_t(n) < want) break;
+  }
+  return ssize_t(done);
 }
 
 ssize_t Filesystem::write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync,

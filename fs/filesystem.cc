@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "lib/background_thread.h"
 #include "xattr_block.h"
 
 namespace biofs {
@@ -62,7 +63,9 @@ int Filesystem::start() {
     if (int err = write_superblock(STATE_DIRTY)) return err;
   }
   mounted_ = true;
-  if (opts_.commit_interval_s) committer_ = std::thread([this] { commit_thread(); });
+  // The thread role tools/biofs-compare reports.
+  if (opts_.commit_interval_s)
+    committer_ = start_background_thread("biofs-commit", [this](std::stop_token stop) { commit_thread(stop); });
   if (!opts_.read_only)
     end_io_ = std::make_unique<EndIoWork>([this](std::vector<EndIoWork::Item*>& items) { finish_conversions(items); });
   return 0;
@@ -72,18 +75,15 @@ Filesystem::~Filesystem() {
   if (mounted_) unmount();
 }
 
-void Filesystem::commit_thread() {
-  pthread_setname_np(pthread_self(), "biofs-commit");  // the thread role tools/biofs-compare reports
-  std::unique_lock g(stop_lock_);
-  while (!stopping_) {
-    stop_cv_.wait_for(g, std::chrono::seconds(opts_.commit_interval_s));
-    if (stopping_) break;
-    g.unlock();
+void Filesystem::commit_thread(std::stop_token stop) {
+  for (;;) {
     {
-      std::unique_lock ex(lock_);
-      commit_locked();
+      std::unique_lock g(commit_wait_lock_);
+      commit_wait_.wait_for(g, stop, std::chrono::seconds(opts_.commit_interval_s), [] { return false; });
     }
-    g.lock();
+    if (stop.stop_requested()) return;
+    std::unique_lock ex(lock_);
+    commit_locked();
   }
 }
 
@@ -103,12 +103,7 @@ int Filesystem::write_superblock(uint32_t state) {
 }
 
 void Filesystem::crash() {
-  {
-    std::lock_guard g(stop_lock_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (committer_.joinable()) committer_.join();
+  stop_background_thread(committer_);
   if (end_io_) end_io_->drain();
   end_io_.reset();
   mounted_ = false;
@@ -116,12 +111,7 @@ void Filesystem::crash() {
 
 int Filesystem::unmount() {
   if (!mounted_) return 0;
-  {
-    std::lock_guard g(stop_lock_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (committer_.joinable()) committer_.join();
+  stop_background_thread(committer_);
   // Every conversion done (they take the lock) before the worker goes: drained first, since
   // the worker reaches end_io_ until its last item has ended and reset() clears it at once.
   if (end_io_) end_io_->drain();

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
+#include <stop_token>
 #include <thread>
 #include <string>
 #include <unordered_map>
@@ -94,6 +95,10 @@ class Filesystem {
   // Reads into buf; returns bytes read (short at end of file) or -errno.
   ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf);
   ssize_t write(uint64_t ino, uint64_t off, size_t size, const char* buf);
+  // copy_file_range(2) within the filesystem: `len` bytes in 1 MiB steps, read then written as
+  // bios. Returns bytes copied (short at the source's end or at an error after the first
+  // step) or -errno.
+  ssize_t copy_file_range(uint64_t ino_in, uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len);
   // The same, completing asynchronously: `done` runs exactly once, on the thread that ends the
   // last bio or inline (errors, holes, a write that must allocate), with the bytes moved or
   // -errno. A read's `data` is valid only during the call. `buf` of a write is copied before
@@ -309,7 +314,7 @@ class Filesystem {
   int maybe_commit(uint64_t need_blocks = 4);
   int commit_locked();
   int write_superblock(uint32_t state);
-  void commit_thread();
+  void commit_thread(std::stop_token stop);
 
   BlockIo& io_;
   disk::SuperBlock sb_;
@@ -326,11 +331,10 @@ class Filesystem {
   // errors=remount-ro). The disk stays as of the last good commit.
   int failed_ = 0;
   bool mounted_ = false;
-  std::thread committer_;
   std::unique_ptr<EndIoWork> end_io_;  // unwritten-extent conversion after the data (writable mounts)
-  std::mutex stop_lock_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  std::mutex commit_wait_lock_;           // only for commit_wait_'s sleep
+  std::condition_variable_any commit_wait_;
+  std::jthread committer_;  // last: stopped and joined before the members it uses go
 };
 
 }  // namespace biofs

@@ -1,6 +1,5 @@
 #include "emu_write_cache.h"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 
 #include "bounce.h"
+#include "lib/background_thread.h"
 #include "uring_util.h"
 
 namespace biofs {
@@ -35,18 +35,14 @@ EmuWriteCache::EmuWriteCache(const std::string& name, int direct_fd, int buffere
   p.flags = IORING_SETUP_CLAMP;
   if (std::string err = uring_init(&ring_, WRITEBACK_BATCH, &p, 0, name_ + " write cache"); !err.empty())
     throw std::runtime_error(err);
-  writer_ = std::thread([this] { writer_loop(); });
+  // The emulated device's thread, "other" in biofs-compare's roles.
+  writer_ = start_background_thread("biofs-wcache", [this](std::stop_token stop) { writer_loop(stop); });
 }
 
 EmuWriteCache::~EmuWriteCache() {
   hold_writeback(false);
   wait_written_back();
-  {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-  }
-  work_cv_.notify_all();
-  writer_.join();
+  stop_background_thread(writer_);
   io_uring_queue_exit(&ring_);
 }
 
@@ -154,15 +150,14 @@ EmuWriteCacheStats EmuWriteCache::stats() const {
 // Takes up to WRITEBACK_BATCH writes from the head of the FIFO, writes them to the media as
 // one image (a later write's bytes replace an earlier one's; adjacent writes become one
 // vectored write, as a drive's cache coalesces), and retires them.
-void EmuWriteCache::writer_loop() {
-  pthread_setname_np(pthread_self(), "biofs-wcache");  // the emulated device's, "other" in biofs-compare's roles
+void EmuWriteCache::writer_loop(std::stop_token stop) {
   std::vector<std::shared_ptr<EmuCachedWrite>> batch;
   for (;;) {
     batch.clear();
     {
       std::unique_lock lk(mu_);
-      work_cv_.wait(lk, [&] { return stop_ || (!held_ && !fifo_.empty()); });
-      if (fifo_.empty()) return;  // stop_, and nothing left
+      work_cv_.wait(lk, stop, [&] { return !held_ && !fifo_.empty(); });
+      if (fifo_.empty()) return;  // stop asked, and nothing left
       for (const auto& e : fifo_) {
         if (batch.size() == WRITEBACK_BATCH) break;
         batch.push_back(e);

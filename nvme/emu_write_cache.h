@@ -35,6 +35,7 @@
 #include <string>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -93,7 +94,7 @@ class EmuWriteCache {
   EmuWriteCacheStats stats() const;
 
  private:
-  void writer_loop();
+  void writer_loop(std::stop_token stop);
   int write_batch(const std::vector<std::shared_ptr<EmuCachedWrite>>& batch);
 
   const std::string name_;
@@ -103,7 +104,7 @@ class EmuWriteCache {
   io_uring ring_{};
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;   // the writer: entries arrived, or stop
+  std::condition_variable_any work_cv_;  // the writer: entries arrived, or stop
   std::condition_variable room_cv_;   // inserters and drainers: entries left the cache
   std::deque<std::shared_ptr<EmuCachedWrite>> fifo_;               // acceptance order
   std::multimap<uint64_t, std::shared_ptr<EmuCachedWrite>> by_off_;  // for read lookups
@@ -112,12 +113,11 @@ class EmuWriteCache {
   uint64_t accepted_ = 0;     // sequence numbers: writes accepted so far
   uint64_t on_media_ = 0;     // the writes [1, on_media_] are all on the media
   int error_ = 0;             // first write-back error since take_error()
-  bool stop_ = false;
   bool held_ = false;
   EmuWriteCacheStats stats_;
   std::atomic<uint64_t> nr_entries_{0};
   std::atomic<int> inject_err_{0};
-  std::thread writer_;
+  std::jthread writer_;  // last: stopped before the members it uses go
 };
 
 }  // namespace biofs

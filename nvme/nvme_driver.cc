@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "blockcore/stage_clock.h"
+#include "lib/background_thread.h"
 
 namespace biofs {
 
@@ -69,14 +70,16 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
   bdev_.name = transport_->name();
   if (cfg_.completion_thread)
     for (auto& nq : hctxs_)
-      if (!nq->polled) nq->completer = std::thread([this, p = nq.get()] { completion_thread(p); });
+      if (!nq->polled)
+        nq->completer = start_background_thread(  // the thread role tools/biofs-compare reports
+            "biofs-cq", [this, p = nq.get()](std::stop_token stop) { completion_thread(stop, p); });
 }
 
 NvmeDriver::~NvmeDriver() {
-  stopping_.store(true, std::memory_order_release);
   if (cfg_.completion_thread) {
     for (auto& nq : hctxs_) {
       if (nq->polled) continue;
+      nq->completer.request_stop();  // it stops once its queue has nothing in flight
       set_covered(nq.get(), false);
       std::lock_guard guard(nq->sq_lock);
       nq->q->wake();
@@ -465,8 +468,7 @@ unsigned NvmeDriver::standing_down() const {
   return n;
 }
 
-void NvmeDriver::completion_thread(NvmeHctx* nq) {
-  pthread_setname_np(pthread_self(), "biofs-cq");  // the thread role tools/biofs-compare reports
+void NvmeDriver::completion_thread(std::stop_token stop, NvmeHctx* nq) {
   int cpu = -1;
   uint64_t checked_ns = 0;
   uint32_t seen_changes = 0;
@@ -481,7 +483,7 @@ void NvmeDriver::completion_thread(NvmeHctx* nq) {
     const bool covered = nq->covered.load(std::memory_order_acquire);  // before the reap ends anything
     const int n = reap(nq, !stood_down);
     if (n > 0 && covered) nq->cover_misses.fetch_add(uint64_t(n), std::memory_order_relaxed);
-    if (stopping_.load(std::memory_order_acquire) && !nq->inflight.load(std::memory_order_acquire)) return;
+    if (stop.stop_requested() && !nq->inflight.load(std::memory_order_acquire)) return;
   }
 }
 

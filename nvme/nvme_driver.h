@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -130,7 +131,7 @@ class NvmeDriver : public BlkMqOps {
     std::atomic<uint32_t> submit_cpu_changes{0};  // how often submit_cpu changed
     std::atomic<uint64_t> affinity_moves{0};      // times the completion thread moved
     std::atomic<uint64_t> doorbells{0};           // written under sq_lock, read by anyone
-    std::thread completer;  // default queues only
+    std::jthread completer;  // default queues only
     // The completion cover (blk_cover.h): `covered` is the futex the standing-down completion
     // thread sleeps on, `parked` says it does.
     alignas(64) std::atomic<uint32_t> covered{0};
@@ -144,7 +145,7 @@ class NvmeDriver : public BlkMqOps {
   void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy
   void reap_own(NvmeHctx* nq);         // a submitter's reap of what it may have completed itself
-  void completion_thread(NvmeHctx* nq);
+  void completion_thread(std::stop_token stop, NvmeHctx* nq);
   static void stand_down(NvmeHctx* nq, unsigned look_ms);
   static void set_covered(NvmeHctx* nq, bool covered);
   bool end_failed(NvmeHctx* nq, RqList* failed);  // ends or retries each; true if any was sent again
@@ -161,7 +162,6 @@ class NvmeDriver : public BlkMqOps {
   std::vector<std::unique_ptr<NvmeHctx>> hctxs_;
   std::unique_ptr<RequestQueue> queue_;
   BlockDevice bdev_;
-  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace biofs
