@@ -11,7 +11,7 @@ namespace biofs {
 
 // on: biofs's own ring side, the reactor (fuse_reactor.h), on any libfuse ("reactor" is another
 // name for it); libfuse: libfuse's ring threads, stock, each read and write run to completion on
-// the ring thread that took it (fuse_ops.cc: stock libfuse's ring takes no reply from another
+// the ring thread that took it (data_requests.cc: stock libfuse's ring takes no reply from another
 // thread safely); auto: the reactor where the kernel has the ring, else /dev/fuse.
 enum class FuseUring { off, on, auto_, libfuse };
 
