@@ -24,7 +24,6 @@
 #include "daemon/mount_options.h"
 #include "devices/open_device.h"
 #include "fs/mkfs.h"
-#include "nvme/emu_ns.h"
 
 using namespace biofs;
 
@@ -179,24 +178,11 @@ int main(int argc, char** argv) {
              (opts.fuse_uring_cover ? "on" : "off") + ", hot " + (opts.fuse_uring_hot ? "on" : "off") + ", plug " +
              (opts.fuse_uring_plug ? "on" : "off") + "\n";
   }
-  if (const NvmeDriver* nvme = dev->nvme()) {
-    ctx.device_stats = [nvme, emu = dev->emu()] {
-      DeviceStats d;
-      d.name = nvme->transport()->name();
-      d.doorbells = nvme->doorbells();
-      d.cover_misses = nvme->cover_misses();
-      d.retries = nvme->retries();
-      d.fixed_buffer_cmds = nvme->fixed_buffer_cmds();
-      if (!emu) return d;
-      d.inline_io = emu->inline_io();
-      d.inline_flush = emu->inline_flush();
-      d.inline_commands = emu->inline_commands();
-      d.host_retries = emu->host_retries();
-      if (const EmuWriteCache* wc = emu->write_cache()) {
-        d.write_cache_bytes = wc->capacity();
-        d.write_cache = wc->stats();
-      }
-      return d;
+  if (DeviceStats probe; dev->stats(&probe)) {
+    ctx.device_stats = [d = dev.get()] {
+      DeviceStats out;
+      d->stats(&out);
+      return out;
     };
   }
   // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)

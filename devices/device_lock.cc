@@ -32,18 +32,36 @@ bool is_served(int fd) {
   return fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
 }
 
+// The backing files of an emulated namespace: the device's own, or its stripe members'.
+void backing_files(const DeviceSpec& spec, std::vector<std::string>* out) {
+  if (spec.kind == DeviceSpec::Kind::emu) out->push_back(spec.emu.path);
+  for (const std::string& m : spec.stripe_members) {
+    DeviceSpec member;
+    std::string ignored;  // parsed once already, with the stripe
+    if (parse_device_spec(m, &member, &ignored)) backing_files(member, out);
+  }
+}
+
 }  // namespace
 
 DeviceLock::~DeviceLock() {
-  if (fd_ >= 0) close(fd_);  // releases both locks
+  for (const Held& h : held_) close(h.fd);  // releases both locks
 }
 
-std::string DeviceLock::acquire(const std::string& spec, bool exclusive, int wait_ms, const char* tool) {
-  if (spec.rfind("emu:", 0) == 0) path_ = spec.substr(4, spec.find(',') == std::string::npos ? std::string::npos : spec.find(',') - 4);
-  else if (spec.find(':') == std::string::npos || spec.find('/') < spec.find(':')) path_ = spec;
-  if (path_.empty()) return "";
-  fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) return "";  // the device layer reports a missing file in its own words
+std::string DeviceLock::acquire(const DeviceSpec& spec, bool exclusive, int wait_ms, const char* tool) {
+  std::vector<std::string> files;
+  backing_files(spec, &files);
+  for (const std::string& path : files) {
+    if (std::any_of(held_.begin(), held_.end(), [&](const Held& h) { return h.path == path; })) continue;
+    if (std::string why = lock_file(path, exclusive, wait_ms, tool); !why.empty()) return why;
+  }
+  return "";
+}
+
+std::string DeviceLock::lock_file(const std::string& path, bool exclusive, int wait_ms, const char* tool) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";  // the device layer reports a missing file in its own words
+  held_.push_back({fd, path});
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(wait_ms);
   // The kernel's unmount returns before the daemon has seen it: a file still served this long
@@ -51,15 +69,15 @@ std::string DeviceLock::acquire(const std::string& spec, bool exclusive, int wai
   const auto served_grace = start + std::chrono::milliseconds(std::min(wait_ms, kServedGraceMs));
   bool said = false;
   for (;;) {
-    if (flock(fd_, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return "";
-    if (errno != EWOULDBLOCK) return path_ + ": cannot lock: " + strerror(errno);
-    const bool served = is_served(fd_);
-    if (served && std::chrono::steady_clock::now() >= served_grace) return path_ + " is in use (mounted)";
+    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return "";
+    if (errno != EWOULDBLOCK) return path + ": cannot lock: " + strerror(errno);
+    const bool served = is_served(fd);
+    if (served && std::chrono::steady_clock::now() >= served_grace) return path + " is in use (mounted)";
     if (std::chrono::steady_clock::now() >= deadline)
-      return path_ + " is in use (a daemon shutting down, or another tool has it open)";
+      return path + " is in use (a daemon shutting down, or another tool has it open)";
     if (!said && !served) {  // a served file is waited for silently: mounted, or just unmounted
       fprintf(stderr, "%s: waiting up to %d s for the process holding %s to let go of it\n", tool,
-              (wait_ms + 999) / 1000, path_.c_str());
+              (wait_ms + 999) / 1000, path.c_str());
       said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -67,9 +85,11 @@ std::string DeviceLock::acquire(const std::string& spec, bool exclusive, int wai
 }
 
 void DeviceLock::set_serving(bool on) {
-  if (fd_ < 0) return;
-  struct flock l = serving_range(on ? F_RDLCK : F_UNLCK);
-  if (fcntl(fd_, F_OFD_SETLK, &l) != 0) fprintf(stderr, "biofs: %s: cannot mark the image served: %s\n", path_.c_str(), strerror(errno));
+  for (const Held& h : held_) {
+    struct flock l = serving_range(on ? F_RDLCK : F_UNLCK);
+    if (fcntl(h.fd, F_OFD_SETLK, &l) != 0)
+      fprintf(stderr, "biofs: %s: cannot mark the image served: %s\n", h.path.c_str(), strerror(errno));
+  }
 }
 
 }  // namespace biofs

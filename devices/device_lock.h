@@ -1,7 +1,8 @@
-// One daemon or tool at a time per backing file: an flock on the file that a device string
-// names (emu:PATH or a plain PATH), so a second mount, or mkfs on a mounted image, is refused
-// instead of two writers corrupting it. nvme: and null: devices are not locked here (a real
-// namespace is the kernel's to arbitrate).
+// One daemon or tool at a time per backing file: an flock on each file that a parsed device
+// string names (emu:PATH or a plain PATH, and every such member of a stripe:DEV+DEV), so a
+// second mount, or mkfs on a mounted image, is refused instead of two writers corrupting it.
+// nvme:, null: and ram: devices are not locked here (a real namespace is the kernel's to
+// arbitrate).
 //
 // The kernel's unmount returns before the daemon has written its last commit and released the
 // file, so a script's `fusermount3 -u MNT; fsck.biofs IMG` would race it. A daemon therefore
@@ -12,6 +13,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "device_string.h"
 
 namespace biofs {
 
@@ -21,16 +25,20 @@ class DeviceLock {
   ~DeviceLock();
   DeviceLock(const DeviceLock&) = delete;
   DeviceLock& operator=(const DeviceLock&) = delete;
-  // Takes the lock. While the holder is not serving a mount (a daemon shutting down, or
-  // another tool), waits up to wait_ms, printing one line "TOOL: waiting ..." to stderr first.
-  // "" or one line.
-  std::string acquire(const std::string& spec, bool exclusive, int wait_ms, const char* tool);
+  // Takes the locks, in the order the string names the files. While a holder is not serving a
+  // mount (a daemon shutting down, or another tool), waits up to wait_ms for it, printing one
+  // line "TOOL: waiting ..." to stderr first. "" or one line naming the file.
+  std::string acquire(const DeviceSpec& spec, bool exclusive, int wait_ms, const char* tool);
   // The daemon: serving a mount from now on / no longer (it is shutting down).
   void set_serving(bool on);
 
  private:
-  int fd_ = -1;
-  std::string path_;
+  struct Held {
+    int fd;
+    std::string path;
+  };
+  std::string lock_file(const std::string& path, bool exclusive, int wait_ms, const char* tool);
+  std::vector<Held> held_;
 };
 
 }  // namespace biofs

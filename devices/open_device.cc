@@ -22,6 +22,25 @@ std::vector<RequestQueue*> Device::queues() const {
   return qs;
 }
 
+bool Device::stats(DeviceStats* d) const {
+  if (!nvme_) return false;
+  d->name = nvme_->transport()->name();
+  d->doorbells = nvme_->doorbells();
+  d->cover_misses = nvme_->cover_misses();
+  d->retries = nvme_->retries();
+  d->fixed_buffer_cmds = nvme_->fixed_buffer_cmds();
+  if (!emu_) return true;
+  d->inline_io = emu_->inline_io();
+  d->inline_flush = emu_->inline_flush();
+  d->inline_commands = emu_->inline_commands();
+  d->host_retries = emu_->host_retries();
+  if (const EmuWriteCache* wc = emu_->write_cache()) {
+    d->write_cache_bytes = wc->capacity();
+    d->write_cache = wc->stats();
+  }
+  return true;
+}
+
 int Device::poll(bool wait) {
   int n = nvme_ ? nvme_->poll_all(wait) : 0;
   for (const auto& m : members_) n += m->poll(wait && !n);
@@ -45,6 +64,10 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
   DeviceSpec ds;
   std::string err;
   if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument(err);
+  return open_device(ds, spec, opts);
+}
+
+std::unique_ptr<Device> open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts) {
   auto dev = std::make_unique<Device>();
   dev->spec_ = spec;
   switch (ds.kind) {
@@ -103,12 +126,14 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
 
 std::unique_ptr<Device> open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock,
                                            bool exclusive, const char* tool, std::string* err) {
-  if (std::string why = lock->acquire(spec, exclusive, 10000, tool); !why.empty()) {
+  DeviceSpec ds;
+  if (!parse_device_spec(spec, &ds, err)) return nullptr;
+  if (std::string why = lock->acquire(ds, exclusive, 10000, tool); !why.empty()) {
     *err = why;
     return nullptr;
   }
   try {
-    return open_device(spec, opts);
+    return open_device(ds, spec, opts);
   } catch (const std::exception& e) {
     *err = e.what();
     return nullptr;

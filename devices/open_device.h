@@ -13,6 +13,7 @@
 #include "blockcore/brd.h"
 #include "blockcore/null_blk.h"
 #include "blockcore/stripe.h"
+#include "device_stats.h"
 #include "device_string.h"
 #include "nvme/nvme_driver.h"
 
@@ -51,12 +52,15 @@ class Device {
   // The fault injector when the string asked for one, the emulated namespace for emu:.
   FaultInjector* faults() const { return faults_; }
   EmuNamespace* emu() const { return emu_; }
+  // What the device reports for the stats; false when it has nothing to say (only NVMe
+  // devices, emulated or passthrough, do).
+  bool stats(DeviceStats* out) const;
   // Reaps completions for a submitter that polls (DeviceOptions::completion_thread = false);
   // null devices complete inline and return 0.
   int poll(bool wait = false);
 
  private:
-  friend std::unique_ptr<Device> open_device(const std::string&, const DeviceOptions&);
+  friend std::unique_ptr<Device> open_device(const DeviceSpec&, const std::string&, const DeviceOptions&);
   std::string spec_;
   // Destroyed in reverse: the stripe before the devices under it.
   std::vector<std::unique_ptr<Device>> members_;  // stripe:DEV+DEV…
@@ -72,6 +76,8 @@ class Device {
 // Opens the device a string names. Throws std::invalid_argument for a bad string and
 // std::runtime_error when the device cannot be opened; either way one line.
 std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts);
+// The same, from the string parsed already (`spec`, its text, is what Device::spec() says).
+std::unique_ptr<Device> open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts);
 
 class DeviceLock;
 

@@ -460,3 +460,33 @@ TEST_CASE("fuse: -o verbose prints the I/O contract at mount, and the stats carr
   CHECK_MESSAGE(ram.find("poll_queues=2: this device has 0") != std::string::npos, ram);
   REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
 }
+
+TEST_CASE("fuse: a mounted stripe holds each member image's lock: mkfs, fsck and a mount of a member are refused") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  FuseScratch s(1 << 20);
+  const std::string a = s.dir + "/a.img", b = s.dir + "/b.img";
+  for (const std::string& f : {a, b}) {
+    { std::ofstream(f).close(); }
+    REQUIRE(truncate(f.c_str(), 64 << 20) == 0);
+  }
+  const std::string stripe = "stripe:emu:" + a + "+" + b + ",lba=4096";
+  std::string out;
+  REQUIRE_MESSAGE(run(kBin + "/mkfs.biofs -q " + stripe, &out) == 0, out);
+  const pid_t pid = mount_fg(stripe, s.mnt, "");
+  write_file(s.mnt + "/f", pattern(1 << 20, 3), true);
+  // Each member is the mount's: the first one named and the last one, whatever their options.
+  CHECK(run(kBin + "/mkfs.biofs -f -q " + b, &out) == 1);
+  CHECK_MESSAGE(out.find(b + " is in use (mounted)") != std::string::npos, out);
+  CHECK(run(kBin + "/fsck.biofs -n emu:" + a, &out) == 8);
+  CHECK_MESSAGE(out.find(a + " is in use (mounted)") != std::string::npos, out);
+  const std::string mnt2 = s.dir + "/mnt2";
+  stdfs::create_directory(mnt2);
+  CHECK(run(kBin + "/biofs " + b + ",lba=4096 " + mnt2, &out) == 32);
+  CHECK_MESSAGE(out.find(b + " is in use") != std::string::npos, out);
+  if (is_mounted(mnt2)) run("fusermount3 -u " + mnt2);
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + stripe, &out) == 0, out);
+}
