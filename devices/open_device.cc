@@ -9,6 +9,7 @@
 #include "nvme/fault_inject.h"
 #include "nvme/nvme_driver.h"
 #include "nvme/uring_passthru.h"
+#include "settle.h"
 
 namespace biofs {
 
@@ -39,6 +40,12 @@ bool Device::stats(DeviceStats* d) const {
     d->write_cache = wc->stats();
   }
   return true;
+}
+
+uint64_t Device::inflight() const {
+  uint64_t n = nvme_ ? nvme_->inflight() : 0;
+  for (const auto& m : members_) n += m->inflight();
+  return n;
 }
 
 int Device::poll(bool wait) {
@@ -109,6 +116,8 @@ std::unique_ptr<Device> open_device(const DeviceSpec& ds, const std::string& spe
     auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
     dev->faults_ = &wrap->injector();
     transport = std::move(wrap);
+  } else if (opts.settle && ds.kind == DeviceSpec::Kind::emu && !opts.completion_thread) {
+    transport = make_settle_transport(std::move(transport));
   }
   NvmeDriverConfig cfg;
   cfg.nr_queues = opts.queues;

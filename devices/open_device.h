@@ -32,6 +32,9 @@ struct DeviceOptions {
   NullBlkConfig::IrqMode null_irqmode = NullBlkConfig::IrqMode::none;
   uint64_t null_completion_nsec = 10'000;
   uint32_t stripe_chunk_sectors = 256;
+  // emu: without faults and without a completion thread: each doorbell waits for its command
+  // to complete (settle.h), so an instruction count per I/O is the same run after run.
+  bool settle = false;
 };
 
 // An opened device: what it is made of, and the BlockDevice bios are aimed at.
@@ -55,6 +58,8 @@ class Device {
   // What the device reports for the stats; false when it has nothing to say (only NVMe
   // devices, emulated or passthrough, do).
   bool stats(DeviceStats* out) const;
+  // Requests in flight in the NVMe driver (and a stripe's members); 0 for the others.
+  uint64_t inflight() const;
   // Reaps completions for a submitter that polls (DeviceOptions::completion_thread = false);
   // null devices complete inline and return 0.
   int poll(bool wait = false);

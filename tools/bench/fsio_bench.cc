@@ -7,8 +7,8 @@
 // reads reach the device and overwrites take the shared-lock fast path), then issues --warmup
 // I/Os and --ios measured ones through Filesystem::read_async/write_async, keeping --qdepth of
 // them outstanding, down through BlockIo, the block core and the driver. Completions are reaped
-// by this same thread (the NVMe driver without its completion thread: NvmeDriver::poll_all), and
-// on emu each command is awaited at its doorbell (SettleQueue below), so the driver's reap right
+// by this same thread (the NVMe driver without its completion thread: Device::poll), and on emu
+// each command is awaited at its doorbell (devices/settle.h), so the driver's reap right
 // after the doorbell finds it, every time; null and RAM devices complete inline. Hence the
 // queue depth changes nothing in the count: each I/O completes before the next is issued.
 // An emu image is made and filled by a child process (prepare_in_child); this process mounts it
@@ -42,7 +42,6 @@
 #define CALLGRIND_STOP_INSTRUMENTATION
 #define CALLGRIND_ZERO_STATS
 #define CALLGRIND_DUMP_STATS_AT(name) ((void)(name))
-#define CALLGRIND_TOGGLE_COLLECT
 #define RUNNING_ON_VALGRIND 0
 #endif
 
@@ -65,19 +64,17 @@
 #include <thread>
 #include <vector>
 
-#include "blockcore/brd.h"
 #include "blockcore/stage_clock.h"
 #include "blockcore/toggles.h"
 #include "cli.h"
 #include "devices/device_string.h"
+#include "devices/null_remap.h"
 #include "devices/open_device.h"
+#include "devices/settle.h"
 #include "fs/filesystem.h"
 #include "fs/mkfs.h"
 #include "json.h"
 #include "lib/parse_number.h"
-#include "nvme/emu_ns.h"
-#include "nvme/nvme_driver.h"
-#include "nvme/uring_util.h"
 #include "stats.h"
 
 // ---- the frozen coarse clock ----------------------------------------------------------------
@@ -132,88 +129,6 @@ struct Options {
   bool json = false;
 };
 
-// `null:SIZE` keeps no data, so no filesystem could be mounted on it alone: the filesystem is
-// made and mounted on a RAM disk of the same size, and from the warm-up on (when only file data
-// moves: see bios_in_region) every bio is aimed at the null device instead. A bio-based remap in
-// front of the two, as dm-linear's: one indirect call and a resubmission per bio.
-struct NullRemap {
-  BlockDevice bdev;
-  BlockDevice* meta = nullptr;
-  BlockDevice* data = nullptr;
-  bool to_data = false;
-  static void submit(BlockDevice* b, Bio* bio) {
-    auto* self = static_cast<NullRemap*>(b->private_data);
-    bio->bi_bdev = self->to_data ? self->data : self->meta;
-    submit_bio(bio);
-  }
-};
-
-// The emulated namespace's completions come from the kernel (io_uring), on its time: whether a
-// command has completed when the driver reaps right after ringing the doorbell, or needs a
-// blocking poll later, and how many completions one reap finds, depend on the kernel's worker
-// threads and the machine's load. Counted, that makes emu's instructions per I/O differ from run
-// to run by several percent at queue depth 32 (measured: 0.6% to 4.5% between two runs). So, by
-// default, each doorbell waits here until the command has completed, with callgrind's
-// collection off: the driver's reap after the doorbell then always finds it, as if the device
-// had completed it inline, and every run executes the same instructions. What is left out of
-// the count is the wait itself (the kernel's time, a syscall's wrapper); the driver's own
-// reaping is counted. A decorator over the real transport and queues, as the fault injector's.
-// Settling is on only while the measuring thread is the one reaper (warm-up and measured I/Os);
-// the setup's helper thread would reap the completion a settle waits for.
-std::atomic<bool> g_settle{false};
-std::atomic<uint64_t> g_doorbells{0};  // rung through the settling queues (the watchdog's sign of life)
-
-class SettleQueue final : public NvmeQueue {
- public:
-  explicit SettleQueue(std::unique_ptr<NvmeQueue> inner) : NvmeQueue(inner->name()), inner_(std::move(inner)) {}
-  void submit(RqList* rqs, bool commit) override {
-    inner_->submit(rqs, commit);
-    if (commit) settle();
-  }
-  void commit() override {
-    inner_->commit();
-    settle();
-  }
-  // (g_doorbells counts in settle(): relaxed, uncounted.)
-  int reap(IoCompBatch* iob, RqList* failed) override { return inner_->reap(iob, failed); }
-  void wait() override { inner_->wait(); }
-  void wake() override { inner_->wake(); }
-
- private:
-  // Waits for a completion to be ready (the inner wait() consumes nothing; it returns after
-  // REAP_WAIT_MS at most, so a return that took that long is waited again: a ready completion
-  // makes the next return immediate). One command per doorbell is what the bench's I/Os make.
-  void settle() {
-    if (!g_settle.load(std::memory_order_relaxed)) return;
-    CALLGRIND_TOGGLE_COLLECT;
-    g_doorbells.fetch_add(1, std::memory_order_relaxed);
-    for (int tries = 0; tries < 1000; tries++) {  // 10 s at most: then the count will show it
-      const uint64_t t0 = now_ns();
-      inner_->wait();
-      if (now_ns() - t0 < uint64_t(REAP_WAIT_MS) * 900'000) break;
-    }
-    CALLGRIND_TOGGLE_COLLECT;
-  }
-  std::unique_ptr<NvmeQueue> inner_;
-};
-
-class SettleTransport final : public NvmeTransport {
- public:
-  explicit SettleTransport(std::unique_ptr<NvmeTransport> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  uint32_t nsid() const override { return inner_->nsid(); }
-  uint32_t max_user_pages() const override { return inner_->max_user_pages(); }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
-    return inner_->admin_cmd(cmd, data, len);
-  }
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override {
-    return std::make_unique<SettleQueue>(inner_->create_queue(p));
-  }
-
- private:
-  std::unique_ptr<NvmeTransport> inner_;
-};
-
 // Reaps completions on a thread of its own while the setup and the teardown do synchronous I/O.
 // As a watchdog (settling emu), it reaps only what the measuring thread has left in flight with
 // no doorbell rung for 50 ms: a doorbell of several commands, of which a settle awaits one, and
@@ -222,21 +137,21 @@ class SettleTransport final : public NvmeTransport {
 struct SetupPoller {
   std::atomic<bool> stopping{false};
   std::thread thread;
-  void start(NvmeDriver* drv, bool watchdog = false) {
+  void start(Device* drv, bool watchdog = false) {
     stopping = false;
     thread = std::thread([this, drv, watchdog] {
       uint64_t seen = ~0ull;
       int quiet = 0;
       while (!stopping.load(std::memory_order_acquire)) {
         if (!watchdog) {
-          if (drv->poll_all(false) == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+          if (drv->poll(false) == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
           continue;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        const uint64_t rung = g_doorbells.load(std::memory_order_relaxed);
+        const uint64_t rung = settled_doorbells();
         quiet = (rung == seen && drv->inflight() > 0) ? quiet + 1 : 0;
         seen = rung;
-        if (quiet >= 5) drv->poll_all(false);
+        if (quiet >= 5) drv->poll(false);
       }
     });
   }
@@ -291,7 +206,7 @@ void prepare_in_child(const std::string& spec, const Options& o, unsigned qd) {
       d.completion_thread = false;  // a helper reaps (the driver's own thread crawls under valgrind)
       std::unique_ptr<Device> dev = open_device(spec, d);
       SetupPoller poller;
-      if (dev->nvme()) poller.start(dev->nvme());
+      if (dev->nvme()) poller.start(dev.get());
       {
         BlockIo io(dev->bdev(), 4096, o.toggles.bio_cache);
         uint64_t ino;
@@ -316,10 +231,10 @@ void prepare_in_child(const std::string& spec, const Options& o, unsigned qd) {
 struct Rig {
   SetupPoller poller;
   bool device_completes = false;        // the driver's completion thread runs
-  std::unique_ptr<Device> device;       // null:; emu: and nvme: with --no-settle
-  std::unique_ptr<NvmeDriver> settled;  // emu: over the settling transport (the default)
-  NvmeDriver* nvme = nullptr;           // whichever NVMe driver there is
-  std::unique_ptr<BrdDevice> brd;       // ram:, and null:'s metadata
+  std::unique_ptr<Device> device;  // what --dev names (null:'s file data)
+  std::unique_ptr<Device> ram;     // null:'s metadata
+  Device* nvme = nullptr;          // the device, when an NVMe driver is under it
+  bool settled = false;            // emu: over the settling transport (the default)
   NullRemap remap;
   std::unique_ptr<BlockIo> io;
   std::unique_ptr<Filesystem> fs;
@@ -331,49 +246,34 @@ struct Rig {
     d.qd = std::max(128u, o.qdepth);
     d.completion_thread = o.completion_thread;
     device_completes = o.completion_thread;
+    // `ram` and `null` alone take --image-size; a new emulated image needs a size too.
+    std::string spec = o.dev;
+    if (spec == "ram" || spec == "null") spec += ":" + std::to_string(o.image_size);
+    if (spec.find("emu:") == 0 && spec.find(",size=") == std::string::npos)
+      spec += ",size=" + std::to_string(o.image_size);
+    DeviceSpec ds;
+    std::string err;
+    if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument("--dev: " + err);
     BlockDevice* bdev;
-    if (o.dev.rfind("ram:", 0) == 0 || o.dev == "ram") {
-      uint64_t bytes = o.image_size;
-      if (o.dev != "ram" && !parse_size(o.dev.substr(4), &bytes))
-        throw std::invalid_argument("--dev " + o.dev + ": expected ram:SIZE");
-      brd = std::make_unique<BrdDevice>(bytes, 512, o.toggles, 1, d.qd);
-      bdev = brd->bdev();
-    } else if (o.dev.rfind("null", 0) == 0) {
-      uint64_t bytes = o.image_size;
-      if (o.dev != "null" && (o.dev.rfind("null:", 0) != 0 || !parse_size(o.dev.substr(5), &bytes)))
-        throw std::invalid_argument("--dev " + o.dev + ": expected null:SIZE");
-      device = open_device("null:" + std::to_string(bytes), d);
-      brd = std::make_unique<BrdDevice>(bytes, 512, o.toggles, 1, d.qd);
-      remap.meta = brd->bdev();
+    if (ds.kind == DeviceSpec::Kind::ram) {
+      device = open_device(ds, spec, d);
+      bdev = device->bdev();
+    } else if (ds.kind == DeviceSpec::Kind::null) {
+      device = open_device(ds, spec, d);
+      ram = open_device("ram:" + std::to_string(ds.null_blk.size_bytes), d);
+      remap.meta = ram->bdev();
       remap.data = device->bdev();
       remap.bdev.submit_bio_fn = NullRemap::submit;
       remap.bdev.private_data = &remap;
-      remap.bdev.capacity = std::min(brd->bdev()->capacity, device->bdev()->capacity);
+      remap.bdev.capacity = std::min(ram->bdev()->capacity, device->bdev()->capacity);
       remap.bdev.name = "null+ram";
       bdev = &remap.bdev;
     } else {
-      std::string spec = o.dev;
-      // A new emulated image needs a size: --image-size unless the string gives one.
-      if (spec.find("emu:") == 0 && spec.find(",size=") == std::string::npos)
-        spec += ",size=" + std::to_string(o.image_size);
-      DeviceSpec ds;
-      std::string err;
-      if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument(err);
       prepare_in_child(spec, o, d.qd);
-      if (ds.kind == DeviceSpec::Kind::emu && !ds.faults && o.settle && !o.completion_thread) {
-        NvmeDriverConfig cfg;
-        cfg.queue_depth = d.qd;
-        cfg.completion_thread = false;
-        cfg.toggles = o.toggles;
-        settled = std::make_unique<NvmeDriver>(
-            std::make_unique<SettleTransport>(std::make_unique<EmuNamespace>(ds.emu)), cfg);
-        nvme = settled.get();
-        bdev = settled->bdev();
-      } else {
-        device = open_device(spec, d);
-        nvme = device->nvme();
-        bdev = device->bdev();
-      }
+      d.settle = settled = ds.kind == DeviceSpec::Kind::emu && !ds.faults && o.settle && !o.completion_thread;
+      device = open_device(ds, spec, d);
+      nvme = device.get();
+      bdev = device->bdev();
     }
     io = std::make_unique<BlockIo>(bdev, 4096, o.toggles.bio_cache);
     if (!nvme) {  // null: and ram: are made here (in memory; no thread ends any I/O)
@@ -384,12 +284,11 @@ struct Rig {
     // The image is ready: mount it and open the file. Settling, this thread ends every
     // completion itself (the watchdog only unsticks a doorbell of several commands);
     // otherwise, without the driver's completion thread, a helper thread reaps meanwhile.
-    g_settle = settled != nullptr;
-    if (!o.completion_thread) poller.start(nvme, settled != nullptr);
+    set_settling(settled);
+    if (!o.completion_thread) poller.start(nvme, settled);
     io->set_block_size(4096);
     MountOptions mo;
     mo.commit_interval_s = 0;
-    std::string err;
     fs = Filesystem::mount(*io, mo, &err);
     if (!fs) throw std::runtime_error("mount: " + err);
     struct stat st;
@@ -401,7 +300,7 @@ struct Rig {
   }
   ~Rig() {
     remap.to_data = false;
-    g_settle = false;
+    set_settling(false);
     if (nvme && !device_completes) poller.start(nvme);
     if (fs) {
       fs->release(ino);
@@ -410,16 +309,15 @@ struct Rig {
     fs.reset();
     io.reset();
     poller.stop();
-    settled.reset();
     device.reset();
-    brd.reset();
+    ram.reset();
   }
 };
 
 // The I/O loop: --qdepth asynchronous calls outstanding, completions counted by their callbacks.
 struct Loop {
   Filesystem* fs;
-  NvmeDriver* poller;  // reaps completions (NVMe driver without a completion thread), or nullptr
+  Device* poller;  // reaps completions (an NVMe driver without its completion thread), or nullptr
   uint64_t ino;
   unsigned qdepth, bs;
   bool random, write;
@@ -445,7 +343,7 @@ struct Loop {
   }
   void reap() {
     if (poller) {
-      poller->poll_all(true);
+      poller->poll(true);
     } else {
       std::this_thread::yield();  // a completion thread or a timer ends them
     }
@@ -560,7 +458,7 @@ int fsio_main(int argc, char** argv) {
     Json j = {{"mode", "fsio"}, {"dev", o.dev}, {"rw", o.rw}, {"qdepth", o.qdepth}, {"bs", o.bs},
               {"ios", o.ios}, {"warmup", o.warmup}, {"bios", bios}, {"errors", errors},
               {"cache_hits", c1.alloc_hits - c0.alloc_hits}, {"cache_misses", c1.alloc_misses - c0.alloc_misses},
-              {"toggles", toggles}, {"seed", o.seed}, {"mtime_every", o.mtime_every}, {"settle", o.settle && rig.settled != nullptr},
+              {"toggles", toggles}, {"seed", o.seed}, {"mtime_every", o.mtime_every}, {"settle", o.settle && rig.settled},
               {"on_valgrind", unsigned(RUNNING_ON_VALGRIND)}, {"wall_ns_per_io", fixed(double(t1 - t0) / double(o.ios), 1)},
               {"load_base", base}};
     print_line(j);
