@@ -16,8 +16,8 @@ namespace biofs {
 
 // fi->fh marks a handle on which the kernel does direct I/O (FOPEN_DIRECT_IO): it sends no
 // fsync after an O_DSYNC write there (fuse_direct_write_iter), unlike on a cached handle
-// (generic_write_sync after the write), so such a write must itself be durable (op_write).
-constexpr uint64_t FH_DIRECT_IO = 1;
+// (generic_write_sync after the write), so such a write must itself be durable (write_data).
+inline constexpr uint64_t FH_DIRECT_IO = 1;
 
 // A read or write, and who answers it: libfuse's request, or the ring entry of one the reactor
 // decoded itself (FuseReactor::HotRequest, fuse_hot_request()).

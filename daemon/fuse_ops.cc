@@ -1,8 +1,5 @@
 #include "fuse_ops.h"
 
-#include "blockcore/blk_mq.h"
-#include "blockcore/blk_poll.h"
-#include "blockcore/stage_clock.h"
 #include "data_requests.h"
 #include "fuse_compat.h"
 #include "fuse_reactor.h"
@@ -13,13 +10,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
-#include <optional>
 #include <thread>
 #include <vector>
 
