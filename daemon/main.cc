@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   lock.set_serving(true);
   BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
   // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
-  if (dev->ram()) {
+  if (dev->kind() == DeviceSpec::Kind::ram) {
     if (std::string why = make_filesystem(io, MkfsOptions{}); !why.empty()) fail(32, spec + ": " + why);
   }
   // A write by a user without CAP_FSETID drops the file's set-id bits here (libfuse takes

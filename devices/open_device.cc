@@ -77,6 +77,7 @@ std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions
 std::unique_ptr<Device> open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts) {
   auto dev = std::make_unique<Device>();
   dev->spec_ = spec;
+  dev->kind_ = ds.kind;
   switch (ds.kind) {
     case DeviceSpec::Kind::null:
       dev->nulls_.push_back(make_null(ds.null_blk, opts));

@@ -37,10 +37,14 @@ struct DeviceOptions {
   bool settle = false;
 };
 
-// An opened device: what it is made of, and the BlockDevice bios are aimed at.
+// An opened device. Its face for the daemon, the tools and the bench: the BlockDevice bios are
+// aimed at, its queues, poll/inflight for a submitter that reaps, stats, its kind and string.
+// What it is made of (nvme(), emu(), faults(), null_blk(), stripe(), ram()) is for devices/
+// itself and the white-box tests.
 class Device {
  public:
   BlockDevice* bdev() const { return bdev_; }
+  DeviceSpec::Kind kind() const { return kind_; }
   // The blk-mq queue bios reach; nullptr for a striped target (a bio-based device: see queues()).
   RequestQueue* queue() const { return bdev_->queue; }
   // Every blk-mq queue under this device: its own, or each stripe child's.
@@ -67,6 +71,7 @@ class Device {
  private:
   friend std::unique_ptr<Device> open_device(const DeviceSpec&, const std::string&, const DeviceOptions&);
   std::string spec_;
+  DeviceSpec::Kind kind_ = DeviceSpec::Kind::emu;
   // Destroyed in reverse: the stripe before the devices under it.
   std::vector<std::unique_ptr<Device>> members_;  // stripe:DEV+DEV…
   std::vector<std::unique_ptr<NullBlk>> nulls_;

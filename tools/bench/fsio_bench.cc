@@ -137,21 +137,21 @@ struct Options {
 struct SetupPoller {
   std::atomic<bool> stopping{false};
   std::thread thread;
-  void start(Device* drv, bool watchdog = false) {
+  void start(Device* dev, bool watchdog = false) {
     stopping = false;
-    thread = std::thread([this, drv, watchdog] {
+    thread = std::thread([this, dev, watchdog] {
       uint64_t seen = ~0ull;
       int quiet = 0;
       while (!stopping.load(std::memory_order_acquire)) {
         if (!watchdog) {
-          if (drv->poll(false) == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+          if (dev->poll(false) == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
           continue;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         const uint64_t rung = settled_doorbells();
-        quiet = (rung == seen && drv->inflight() > 0) ? quiet + 1 : 0;
+        quiet = (rung == seen && dev->inflight() > 0) ? quiet + 1 : 0;
         seen = rung;
-        if (quiet >= 5) drv->poll(false);
+        if (quiet >= 5) dev->poll(false);
       }
     });
   }
@@ -206,7 +206,7 @@ void prepare_in_child(const std::string& spec, const Options& o, unsigned qd) {
       d.completion_thread = false;  // a helper reaps (the driver's own thread crawls under valgrind)
       std::unique_ptr<Device> dev = open_device(spec, d);
       SetupPoller poller;
-      if (dev->nvme()) poller.start(dev.get());
+      poller.start(dev.get());  // reaps what an NVMe driver leaves; null and RAM end inline
       {
         BlockIo io(dev->bdev(), 4096, o.toggles.bio_cache);
         uint64_t ino;

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "fsck.biofs: %s\n", err.c_str());
     return 8;
   }
-  if (dev->ram()) {
+  if (dev->kind() == DeviceSpec::Kind::ram) {
     fprintf(stderr, "fsck.biofs: %s: a RAM disk lives only inside the daemon, which formats it when it mounts\n",
             spec.c_str());
     return 8;

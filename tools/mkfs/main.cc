@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mkfs.biofs: %s\n", err.c_str());
     return 1;
   }
-  if (dev->ram()) {
+  if (dev->kind() == DeviceSpec::Kind::ram) {
     fprintf(stderr, "mkfs.biofs: %s: a RAM disk lives only inside the daemon, which formats it when it mounts\n",
             spec.c_str());
     return 1;
