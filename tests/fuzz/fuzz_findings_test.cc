@@ -270,14 +270,16 @@ TEST_CASE("finding: an extent index node with no entries is read without memcpy 
 // The separate checker that -n used to run disagreed with the repair in three known places; with
 // one engine, -n names what -y mends in each (fs/README.md, "fsck").
 namespace {
-struct BothRuns {
-  FsckRun n, y, after;
-};
-BothRuns check_then_repair(const std::vector<uint8_t>& img) {
+// -n on the damaged image names `problem` (exit 4), -y mends it with `action`, -n then finds nothing.
+void named_then_mended(const std::vector<uint8_t>& img, const std::string& problem, const std::string& action) {
   auto dev = load_device(img);
   BlockIo io(dev->bdev(), 4096);
-  BothRuns b{collect_fsck(io), collect_fsck(io, FsckMode::yes), collect_fsck(io)};
-  return b;
+  const FsckRun n = collect_fsck(io), y = collect_fsck(io, FsckMode::yes), after = collect_fsck(io);
+  INFO(n.text() << "\n-y:\n" << y.text());
+  CHECK(n.has(problem));
+  CHECK(fsck_exit_code(n.r, FsckMode::check) == 4);
+  CHECK(y.has(problem + ": " + action));
+  CHECK(after.r.errors == 0);
 }
 }  // namespace
 
@@ -287,14 +289,9 @@ TEST_CASE("one engine: an extent root past the device end is named by -n and cle
   REQUIRE((inode(img, f)->flags & INODE_EXTENT_TREE) != 0);
   inode(img, f)->extent_root = sb().block_count + 7;  // the old checker skipped this inode silently
   seal(img, f);
-  const BothRuns b = check_then_repair(img);
-  INFO(b.n.text() << "\n-y:\n" << b.y.text());
-  const std::string problem = "inode " + std::to_string(f) + " extent tree block " + std::to_string(sb().block_count + 7) +
-                              " is outside the data area";
-  CHECK(b.n.has(problem));
-  CHECK(fsck_exit_code(b.n.r, FsckMode::check) == 4);
-  CHECK(b.y.has(problem + ": cleared"));
-  CHECK(b.after.r.errors == 0);
+  named_then_mended(img, "inode " + std::to_string(f) + " extent tree block " + std::to_string(sb().block_count + 7) +
+                             " is outside the data area",
+                    "cleared");
 }
 
 TEST_CASE("one engine: a directory entry with an empty name is named by -n and removed by -y (found by review)") {
@@ -305,13 +302,7 @@ TEST_CASE("one engine: a directory entry with an empty name is named by -n and r
   auto* e = reinterpret_cast<DirEntry*>(block(img, blk) + offs[3]);
   e->name_len = 0;  // its record still fits: the old checker read it as a name ""
   set_block_crc(block(img, blk), sb().block_size);
-  const BothRuns b = check_then_repair(img);
-  INFO(b.n.text() << "\n-y:\n" << b.y.text());
-  const std::string problem = "directory 1 has a malformed entry at byte " + std::to_string(offs[3]);
-  CHECK(b.n.has(problem));
-  CHECK(fsck_exit_code(b.n.r, FsckMode::check) == 4);
-  CHECK(b.y.has(problem + ": entry removed"));
-  CHECK(b.after.r.errors == 0);
+  named_then_mended(img, "directory 1 has a malformed entry at byte " + std::to_string(offs[3]), "entry removed");
 }
 
 TEST_CASE("one engine: the root inode at the head of the orphan list is a bad list for -n as for -y (found by review)") {
@@ -321,11 +312,5 @@ TEST_CASE("one engine: the root inode at the head of the orphan list is a bad li
   s.orphan_head = ROOT_INO;  // the old checker took the root for an orphan the next mount frees
   s.checksum = superblock_crc(s);
   std::memcpy(img.data(), &s, sizeof s);
-  const BothRuns b = check_then_repair(img);
-  INFO(b.n.text() << "\n-y:\n" << b.y.text());
-  CHECK_FALSE(b.n.has("is an orphan"));
-  REQUIRE(b.n.lines.size() >= 1);
-  CHECK(fsck_exit_code(b.n.r, FsckMode::check) == 4);
-  CHECK(b.y.has(b.n.lines[0] + ": list cut there"));
-  CHECK(b.after.r.errors == 0);
+  named_then_mended(img, "orphan list names inode 1, which is not an orphan", "list cut there");
 }
