@@ -74,6 +74,7 @@
 #include "fs/filesystem.h"
 #include "fs/mkfs.h"
 #include "json.h"
+#include "lib/background_thread.h"
 #include "lib/parse_number.h"
 #include "stats.h"
 
@@ -135,14 +136,12 @@ struct Options {
 // a synchronous caller then waiting for the rest. Otherwise it touches nothing, so the thread
 // that rang a doorbell is the one that ends its completion, every run alike.
 struct SetupPoller {
-  std::atomic<bool> stopping{false};
-  std::thread thread;
+  std::jthread thread;
   void start(Device* dev, bool watchdog = false) {
-    stopping = false;
-    thread = std::thread([this, dev, watchdog] {
+    thread = std::jthread([dev, watchdog](std::stop_token stop) {
       uint64_t seen = ~0ull;
       int quiet = 0;
-      while (!stopping.load(std::memory_order_acquire)) {
+      while (!stop.stop_requested()) {
         if (!watchdog) {
           if (dev->poll(false) == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
           continue;
@@ -155,11 +154,7 @@ struct SetupPoller {
       }
     });
   }
-  void stop() {
-    stopping.store(true, std::memory_order_release);
-    if (thread.joinable()) thread.join();
-  }
-  ~SetupPoller() { stop(); }
+  void stop() { stop_background_thread(thread); }
 };
 
 // mkfs, mount, the file created and written whole (every block mapped and written), committed.
