@@ -138,19 +138,25 @@ done
 retry() {
   ./mkfs.biofs -f -q nvme:/dev/ng0n1 || return 1
   fs_mount nvme:/dev/ng0n1 "" || return 1
-  ./fio --name=reset --directory=$mnt --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k --size=16M \
-    --numjobs=4 --iodepth=64 --verify=crc32c --verify_fatal=1 --randseed=3 --verify_state_save=0 \
-    --do_verify=0 --group_reporting --output-format=terse > /tmp/fio.out 2>&1 &
-  writer=$!
+  # Rounds of the same writes (the same seed: the last round's data is what the verify reads)
+  # until a reset caught a command in flight; a round may end before one does.
   resets=0
-  while kill -0 $writer 2>/dev/null && [ "$(stat_of retries)" = 0 ] && [ $resets -lt 30 ]; do
-    sleep 0.2
-    echo 1 > /sys/class/nvme/nvme0/reset_controller && resets=$((resets+1))
+  round=0
+  while [ "$(stat_of retries)" = 0 ] && [ $round -lt 5 ]; do
+    round=$((round+1))
+    ./fio --name=reset --directory=$mnt --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k --size=16M \
+      --numjobs=4 --iodepth=64 --verify=crc32c --verify_fatal=1 --randseed=3 --verify_state_save=0 \
+      --do_verify=0 --group_reporting --output-format=terse > /tmp/fio.out 2>&1 &
+    writer=$!
+    while kill -0 $writer 2>/dev/null && [ "$(stat_of retries)" = 0 ] && [ $resets -lt 60 ]; do
+      sleep 0.1
+      echo 1 > /sys/class/nvme/nvme0/reset_controller && resets=$((resets+1))
+    done
+    wait $writer || { cat /tmp/fio.out; return 1; }
   done
-  wait $writer || { cat /tmp/fio.out; return 1; }
   retried=$(stat_of retries)
-  echo "controller resets during the writes: $resets, commands retried: $retried"
-  [ "$retried" -gt 0 ] || { echo "no command was retried: fio ended first, or no reset caught one in flight"; return 1; }
+  echo "controller resets during the writes: $resets in $round rounds of fio, commands retried: $retried"
+  [ "$retried" -gt 0 ] || { echo "no command was retried: no reset caught one in flight"; return 1; }
   ./fio --name=reset --directory=$mnt --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k --size=16M \
     --numjobs=4 --iodepth=64 --verify=crc32c --verify_fatal=1 --randseed=3 --verify_state_save=0 \
     --verify_only --group_reporting --output-format=terse > /tmp/fio.out 2>&1 || { cat /tmp/fio.out; return 1; }
