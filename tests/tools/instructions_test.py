@@ -94,7 +94,7 @@ class Parse(unittest.TestCase):
         self.assertEqual(instr.layer_of("/r/tools/bench/fsio_bench.cc", "", "bin"), "other")
         self.assertEqual(instr.layer_of("/r/devices/open_device.cc", "", "bin"), "other")
 
-    def test_csv_columns_begin_with_the_issue_columns(self):
+    def test_csv_columns_begin_with_the_documented_columns(self):
         self.assertEqual(instr.CSV_COLUMNS, "engine,numjobs,qdepth,pattern,bs,side,ios,instr_per_io,"
                          "alloc_instr_per_io,alloc_share_pct".split(","))
         for l in ("fs", "blockcore", "nvme", "libfuse", "libc_alloc", "other"):
