@@ -110,7 +110,7 @@ class HeldReply {
   void finish(ssize_t n, const uint8_t* data = nullptr) {
     std::lock_guard<std::mutex> l(m_);
     n_ = n;
-    if (n > 0 && data != payload_) data_.assign(data, data + n);
+    if (n > 0 && data && data != payload_) data_.assign(data, data + n);
     data_ptr_ = n > 0 ? (data == payload_ ? payload_ : data_.data()) : nullptr;
     done_ = true;
     cv_.notify_one();  // under the lock: the handler cannot have gone yet

@@ -44,7 +44,7 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "qd") return number(1, 4096, &o->qd, "a number from 1 to 4096");
   if (key == "threads") return number(1, 1024, &o->threads, "a number from 1 to 1024");
   if (key == "poll_queues") {
-    unsigned n;
+    unsigned n = 0;
     if (std::string why = number(0, 256, &n, "a number from 0 to 256"); !why.empty()) return why;
     o->poll_queues = int(n);
     return "";
@@ -52,7 +52,7 @@ std::string parse_one(const std::string& opt, DaemonOptions* o) {
   if (key == "max_background") return number(1, 65535, &o->max_background, "a number from 1 to 65535");
   if (key == "commit") return number(0, 3600, &o->fs.commit_interval_s, "seconds from 0 to 3600");
   if (key == "meta_cache") {
-    unsigned mib;
+    unsigned mib = 0;
     if (std::string why = number(1, 1u << 20, &mib, "MiB from 1"); !why.empty()) return why;
     o->fs.meta_cache_bytes = size_t(mib) << 20;
     return "";
