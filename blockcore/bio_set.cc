@@ -13,6 +13,7 @@
 #include "bio_cache_trim.h"
 #include "blk.h"
 #include "blk_mq.h"
+#include "schedule.h"
 #include "stage_clock.h"
 
 namespace biofs {
@@ -89,14 +90,14 @@ thread_local ThreadCacheExit tls_cache_exit;
 static void bio_free(Bio* bio);
 
 // mempool_alloc() as a submitter meets it: when the allocator and the reserve are both dry, the
-// caller's plug is flushed before it sleeps (the kernel's schedule() does this through
-// sched_submit_work()): the bios we wait for may be sitting in that very plug.
+// caller sleeps through schedule(), which flushes its plug first: the bios we wait for may be
+// sitting in that very plug.
 static void* pool_alloc(Mempool& pool, gfp_t gfp) {
   void* p = pool.alloc(GFP_NOWAIT);
   if (p || gfp == GFP_NOWAIT) [[likely]]
     return p;
-  sched_submit_work();
-  return pool.alloc(gfp);
+  schedule([&] { p = pool.alloc(gfp); });
+  return p;
 }
 
 // Frees a whole list linked by bi_next; returns how many.

@@ -5,6 +5,7 @@
 #include "blk_cover.h"
 #include "blk_flush.h"
 #include "blk_poll.h"
+#include "schedule.h"
 
 #include <sched.h>
 
@@ -208,9 +209,12 @@ static int blk_mq_get_tag(BlkMqAllocData* data, unsigned* cpu) {
     return tag;
   if (data->cmd_flags & REQ_NOWAIT) return -1;
   data->counters->tag_waits++;
-  sched_submit_work();
-  if (!data->hctx->polled) return sbitmap_queue_get_wait(sbq, cpu);
-  // A poll queue has no completion thread to free tags: whoever waits for one reaps.
+  if (!data->hctx->polled) {  // io_schedule() until a completion frees one
+    schedule([&] { tag = sbitmap_queue_get_wait(sbq, cpu); });
+    return tag;
+  }
+  // A poll queue has no completion thread to free tags: whoever waits for one reaps (and
+  // blk_mq_poll() dispatches the plug first, whose requests may hold them).
   for (;;) {
     if (blk_mq_poll(data->hctx, true) == 0) std::this_thread::yield();
     if ((tag = sbitmap_queue_get(sbq, cpu)) >= 0) return tag;

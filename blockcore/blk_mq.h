@@ -187,9 +187,9 @@ BlkPlug* current_plug();
 // dispatch what its plug holds, which may be what it, or whoever it waits for, is waiting for,
 // and free the requests it had cached (__blk_flush_plug); and, as the kernel wakes another
 // io-wq worker when one sleeps (io_wq_worker_sleeping), hand a hardware queue whose completions
-// the thread covers back to the driver's completion thread (blk_cover.h). Every place that may
-// block a thread that submits I/O calls it first (a plug can outlive one submission: a FUSE
-// ring thread keeps one across a batch of requests).
+// the thread covers back to the driver's completion thread (blk_cover.h). Its one caller is
+// schedule() (schedule.h), the door every sleep of a thread that submits I/O goes through (a
+// plug can outlive one submission: a FUSE ring thread keeps one across a batch of requests).
 void sched_submit_work();
 
 // struct io_comp_batch: completions gathered so that tags are freed in batches.

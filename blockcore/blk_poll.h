@@ -2,14 +2,14 @@
 // poll_queues: no completion interrupt), bio_poll()/blk_mq_poll(), and the submitter's side that
 // io_uring's IOPOLL gives them (io_do_iopoll: the task that submitted reaps its own completions).
 //
-// A thread that will wait for its I/O anyway opens a BlkPollGroup. Asynchronous I/O it submits
-// meanwhile is marked REQ_POLLED by the layer that builds the bios (fs/block_io.cc counts each
-// batch in the group), goes to the thread's poll queue, and blk_poll_group_wait() reaps there
-// until all of it has ended: no completion thread is woken, and the completion callbacks (the
-// FUSE reply) run in the submitting thread. Differences from the kernel, both because pollers
-// here outnumber CPUs: a poll queue belongs to a thread (the first poll queue free in turn, not
-// the CPU's), and a poller that finds nothing sleeps until its queue has a completion
-// (BlkMqOps::poll_wait) instead of spinning.
+// A thread that will wait for its I/O anyway opens a BlkPollGroup and names it in the I/O's
+// context (fs/kiocb.h's ki_poll, io_uring's IOCB_HIPRI kiocb): the layer that builds the bios
+// marks them REQ_POLLED and counts each I/O in the group; they go to the thread's poll queue,
+// and blk_poll_group_wait() reaps there until all of it has ended: no completion thread is
+// woken, and the completion callbacks (the FUSE reply) run in the submitting thread.
+// Differences from the kernel, both because pollers here outnumber CPUs: a poll queue belongs
+// to a thread (the first poll queue free in turn, not the CPU's), and a poller that finds
+// nothing sleeps until its queue has a completion (BlkMqOps::poll_wait) instead of spinning.
 #pragma once
 
 #include <atomic>
@@ -23,13 +23,10 @@ struct BlkPollGroup {
   RequestQueue* q = nullptr;         // the queue the group polls
 };
 
-// Opens `g` on q for the calling thread (one group at a time). False, and nothing opened, when
-// q has no poll queues: the caller's I/O then completes the usual way.
+// Opens `g` on q. False when q has no poll queues: the I/O then completes the usual way.
 bool blk_poll_group_start(BlkPollGroup* g, RequestQueue* q);
-// The calling thread's open group, or nullptr.
-BlkPollGroup* blk_poll_group_current();
-// Closes the group and reaps the thread's poll queue until every submission counted in it has
-// ended (a submission that ends elsewhere, e.g. on a default queue, is waited for too).
+// Reaps the thread's poll queue until every submission counted in `g` has ended (a submission
+// that ends elsewhere, e.g. on a default queue, is waited for too).
 void blk_poll_group_wait(BlkPollGroup* g);
 
 // Whether the calling thread has taken a poll queue (its first polled submission does). Only
@@ -56,17 +53,12 @@ void blk_poll_until(BlkMqHwCtx* hctx, Done&& done) {
   }
 }
 
-// A synchronous wait inside the calling thread's open group on q: what the thread submitted
-// meanwhile went to its poll queue, which no completion thread reaps, so the waiter polls until
-// done() holds (the kernel's sync polled I/O inside an io_uring IOPOLL task reaps the same way).
-// False, having waited for nothing, when no group on q is open: the caller then sleeps.
+// A synchronous wait for I/O counted in `g`: what went to the thread's poll queue is reaped
+// by the waiter until done() holds (no completion thread reaps a poll queue; the kernel's sync
+// polled I/O inside an io_uring IOPOLL task reaps the same way).
 template <class Done>
-bool blk_poll_group_wait_for(RequestQueue* q, Done&& done) {
-  BlkPollGroup* g = blk_poll_group_current();
-  if (!g || g->q != q) return false;
-  sched_submit_work();
-  blk_poll_until(q->map_queue(REQ_POLLED), done);
-  return true;
+void blk_poll_group_wait_for(BlkPollGroup* g, Done&& done) {
+  blk_poll_until(g->q->map_queue(REQ_POLLED), done);
 }
 
 }  // namespace biofs

@@ -170,8 +170,10 @@ void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
   if (!reactor && on_ring && fuse_req_ring_payload(d.req(), &payload, &payload_size) != 0) payload = nullptr;
   std::optional<HeldReply> held_reply;
   HeldReply* held = !reactor && on_ring ? &held_reply.emplace(payload) : nullptr;
+  const Kiocb iocb{.ki_pos = uint64_t(off), .ki_poll = poll ? &group : nullptr,
+                   .ki_buf = reinterpret_cast<uint8_t*>(payload), .ki_buf_size = payload_size};
   // Captured field by field so that the bools pack (the callback's room is 48 bytes).
-  ctx->fs->read_async(ino, uint64_t(off), size, [ctx, who = d.who, t, held, receiver = pthread_self(), hot = d.hot,
+  ctx->fs->read_async(ino, iocb, size, [ctx, who = d.who, t, held, receiver = pthread_self(), hot = d.hot,
                                                  on_ring, poll](ssize_t n, const uint8_t* data) {
     const DataRequest d{ctx, who, hot};
     end_data_request(d.ctx, poll);
@@ -179,7 +181,7 @@ void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
     count_reply_elsewhere(d.ctx, on_ring, receiver);
     reply_read(d, t, n, data);
     end_callback(d.ctx);
-  }, reinterpret_cast<uint8_t*>(payload), payload_size);
+  });
   if (poll) blk_poll_group_wait(&group);
   if (held) {
     const uint8_t* data;
@@ -201,7 +203,8 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
   // data is durable. On a cached handle the fsync it sends after the write does that.
   if ((fi->flags & O_DSYNC) && fi->fh == FH_DIRECT_IO && !fi->writepage) {
     ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
-    const ssize_t n = ctx->fs->write_durable(ino, uint64_t(off), size, buf, (fi->flags & O_SYNC) != O_SYNC, keep_setid);
+    const Kiocb iocb{.ki_pos = uint64_t(off), .ki_flags = keep_setid ? 0u : unsigned(IOCB_KILL_SUIDGID)};
+    const ssize_t n = ctx->fs->write_durable(ino, iocb, size, buf, (fi->flags & O_SYNC) != O_SYNC);
     ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
     return reply_write(d, t, n);
   }
@@ -209,19 +212,21 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
   const bool poll = start_data_request(ctx, d.req(), size, &group);
   std::optional<HeldReply> held_reply;  // libfuse's ring: see read_data
   HeldReply* held = on_ring && !reactor ? &held_reply.emplace() : nullptr;
-  ctx->fs->write_async(ino, uint64_t(off), size, buf, [ctx, who = d.who, t, held, receiver = pthread_self(),
-                                                       hot = d.hot, on_ring, poll](ssize_t n) {
+  Kiocb iocb{.ki_pos = uint64_t(off), .ki_poll = poll ? &group : nullptr};
+  if (!fi->writepage && !keep_setid) iocb.ki_flags |= IOCB_KILL_SUIDGID;  // writeback: the kernel has seen to the bits
+  // The data stays put until the reply: the ring's payload buffer is the request's until
+  // then, and a /dev/fuse worker's buffer (page-aligned payload: libfuse's buf_alloc) is
+  // not reused before this handler returns, which a polled write waits for.
+  if (on_ring || poll) iocb.ki_flags |= IOCB_BUF_STAYS;
+  ctx->fs->write_async(ino, iocb, size, buf, [ctx, who = d.who, t, held, receiver = pthread_self(),
+                                              hot = d.hot, on_ring, poll](ssize_t n) {
     const DataRequest d{ctx, who, hot};
     end_data_request(d.ctx, poll);
     if (held) return held->finish(n);
     count_reply_elsewhere(d.ctx, on_ring, receiver);
     reply_write(d, t, n);
     end_callback(d.ctx);
-  }, fi->writepage || keep_setid,  // writeback: the kernel has seen to the bits
-     // The data stays put until the reply: the ring's payload buffer is the request's until
-     // then, and a /dev/fuse worker's buffer (page-aligned payload: libfuse's buf_alloc) is
-     // not reused before this handler returns, which a polled write waits for.
-     on_ring || poll);
+  });
   if (poll) blk_poll_group_wait(&group);
   if (held) {
     reply_write(d, t, held->wait());

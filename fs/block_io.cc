@@ -1,5 +1,6 @@
 #include "block_io.h"
 
+#include <cassert>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -52,15 +53,65 @@ IoBuf::~IoBuf() {
 static constexpr uint32_t kMaxBioBytes = 1u << 20;
 
 IoBatch::~IoBatch() {
-  if (!queued_.empty()) queued_.clear();
-  if (!async_) wait();
+  if (last_) submit();
+  if (!async_ && in_flight_) wait();
+}
+
+void IoBatch::on_complete(Callback fn) {
+  assert(!last_ && !in_flight_ && "the callback is set before the batch's first I/O");
+  callback_ = std::move(fn);
+  async_ = true;
+}
+
+// blk_next_bio(): the new bio becomes the parent of the one before, which goes out now.
+void IoBatch::add_bio(blk_opf_t op, uint64_t sector, uint8_t* buf, uint32_t len) {
+  BlockIo* io = io_;
+  BlockDevice* bdev = io->bdev();
+  if (!last_ && !in_flight_) {
+    // An asynchronous batch with a poll group is counted in it and polled. A synchronous one
+    // is polled by its waiter where the queue has poll queues and the thread polls already (a
+    // FUSE ring thread: blk_poll_thread_polls()).
+    if (async_) {
+      if (poll_group_ && poll_group_->q == bdev->queue) {
+        poll_group_->pending.fetch_add(1, std::memory_order_relaxed);
+        polled_ = true;
+      } else {
+        poll_group_ = nullptr;
+      }
+    } else {
+      polled_ = bdev->queue && bdev->queue->nr_poll_queues() && blk_poll_thread_polls();
+      in_flight_ = true;
+      done_.reinit_completion();
+      blk_start_plug(&plug_);  // ignored under the caller's plug
+    }
+  }
+  // A flush, or a write a flush goes before, is sequenced by blk-flush and completes unpolled.
+  const bool flush = (op & REQ_PREFLUSH) || bio_op_of(op) == REQ_OP_FLUSH;
+  if (polled_ && !flush) {
+    op |= REQ_POLLED;
+    if (!async_) poll_hctx_ = bdev->queue->map_queue(REQ_POLLED);
+  }
+  Bio* bio = bio_alloc_bioset(bdev, len ? 1 : 0, op, GFP_KERNEL, &io->bio_set());
+  if (len) bio_add_virt(bio, buf, len);
+  bio->bi_iter.bi_sector = sector;
+  if (Bio* prev = std::exchange(last_, bio)) {
+    bio_chain(prev, bio);
+    submit_one(prev);
+  }
+}
+
+void IoBatch::submit_one(Bio* bio) {
+  io_->bios.fetch_add(1, std::memory_order_relaxed);
+  io_->bytes.fetch_add(bio->bi_iter.bi_size, std::memory_order_relaxed);
+  submit_bio(bio);
 }
 
 void IoBatch::rw_bytes(bool write, uint64_t byte_off, uint32_t len, void* buf, blk_opf_t flags) {
   uint8_t* p = static_cast<uint8_t*>(buf);
+  const blk_opf_t op = (write ? REQ_OP_WRITE : REQ_OP_READ) | flags;
   while (len) {
     const uint32_t n = len < kMaxBioBytes ? len : kMaxBioBytes;
-    queued_.push_back({write, byte_off >> SECTOR_SHIFT, n, p, flags});
+    add_bio(op, byte_off >> SECTOR_SHIFT, p, n);
     byte_off += n;
     p += n;
     len -= n;
@@ -77,114 +128,54 @@ void IoBatch::write(uint64_t blk, uint32_t count, const void* buf, blk_opf_t fla
   rw_bytes(true, blk * bs, uint32_t(count * bs), const_cast<void*>(buf), flags);
 }
 
-void IoBatch::flush(blk_opf_t flags) { queued_.push_back({true, 0, 0, nullptr, flags | REQ_OP_FLUSH}); }
+void IoBatch::flush(blk_opf_t flags) { add_bio(REQ_OP_FLUSH | flags, 0, nullptr, 0); }
 
+// The last bio's end_io: every bio of the batch has ended, and its status is the first error.
 void IoBatch::end_io(Bio* bio) {
   auto* b = static_cast<IoBatch*>(bio->bi_private);
   const blk_status_t st = bio->bi_status;
-  bio_put(bio);  // before the count drops: a waiter may free the batch right after
-  b->done_one(st);
-}
-
-void IoBatch::done_one(blk_status_t st) {
-  if (st != BLK_STS_OK) {
-    // Whatever the device said (medium error, timeout, transport), the caller sees EIO, as a
-    // kernel filesystem reports a failed bio; the device's own line names the cause.
-    int expected = 0;
-    status_.compare_exchange_strong(expected, -EIO);
-    io_->errors.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  if (async_) {
-    // Moved out first: the callback may destroy this batch.
-    Callback fn = std::move(callback_);
-    BlkPollGroup* group = poll_group_;
-    fn(status_.load());
-    if (group) group->pending.fetch_sub(1, std::memory_order_release);  // after the callback ran
-    return;
-  }
-  std::lock_guard g(lock_);
-  finished_ = true;
-  cv_.notify_all();
-}
-
-// A flush, or a write a flush goes before: blk-flush sequences it, and it completes unpolled.
-bool IoBatch::has_flush(const Queue& todo) {
-  for (const Pending& p : todo)
-    if ((p.flags & REQ_PREFLUSH) || bio_op_of(p.flags) == REQ_OP_FLUSH) return true;
-  return false;
+  bio_put(bio);
+  // Whatever the device said (medium error, timeout, transport), the caller sees EIO, as a
+  // kernel filesystem reports a failed bio; the device's own line names the cause.
+  b->status_ = st == BLK_STS_OK ? 0 : -EIO;
+  if (st != BLK_STS_OK) b->io_->errors.fetch_add(1, std::memory_order_relaxed);
+  if (!b->async_) return b->done_.complete();
+  // Moved out first: the callback may destroy this batch.
+  Callback fn = std::move(b->callback_);
+  BlkPollGroup* group = b->poll_group_;
+  fn(b->status_);
+  if (group) group->pending.fetch_sub(1, std::memory_order_release);  // after the callback ran
 }
 
 void IoBatch::submit() {
-  if (queued_.empty()) {
-    if (async_) {
+  Bio* last = std::exchange(last_, nullptr);
+  if (!last) {
+    if (async_ && callback_) {
       Callback fn = std::move(callback_);
-      fn(status_.load());
+      fn(status_);
     }
     return;
   }
-  // The count covers every bio before the first is submitted, so an inline completion of an
-  // early bio cannot finish the batch. Only a batch someone waits for needs `finished_` (and its
-  // lock: a mutex round trip is 130 instructions, 4% of a read).
-  if (!async_) {
-    std::lock_guard g(lock_);
-    finished_ = false;
-  }
-  // With a callback, the last bio's completion may destroy the batch (inside submit_bio or
-  // blk_finish_plug): nothing below touches `this` once the bios are out.
-  const Queue todo = std::move(queued_);
-  queued_.clear();
-  outstanding_.fetch_add(int(todo.size()), std::memory_order_relaxed);
-  BlockIo* io = io_;
-  BlockDevice* bdev = io->bdev();
-  // An asynchronous batch of a thread that polls (blockcore/blk_poll.h) is counted in its group
-  // and polled. A synchronous one is polled by its waiter where the queue has poll queues, the
-  // thread polls already (a FUSE ring thread: blk_poll_thread_polls()) and no bio is a flush
-  // sequence (those complete the usual way, so the waiter sleeps for them).
-  blk_opf_t polled = 0;
+  last->bi_end_io = end_io;
+  last->bi_private = this;
   if (async_) {
-    if (BlkPollGroup* g = blk_poll_group_current(); g && g->q == bdev->queue) {
-      poll_group_ = g;
-      g->pending.fetch_add(1, std::memory_order_relaxed);
-      polled = REQ_POLLED;
-    }
-  } else if (bdev->queue && bdev->queue->nr_poll_queues() && blk_poll_thread_polls() && !has_flush(todo)) {
-    poll_hctx_ = bdev->queue->map_queue(REQ_POLLED);
-    polled = REQ_POLLED;
+    // Its completion may destroy the batch (inside submit_bio, or in the caller's
+    // blk_finish_plug): nothing touches `this` after it.
+    return submit_one(last);
   }
-  BlkPlug plug;
-  blk_start_plug_nr_ios(&plug, uint16_t(todo.size() < 32 ? todo.size() : 32));
-  for (const Pending& p : todo) {
-    const bool flush = bio_op_of(p.flags) == REQ_OP_FLUSH;
-    const blk_opf_t op = flush ? p.flags : ((p.write ? REQ_OP_WRITE : REQ_OP_READ) | p.flags | polled);
-    Bio* bio = bio_alloc_bioset(bdev, flush ? 0 : 1, op, GFP_KERNEL, &io->bio_set());
-    if (!flush) bio_add_virt(bio, p.buf, p.len);
-    bio->bi_iter.bi_sector = p.sector;
-    bio->bi_end_io = end_io;
-    bio->bi_private = this;
-    io->bios.fetch_add(1, std::memory_order_relaxed);
-    io->bytes.fetch_add(p.len, std::memory_order_relaxed);
-    submit_bio(bio);
-  }
-  blk_finish_plug(&plug);
+  submit_one(last);
+  blk_finish_plug(&plug_);
 }
 
 int IoBatch::wait() {
-  if (!queued_.empty()) submit();
-  sched_submit_work();  // an outer plug (a FUSE ring batch's) kept the bios
-  if (BlkMqHwCtx* hctx = std::exchange(poll_hctx_, nullptr)) {
-    blk_poll_until(hctx, [this] {
-      std::lock_guard g(lock_);
-      return finished_;
-    });
-  }
-  {
-    std::unique_lock g(lock_);
-    cv_.wait(g, [this] { return finished_; });
-  }
-  const int st = status_.load();
-  status_.store(0);
-  return st;
+  if (last_) submit();
+  if (!in_flight_) return 0;  // nothing was built
+  if (BlkMqHwCtx* hctx = std::exchange(poll_hctx_, nullptr))
+    blk_poll_until(hctx, [this] { return done_.completion_done(); });
+  done_.wait_for_completion();  // sleeps through schedule(): the caller's plug is dispatched first
+  in_flight_ = false;
+  poll_hctx_ = nullptr;
+  return std::exchange(status_, 0);
 }
 
 BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, BioCache bio_cache)

@@ -1,6 +1,6 @@
 #include "end_io_work.h"
 
-#include "blockcore/blk_mq.h"
+#include "blockcore/schedule.h"
 #include "lib/background_thread.h"
 
 namespace biofs {
@@ -35,9 +35,10 @@ void EndIoWork::end() {
 }
 
 void EndIoWork::drain() {
-  sched_submit_work();
-  std::unique_lock g(lock_);
-  idle_.wait(g, [this] { return outstanding_ == 0; });
+  schedule([this] {
+    std::unique_lock g(lock_);
+    idle_.wait(g, [this] { return outstanding_ == 0; });
+  });
 }
 
 void EndIoWork::worker(std::stop_token stop) {

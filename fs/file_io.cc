@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <vector>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 
 #include "filesystem.h"
 
@@ -22,7 +20,7 @@ using namespace disk;
 // completion of its last bio.
 struct Filesystem::FileIo {
   // bytes == 0: the I/O uses the caller's memory, no buffer of its own.
-  explicit FileIo(BlockIo* io, size_t bytes) : batch(io), buf(bytes ? IoBuf(bytes, false) : IoBuf()) {}
+  FileIo(BlockIo* io, size_t bytes, BlkPollGroup* poll) : batch(io, poll), buf(bytes ? IoBuf(bytes, false) : IoBuf()) {}
   IoBatch batch;
   IoBuf buf;
   uint8_t* data = nullptr;  // buf, or the caller's memory (reads)
@@ -63,7 +61,9 @@ bool Filesystem::times_need_update(const Inode& d) {
          d.ctime_sec != int64_t(now.tv_sec) || d.ctime_nsec != uint32_t(now.tv_nsec);
 }
 
-void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done, uint8_t* into, size_t into_cap) {
+void Filesystem::read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone done) {
+  const uint64_t off = iocb.ki_pos;
+  uint8_t* const into = iocb.ki_buf;
   std::shared_lock shared(lock_);
   InodeObj* in;
   if (int err = iget_shared(shared, ino, &in)) {
@@ -80,14 +80,26 @@ void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone do
   }
   size = size_t(std::min<uint64_t>(size, in->d.size - off));
   const uint64_t first = off / bs_, last = (off + size - 1) / bs_, count = last - first + 1;
-  const bool in_place = into && off % bs_ == 0 && count * bs_ <= into_cap && reinterpret_cast<uintptr_t>(into) % PAGE_SIZE == 0;
-  auto* op = new FileIo(&io_, in_place ? 0 : count * bs_);
+  const bool in_place =
+      into && off % bs_ == 0 && count * bs_ <= iocb.ki_buf_size && reinterpret_cast<uintptr_t>(into) % PAGE_SIZE == 0;
+  auto* op = new FileIo(&io_, in_place ? 0 : count * bs_, iocb.ki_poll);
   uint8_t* const base = in_place ? into : op->buf.data();
   op->in = in;
   op->data = base;
   op->skip = off - first * bs_;
   op->len = size;
   op->read_done = std::move(done);
+  op->batch.on_complete([op](int err) {
+    inode_dio_end(op->in);
+    if (err) op->read_done(err, nullptr);
+    else op->read_done(ssize_t(op->len), op->data + op->skip);
+    delete op;
+  });
+  // iomap_dio_rw(): counted in flight, then the bios built and sent as the blocks are mapped,
+  // under a plug that holds them until the lock is let go.
+  inode_dio_begin(in);
+  BlkPlug plug;
+  blk_start_plug(&plug);
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
     bool unwritten;
@@ -98,15 +110,9 @@ void Filesystem::read_async(uint64_t ino, uint64_t off, size_t size, ReadDone do
     else std::memset(dst, 0, run * bs_);  // a hole or unwritten extent reads as zeros
     l += run;
   }
-  inode_dio_begin(in);
   shared.unlock();
-  op->batch.on_complete([op](int err) {
-    inode_dio_end(op->in);
-    if (err) op->read_done(err, nullptr);
-    else op->read_done(ssize_t(op->len), op->data + op->skip);
-    delete op;
-  });
   op->batch.submit();
+  blk_finish_plug(&plug);
 }
 
 bool Filesystem::drop_suidgid(Inode& d) {
@@ -116,31 +122,27 @@ bool Filesystem::drop_suidgid(Inode& d) {
   return d.mode != before;
 }
 
-void Filesystem::write_async(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done, bool fsetid,
-                             bool buf_stays) {
-  write_async_flags(ino, off, size, data, std::move(done), fsetid, buf_stays, 0);
+void Filesystem::write_async(uint64_t ino, const Kiocb& iocb, size_t size, const char* data, WriteDone done) {
+  write_iter(ino, iocb, size, data, std::move(done));
 }
 
-bool Filesystem::write_async_flags(uint64_t ino, uint64_t off, size_t size, const char* data, WriteDone done,
-                                   bool fsetid, bool buf_stays, blk_opf_t overwrite_flags) {
-  const uint64_t end = off + size;
+bool Filesystem::write_iter(uint64_t ino, const Kiocb& iocb, size_t size, const char* data, WriteDone done) {
+  const uint64_t off = iocb.ki_pos, end = off + size;
   if (size && off % bs_ == 0 && end % bs_ == 0 && end > off) {
     // Times first, as ext4's file_update_time() does before a write: a brief exclusive hold
     // that moves no data, so the first write of each clock tick stays on the fast path too.
-    switch (try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags, true)) {
+    switch (try_overwrite_async(ino, iocb, size, data, done, true)) {
       case Overwrite::submitted: return true;
       case Overwrite::times_stale:
         // Once set, the times stand for this write even if the clock ticks again meanwhile.
-        if (update_file_times(ino) == 0 &&
-            try_overwrite_async(ino, off, size, data, done, fsetid, buf_stays, overwrite_flags, false) ==
-                Overwrite::submitted)
+        if (update_file_times(ino) == 0 && try_overwrite_async(ino, iocb, size, data, done, false) == Overwrite::submitted)
           return true;
         break;
       case Overwrite::not_possible: break;
     }
   }
   bool handed_off = false;  // to the end-io worker, which answers once the extents are converted
-  const ssize_t r = write_locked(ino, off, size, data, fsetid, &done, &handed_off);
+  const ssize_t r = write_locked(ino, iocb, size, data, &done, &handed_off);
   if (!handed_off) done(r);
   return false;
 }
@@ -160,10 +162,10 @@ void Filesystem::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const
 // The overwrite fast path: every block mapped and written, inside the file, times already
 // current (or, !check_times, just set by this write). No metadata changes, so the shared lock
 // covers the mapping. `done` is moved from only when the bios were submitted.
-Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* data,
-                                                      WriteDone& done, bool fsetid, bool buf_stays,
-                                                      blk_opf_t flags, bool check_times) {
-  const uint64_t end = off + size;
+Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, const Kiocb& iocb, size_t size, const char* data,
+                                                      WriteDone& done, bool check_times) {
+  const uint64_t off = iocb.ki_pos, end = off + size;
+  const bool fsetid = !(iocb.ki_flags & IOCB_KILL_SUIDGID);
   std::shared_lock shared(lock_);
   InodeObj* in;
   if (iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
@@ -179,8 +181,8 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
   if (check_times && times_need_update(in->d)) return Overwrite::times_stale;
   // The caller's memory as it is when it stays put until done and is page-aligned (the
   // FUSE-over-io_uring payload buffer); otherwise an aligned copy.
-  const bool in_place = buf_stays && reinterpret_cast<uintptr_t>(data) % PAGE_SIZE == 0;
-  auto* op = new FileIo(&io_, in_place ? 0 : size);
+  const bool in_place = (iocb.ki_flags & IOCB_BUF_STAYS) && reinterpret_cast<uintptr_t>(data) % PAGE_SIZE == 0;
+  auto* op = new FileIo(&io_, in_place ? 0 : size, iocb.ki_poll);
   op->in = in;
   op->len = size;
   op->write_done = std::move(done);
@@ -189,15 +191,19 @@ Filesystem::Overwrite Filesystem::try_overwrite_async(uint64_t ino, uint64_t off
     std::memcpy(op->data, data, size);
     io_.write_copies.fetch_add(1, std::memory_order_relaxed);
   }
-  write_mapped(in, first, last, op->data, &op->batch, flags);
-  inode_dio_begin(in);
-  shared.unlock();
   op->batch.on_complete([op](int err) {
     inode_dio_end(op->in);
     op->write_done(err ? ssize_t(err) : ssize_t(op->len));
     delete op;
   });
+  inode_dio_begin(in);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  // iomap's IOMAP_DIO_WRITE_THROUGH: an O_DSYNC overwrite is durable with its own bios.
+  write_mapped(in, first, last, op->data, &op->batch, (iocb.ki_flags & IOCB_DSYNC) ? REQ_FUA : 0);
+  shared.unlock();
   op->batch.submit();
+  blk_finish_plug(&plug);
   return Overwrite::submitted;
 }
 
@@ -214,8 +220,10 @@ int Filesystem::update_file_times(uint64_t ino) {
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves
 // with no lock held unless the write allocates or is unaligned (read-modify-write of its edge
 // blocks).
-ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const char* data, bool fsetid,
+ssize_t Filesystem::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const char* data,
                                  WriteDone* convert_done, bool* handed_off) {
+  const uint64_t off = iocb.ki_pos;
+  const bool fsetid = !(iocb.ki_flags & IOCB_KILL_SUIDGID);
   std::unique_lock ex(lock_);
   if (int err = maybe_commit(size / bs_ + 8)) return err;  // its blocks, edges and tree blocks
   InodeObj* in;
@@ -226,7 +234,7 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
   if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
   const uint64_t first = off / bs_, last = (end - 1) / bs_, n = last - first + 1;
   const bool rmw = off % bs_ || end % bs_;
-  if (!rmw && convert_done && try_convert_async(ex, in, first, last, end, data, fsetid, *convert_done)) {
+  if (!rmw && convert_done && try_convert_async(ex, in, iocb, first, last, end, data, *convert_done)) {
     *handed_off = true;
     return 0;
   }
@@ -244,15 +252,19 @@ ssize_t Filesystem::write_locked(uint64_t ino, uint64_t off, size_t size, const 
   std::memcpy(tmp.data() + (off - first * bs_), data, size);
   std::vector<std::pair<uint64_t, uint64_t>> added;
   if (int err = allocate_range(in, first, n, false, &added)) return err;
-  IoBatch batch(&io_);
-  write_mapped(in, first, last, tmp.data(), &batch);
   // Data first (ordered mode): the bios complete before the metadata naming them can commit.
   // A write that allocated keeps the lock while its data moves, so no commit can record blocks
   // that hold nothing yet and an error can take them back whole; overwrites and conversions
   // of unwritten extents (fallocate'd space) let go of it.
   inode_dio_begin(in);
+  IoBatch batch(&io_);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  write_mapped(in, first, last, tmp.data(), &batch);
   const bool keep_lock = rmw || !added.empty();
   if (!keep_lock) ex.unlock();
+  batch.submit();
+  blk_finish_plug(&plug);
   const int io_err = batch.wait();
   inode_dio_end(in);
   if (!ex.owns_lock()) {
@@ -287,7 +299,7 @@ int Filesystem::update_after_write(InodeObj* in, uint64_t first, uint64_t n, uin
 
 // One aligned write into unwritten blocks, from submission to its conversion (end_io_work.h).
 struct Filesystem::ConvertIo : EndIoWork::Item {
-  ConvertIo(BlockIo* io, size_t bytes) : batch(io), buf(bytes, false) {}
+  ConvertIo(BlockIo* io, size_t bytes, BlkPollGroup* poll) : batch(io, poll), buf(bytes, false) {}
   IoBatch batch;
   IoBuf buf;
   uint64_t ino = 0, first = 0, n = 0, end = 0;
@@ -299,8 +311,8 @@ struct Filesystem::ConvertIo : EndIoWork::Item {
 
 // Under write_locked's exclusive hold: an aligned write whose blocks are all mapped, some of
 // them unwritten, goes out asynchronously and is answered by end_io_ after the conversion.
-bool Filesystem::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, uint64_t first,
-                                   uint64_t last, uint64_t end, const char* data, bool fsetid, WriteDone& done) {
+bool Filesystem::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, const Kiocb& iocb, uint64_t first,
+                                   uint64_t last, uint64_t end, const char* data, WriteDone& done) {
   if (!end_io_ || failed_) return false;
   bool any_unwritten = false;
   for (uint64_t l = first; l <= last;) {
@@ -313,22 +325,26 @@ bool Filesystem::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, u
   if (!any_unwritten) return false;
   const size_t size = size_t((last - first + 1) * bs_);
   const uint64_t ino = in->ino;
-  auto* w = new ConvertIo(&io_, size);
-  w->ino = ino, w->first = first, w->n = last - first + 1, w->end = end, w->size = size, w->fsetid = fsetid;
+  auto* w = new ConvertIo(&io_, size, iocb.ki_poll);
+  w->ino = ino, w->first = first, w->n = last - first + 1, w->end = end, w->size = size;
+  w->fsetid = !(iocb.ki_flags & IOCB_KILL_SUIDGID);
   w->done = std::move(done);
   std::memcpy(w->buf.data(), data, size);
-  write_mapped(in, first, last, w->buf.data(), &w->batch);
-  // As write_locked's conversions: the data moves with no lock held, truncate and punch wait
-  // for it (the dio count), and the extents are converted only once it is on disk.
-  inode_dio_begin(in);
-  end_io_->begin();
-  ex.unlock();
   w->batch.on_complete([this, w, in](int err) {
     w->io_err = err;
     inode_dio_end(in);
     end_io_->queue(w);
   });
+  // As write_locked's conversions: the data moves with no lock held, truncate and punch wait
+  // for it (the dio count), and the extents are converted only once it is on disk.
+  inode_dio_begin(in);
+  end_io_->begin();
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  write_mapped(in, first, last, w->buf.data(), &w->batch);
+  ex.unlock();
   w->batch.submit();
+  blk_finish_plug(&plug);
   return true;
 }
 
@@ -371,49 +387,38 @@ void Filesystem::finish_conversions(std::vector<EndIoWork::Item*>& items) {
   }
 }
 
-// The synchronous forms wait for the asynchronous ones. A waiter whose thread has a poll group
-// open on the device polls for its I/O (blk_poll_group_wait_for): asleep, it would never be woken.
+// The synchronous forms wait for the asynchronous ones (submit_bio_wait()'s completion on the
+// stack). A waiter whose I/O is counted in a poll group polls for it: asleep, it would never be
+// woken, for no completion thread reaps a poll queue.
 namespace {
 struct Waiter {
-  std::mutex lock;
-  std::condition_variable cv;
-  bool done = false;
+  Completion done;
   ssize_t result = 0;
   void finish(ssize_t r) {
-    std::lock_guard g(lock);
     result = r;
-    done = true;
-    cv.notify_all();
+    done.complete();
   }
-  ssize_t wait(RequestQueue* q) {
-    const auto finished = [this] {
-      std::lock_guard g(lock);
-      return done;
-    };
-    if (!blk_poll_group_wait_for(q, finished)) {
-      sched_submit_work();
-      std::unique_lock g(lock);
-      cv.wait(g, [this] { return done; });
-    }
-    std::lock_guard g(lock);
+  ssize_t wait(BlkPollGroup* poll) {
+    if (poll) blk_poll_group_wait_for(poll, [this] { return done.completion_done(); });
+    done.wait_for_completion();
     return result;
   }
 };
 }  // namespace
 
-ssize_t Filesystem::read(uint64_t ino, uint64_t off, size_t size, char* buf) {
+ssize_t Filesystem::read(uint64_t ino, const Kiocb& iocb, size_t size, char* buf) {
   Waiter w;
-  read_async(ino, off, size, [&w, buf](ssize_t n, const uint8_t* data) {
+  read_async(ino, iocb, size, [&w, buf](ssize_t n, const uint8_t* data) {
     if (n > 0) std::memcpy(buf, data, size_t(n));
     w.finish(n);
   });
-  return w.wait(io_.bdev()->queue);
+  return w.wait(iocb.ki_poll);
 }
 
-ssize_t Filesystem::write(uint64_t ino, uint64_t off, size_t size, const char* buf) {
+ssize_t Filesystem::write(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf) {
   Waiter w;
-  write_async(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); });
-  return w.wait(io_.bdev()->queue);
+  write_async(ino, iocb, size, buf, [&w](ssize_t n) { w.finish(n); });
+  return w.wait(iocb.ki_poll);
 }
 
 ssize_t Filesystem::copy_file_range(uint64_t ino_in, uint64_t off_in, uint64_t ino_out, uint64_t off_out,
@@ -439,17 +444,17 @@ ssize_t Filesystem::copy_file_range(uint64_t ino_in, uint64_t off_in, uint64_t i
   return ssize_t(done);
 }
 
-ssize_t Filesystem::write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync,
-                                  bool fsetid) {
+ssize_t Filesystem::write_durable(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, bool datasync) {
   // Its FUA write is polled by this thread where the device has poll queues (blk_poll.h): a
   // synchronous write wakes no completion thread, as pwrite(O_DSYNC) on a polled queue.
   Waiter w;
   BlkPollGroup group;
-  const bool polled = blk_poll_group_start(&group, io_.bdev()->queue);
-  const bool fua = write_async_flags(ino, off, size, buf, [&w](ssize_t n) { w.finish(n); }, fsetid,
-                                     /*buf_stays=*/true, REQ_FUA);
-  if (polled) blk_poll_group_wait(&group);
-  const ssize_t n = w.wait(io_.bdev()->queue);
+  Kiocb dsync = iocb;
+  dsync.ki_flags |= IOCB_DSYNC | IOCB_BUF_STAYS;
+  dsync.ki_poll = blk_poll_group_start(&group, io_.bdev()->queue) ? &group : nullptr;
+  const bool fua = write_iter(ino, dsync, size, buf, [&w](ssize_t n) { w.finish(n); });
+  if (dsync.ki_poll) blk_poll_group_wait(&group);
+  const ssize_t n = w.wait(nullptr);
   if (n < 0) return n;
   if (int err = fsync(ino, datasync, fua)) return err;
   return n;

@@ -35,6 +35,7 @@
 #include "format.h"
 #include "fs_lock.h"
 #include "journal.h"
+#include "kiocb.h"
 #include "meta_cache.h"
 
 namespace biofs {
@@ -92,36 +93,37 @@ class Filesystem {
   // *cache_valid, if given: whether pages the kernel kept from earlier opens are still right.
   int open(uint64_t ino, bool truncate = false, bool direct_writer = false, bool* cache_valid = nullptr);
   int release(uint64_t ino, bool direct_writer = false);  // may free an unlinked inode
-  // Reads into buf; returns bytes read (short at end of file) or -errno.
-  ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf);
-  ssize_t write(uint64_t ino, uint64_t off, size_t size, const char* buf);
+  // Reads into buf; returns bytes read (short at end of file) or -errno. The Kiocb forms
+  // take the I/O's context (kiocb.h: its position, flags, poll group); the others make one.
+  ssize_t read(uint64_t ino, const Kiocb& iocb, size_t size, char* buf);
+  ssize_t write(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf);
+  ssize_t read(uint64_t ino, uint64_t off, size_t size, char* buf) { return read(ino, Kiocb{.ki_pos = off}, size, buf); }
+  ssize_t write(uint64_t ino, uint64_t off, size_t size, const char* buf) {
+    return write(ino, Kiocb{.ki_pos = off}, size, buf);
+  }
   // copy_file_range(2) within the filesystem: `len` bytes in 1 MiB steps, read then written as
   // bios. Returns bytes copied (short at the source's end or at an error after the first
   // step) or -errno.
   ssize_t copy_file_range(uint64_t ino_in, uint64_t off_in, uint64_t ino_out, uint64_t off_out, size_t len);
   // The same, completing asynchronously: `done` runs exactly once, on the thread that ends the
   // last bio or inline (errors, holes, a write that must allocate), with the bytes moved or
-  // -errno. A read's `data` is valid only during the call. `buf` of a write is copied before
-  // write_async returns. The FUSE daemon replies from `done` (held in place, no heap allocation).
+  // -errno. A read's `data` is valid only during the call; it points into iocb.ki_buf when the
+  // read could land there (kiocb.h). A write's `buf` is copied before write_async returns
+  // unless IOCB_BUF_STAYS. A write without IOCB_KILL_SUIDGID keeps the set-id bits (root,
+  // CAP_FSETID); with it, it clears S_ISUID, and S_ISGID with group exec, as the kernel's
+  // file_remove_privs() does on ext4 (libfuse takes FUSE_CAP_HANDLE_KILLPRIV, so the kernel
+  // leaves that to the filesystem). The FUSE daemon replies from `done` (held in place, no heap
+  // allocation).
   using ReadDone = InplaceFunction<void(ssize_t n, const uint8_t* data)>;
   using WriteDone = InplaceFunction<void(ssize_t n)>;
-  // `into` (page-aligned, `into_cap` bytes, valid until `done` has run): a block-aligned read
-  // that fits goes there, and `data` points into it (no copy); otherwise it is not used.
-  void read_async(uint64_t ino, uint64_t off, size_t size, ReadDone done, uint8_t* into = nullptr,
-                  size_t into_cap = 0);
-  // `fsetid`: the writer may keep the set-id bits (root, CAP_FSETID); otherwise a write clears
-  // S_ISUID, and S_ISGID with group exec, as the kernel's file_remove_privs() does on ext4 (libfuse
-  // takes FUSE_CAP_HANDLE_KILLPRIV, so the kernel leaves that to the filesystem).
-  // `buf_stays`: buf stays valid and unchanged until `done` has run; an overwrite from a
-  // page-aligned buf then goes to the device from buf itself (no copy).
-  void write_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid = true,
-                   bool buf_stays = false);
+  void read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone done);
+  void write_async(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, WriteDone done);
   // A write with O_DSYNC (`datasync`) or O_SYNC semantics: it returns once the data, and what
   // reading it back needs (O_SYNC: the whole inode), is durable. generic_write_sync() after the
   // write, except that an overwrite goes out with REQ_FUA and then needs neither a flush nor,
   // unless O_SYNC and its times changed, a commit (iomap's IOMAP_DIO_WRITE_THROUGH).
   // Synchronous: the caller's thread waits (and may commit). `buf` stays put until it returns.
-  ssize_t write_durable(uint64_t ino, uint64_t off, size_t size, const char* buf, bool datasync, bool fsetid = true);
+  ssize_t write_durable(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, bool datasync);
   // Calls fn(name, ino, type, next_offset) for entries from `off`; fn returns false to stop.
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
@@ -240,12 +242,9 @@ class Filesystem {
   // file_io.cc: inode_dio_begin/end/wait (include/linux/fs.h, fs/inode.c).
   static void inode_dio_begin(InodeObj* in) { in->dio.fetch_add(1, std::memory_order_relaxed); }
   static void inode_dio_end(InodeObj* in) {
-    if (in->dio.fetch_sub(1, std::memory_order_acq_rel) == 1) in->dio.notify_all();
+    if (in->dio.fetch_sub(1, std::memory_order_acq_rel) == 1) wake_up_var(in->dio);
   }
-  static void inode_dio_wait(InodeObj* in) {
-    if (in->dio.load(std::memory_order_acquire) != 0) sched_submit_work();
-    for (int v; (v = in->dio.load(std::memory_order_acquire)) != 0;) in->dio.wait(v);
-  }
+  static void inode_dio_wait(InodeObj* in) { wait_var_event_zero(in->dio); }
   // The inode, taking the exclusive lock for a moment if it is not in memory yet.
   int iget_shared(std::shared_lock<FsLock>& shared, uint64_t ino, InodeObj** out);
   // Whether a write now would change mtime/ctime (current_time() granularity: the coarse clock).
@@ -256,23 +255,23 @@ class Filesystem {
   // Aligned writes into fallocated (unwritten) blocks: the data goes out asynchronously and the
   // extents are converted by end_io_ (end_io_work.h) once it is on disk. false: not such a write.
   struct ConvertIo;
-  bool try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, uint64_t first, uint64_t last,
-                         uint64_t end, const char* buf, bool fsetid, WriteDone& done);
+  bool try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, const Kiocb& iocb, uint64_t first, uint64_t last,
+                         uint64_t end, const char* buf, WriteDone& done);
   void finish_conversions(std::vector<EndIoWork::Item*>& items);
   // The metadata of a write whose data is on disk, under the exclusive lock: unwritten extents
   // converted, size, set-id bits, capabilities, times.
   ssize_t finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid, bool extents_changed);
   // finish_write() without the save: sets *extents_changed when it converted extents.
   int update_after_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, bool fsetid, bool* extents_changed);
-  Overwrite try_overwrite_async(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone& done, bool fsetid,
-                                bool buf_stays, blk_opf_t flags, bool check_times);
-  // write_async with the overwrite's bio flags; true when the write went out as an overwrite.
-  bool write_async_flags(uint64_t ino, uint64_t off, size_t size, const char* buf, WriteDone done, bool fsetid,
-                         bool buf_stays, blk_opf_t overwrite_flags);
+  Overwrite try_overwrite_async(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, WriteDone& done,
+                                bool check_times);
+  // write_async, saying whether the write went out as an overwrite (its bios carry REQ_FUA
+  // under IOCB_DSYNC).
+  bool write_iter(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, WriteDone done);
   int update_file_times(uint64_t ino);
   // convert_done (with handed_off) lets an aligned write into unwritten blocks be answered later
   // by the end-io worker (try_convert_async); null from the synchronous callers.
-  ssize_t write_locked(uint64_t ino, uint64_t off, size_t size, const char* buf, bool fsetid,
+  ssize_t write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf,
                        WriteDone* convert_done = nullptr, bool* handed_off = nullptr);
   // should_remove_suid(): clears S_ISUID, and S_ISGID when group exec is set (without it the
   // bit means mandatory locking). Returns whether the mode changed.

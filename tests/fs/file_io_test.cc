@@ -264,7 +264,7 @@ TEST_CASE("file io: an asynchronous read or write calls back exactly once, with 
     const std::string data = bytes_for(1, 1, 3 * 4096);
     std::atomic<int> calls{0};
     std::atomic<ssize_t> result{0};
-    rig.fs->write_async(f, 8192, data.size(), data.data(), [&](ssize_t n) {
+    rig.fs->write_async(f, Kiocb{.ki_pos = uint64_t(8192)}, data.size(), data.data(), [&](ssize_t n) {
       result = n;
       calls.fetch_add(1);
     });
@@ -273,7 +273,7 @@ TEST_CASE("file io: an asynchronous read or write calls back exactly once, with 
     // Now an overwrite of written blocks (the shared path), a read, a read past the end and a
     // read of a directory.
     calls = 0;
-    rig.fs->write_async(f, 8192, 4096, data.data() + 4096, [&](ssize_t n) {
+    rig.fs->write_async(f, Kiocb{.ki_pos = uint64_t(8192)}, 4096, data.data() + 4096, [&](ssize_t n) {
       result = n;
       calls.fetch_add(1);
     });
@@ -281,7 +281,7 @@ TEST_CASE("file io: an asynchronous read or write calls back exactly once, with 
     CHECK(result.load() == 4096);
     std::string got;
     calls = 0;
-    rig.fs->read_async(f, 8192 + 4096, 8192, [&](ssize_t n, const uint8_t* p) {
+    rig.fs->read_async(f, Kiocb{.ki_pos = uint64_t(8192 + 4096)}, 8192, [&](ssize_t n, const uint8_t* p) {
       if (n > 0) got.assign(reinterpret_cast<const char*>(p), size_t(n));
       result = n;
       calls.fetch_add(1);
@@ -290,14 +290,14 @@ TEST_CASE("file io: an asynchronous read or write calls back exactly once, with 
     CHECK(result.load() == 8192);
     CHECK(got == data.substr(4096, 8192));
     calls = 0;
-    rig.fs->read_async(f, 1 << 20, 10, [&](ssize_t n, const uint8_t*) {
+    rig.fs->read_async(f, Kiocb{.ki_pos = uint64_t(1 << 20)}, 10, [&](ssize_t n, const uint8_t*) {
       result = n;
       calls.fetch_add(1);
     });
     CHECK(calls.load() == 1);
     CHECK(result.load() == 0);
     calls = 0;
-    rig.fs->read_async(ROOT_INO, 0, 10, [&](ssize_t n, const uint8_t*) {
+    rig.fs->read_async(ROOT_INO, Kiocb{.ki_pos = uint64_t(0)}, 10, [&](ssize_t n, const uint8_t*) {
       result = n;
       calls.fetch_add(1);
     });
@@ -332,7 +332,7 @@ TEST_CASE("file io: writes into fallocated space complete asynchronously, conver
       for (uint64_t blk = 0; blk < kBlocks; blk += 1 + rng() % 3) {
         want[blk] = bytes_for(unsigned(blk), round, 4096);
         issued++;
-        rig.fs->write_async(f, blk * 4096, 4096, want[blk].data(), [&](ssize_t n) {
+        rig.fs->write_async(f, Kiocb{.ki_pos = uint64_t(blk * 4096)}, 4096, want[blk].data(), [&](ssize_t n) {
           if (n != 4096) bad.fetch_add(1);
           calls.fetch_add(1);
         });
@@ -395,7 +395,7 @@ TEST_CASE("file io: an overwrite in a later clock tick sets mtime and ctime firs
   const std::string again = bytes_for(4, 2, 8192);
   std::atomic<int> calls{0};
   std::atomic<ssize_t> result{0};
-  rig.fs->write_async(f, 4096, again.size(), again.data(), [&](ssize_t n) {
+  rig.fs->write_async(f, Kiocb{.ki_pos = uint64_t(4096)}, again.size(), again.data(), [&](ssize_t n) {
     result = n;
     calls.fetch_add(1);
   });

@@ -779,11 +779,11 @@ TEST_CASE("fs core: set-id bits: an unprivileged write or truncate drops them, c
   REQUIRE(r.fs->write(f, 0, 4096, pattern(4096, 1).data()) == 4096);  // root (fsetid)
   CHECK(mode() == 06755);
   ssize_t n = -1;
-  r.fs->write_async(f, 0, 4096, pattern(4096, 2).data(), [&](ssize_t got) { n = got; }, false);
+  r.fs->write_async(f, Kiocb{.ki_flags = IOCB_KILL_SUIDGID}, 4096, pattern(4096, 2).data(), [&](ssize_t got) { n = got; });
   CHECK(n == 4096);  // an overwrite of written blocks: not the fast path when bits would drop
   CHECK(mode() == 0755);
   set_mode(02745);  // setgid without group exec (mandatory-locking style): stays
-  r.fs->write_async(f, 0, 10, "0123456789", [&](ssize_t got) { n = got; }, false);
+  r.fs->write_async(f, Kiocb{.ki_flags = IOCB_KILL_SUIDGID}, 10, "0123456789", [&](ssize_t got) { n = got; });
   CHECK(n == 10);
   CHECK(mode() == 02745);
   set_mode(04755);

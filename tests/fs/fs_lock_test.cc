@@ -33,11 +33,11 @@ void write_plugged_then(BlockIo* io, std::atomic<bool>* written, const std::func
   blk_start_plug(&plug);
   std::atomic<bool> ended{false};
   IoBatch b(io);
-  b.write(3, 1, data);
   b.on_complete([written, &ended](int err) {
     *written = err == 0;
     ended = true;
   });
+  b.write(3, 1, data);
   b.submit();  // into the outer plug: nothing is dispatched yet
   block();
   blk_finish_plug(&plug);

@@ -1,12 +1,10 @@
-// The file I/O path's heap-free holders: InplaceFunction (completion callbacks) and SmallVector
-// (an I/O batch's queued bios).
+// The file I/O path's heap-free holder: InplaceFunction (completion callbacks held in place).
 #include <doctest/doctest.h>
 
 #include <memory>
 #include <vector>
 
 #include "fs/inplace_function.h"
-#include "fs/small_vector.h"
 
 using namespace biofs;
 
@@ -58,24 +56,4 @@ TEST_CASE("inplace function: a target is destroyed exactly once, through moves, 
     CHECK(*alive == 1);
   }
   CHECK(*alive == 0);
-}
-
-TEST_CASE("small vector: items past the inline ones keep their order, and clear() goes back inline") {
-  SmallVector<int, 4> v;
-  CHECK(v.empty());
-  for (int round = 0; round < 2; round++) {
-    std::vector<int> want;
-    for (int i = 0; i < 11; i++) {
-      v.push_back(i * 3 + round);
-      want.push_back(i * 3 + round);
-      CHECK(std::vector<int>(v.begin(), v.end()) == want);
-      CHECK(v.size() == want.size());
-    }
-    v.clear();
-    CHECK(v.empty());
-    CHECK(v.begin() == v.end());
-  }
-  v.push_back(5);
-  SmallVector<int, 4> moved = std::move(v);
-  CHECK(std::vector<int>(moved.begin(), moved.end()) == std::vector<int>{5});
 }

@@ -79,9 +79,9 @@ void wait_done(Ended& e, int n) {
 void take_poll_queue(BlockIo& io, void* buf) {
   BlkPollGroup g;
   REQUIRE(blk_poll_group_start(&g, io.bdev()->queue));
-  IoBatch b(&io);
-  b.read(0, 1, buf);
+  IoBatch b(&io, &g);
   b.on_complete([](int) {});
+  b.read(0, 1, buf);
   b.submit();
   blk_poll_group_wait(&g);
   REQUIRE(blk_poll_thread_polls());
@@ -130,7 +130,6 @@ TEST_CASE("poll queues: without them a REQ_POLLED bio ends with BLK_STS_NOTSUPP 
   auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(0));
   BlkPollGroup g;
   CHECK_FALSE(blk_poll_group_start(&g, dev->queue()));  // nothing to poll
-  CHECK(blk_poll_group_current() == nullptr);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
   alignas(4096) static uint8_t buf[4096];
   Ended e;
@@ -221,7 +220,7 @@ TEST_CASE("poll queues: 8 threads sharing 3 poll queues, written and read back")
   MESSAGE("bios ended by another poller of the same queue: " << off_thread.load());
 }
 
-TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and is polled") {
+TEST_CASE("poll queues: an fs batch with a callback, counted in the group it names, is polled") {
   TempPath tmp("iobatch");
   auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
@@ -235,20 +234,34 @@ TEST_CASE("poll queues: an fs batch with a callback joins the thread's group and
   const std::thread::id self = std::this_thread::get_id();
   std::thread::id where;
   int result = 1;
-  IoBatch batch(&io);
-  batch.read(0, 4, r.data());
+  IoBatch batch(&io, &g);
   batch.on_complete([&](int err) {
     result = err;
     where = std::this_thread::get_id();
   });
+  batch.read(0, 4, r.data());
   batch.submit();
   CHECK(g.pending.load() <= 1);
   blk_poll_group_wait(&g);
-  CHECK(blk_poll_group_current() == nullptr);
   CHECK(g.pending.load() == 0);
   CHECK(result == 0);
   CHECK(where == self);  // the callback ran in the submitter, from its poll queue
   CHECK(std::memcmp(w.data(), r.data(), w.size()) == 0);
+  // The context is explicit: a batch that names no group is not counted in the one open on
+  // its thread, and ends the usual way (the completion thread), unpolled.
+  REQUIRE(blk_poll_group_start(&g, dev->queue()));
+  std::atomic<bool> ended{false};
+  IoBatch unnamed(&io);
+  unnamed.on_complete([&](int err) {
+    result = err;
+    ended = true;
+  });
+  unnamed.read(0, 4, r.data());
+  unnamed.submit();
+  CHECK(g.pending.load() == 0);
+  while (!ended.load()) std::this_thread::yield();
+  blk_poll_group_wait(&g);
+  CHECK(result == 0);
   io.bio_set().prune_this_thread_cache();
 }
 
@@ -294,7 +307,7 @@ TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion
   CHECK(dev->nvme()->inflight() == 0);
 }
 
-TEST_CASE("poll queues: a synchronous fs read or write inside the thread's open group is reaped by its waiter") {
+TEST_CASE("poll queues: a synchronous fs read or write whose kiocb names a poll group is reaped by its waiter") {
   // The group marks the fs's I/O REQ_POLLED and no completion thread reaps a poll queue: a
   // waiter that slept would never be woken (fails on a Waiter that only sleeps).
   TempPath tmp("fs-group");
@@ -313,9 +326,9 @@ TEST_CASE("poll queues: a synchronous fs read or write inside the thread's open 
     BlkPollGroup g;
     if (!blk_poll_group_start(&g, dev->queue())) return false;
     const char* src = reinterpret_cast<const char*>(w.data());
-    wrote = fs->write(st.st_ino, 0, w.size(), src);                // allocating
-    overwrote = fs->write(st.st_ino, 4096, 4096, src + 4096);       // in place
-    read_back = fs->read(st.st_ino, 0, r.size(), reinterpret_cast<char*>(r.data()));
+    wrote = fs->write(st.st_ino, Kiocb{.ki_pos = 0, .ki_poll = &g}, w.size(), src);  // allocating
+    overwrote = fs->write(st.st_ino, Kiocb{.ki_pos = 4096, .ki_poll = &g}, 4096, src + 4096);  // in place
+    read_back = fs->read(st.st_ino, Kiocb{.ki_pos = 0, .ki_poll = &g}, r.size(), reinterpret_cast<char*>(r.data()));
     left_in_group = g.pending.load();
     blk_poll_group_wait(&g);
     io.bio_set().prune_this_thread_cache();

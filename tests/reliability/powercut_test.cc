@@ -246,14 +246,14 @@ TEST_CASE("powercut: O_DSYNC and O_SYNC writes are durable when they return, an 
     // O_DSYNC append of block 4: allocates, so the journal commits (more than one command).
     uint64_t cmds = pc->commands();
     const std::string d = block_of('d');
-    CHECK(m.fs->write_durable(ino, 4 * 4096, 4096, d.data(), true) == 4096);
+    CHECK(m.fs->write_durable(ino, Kiocb{.ki_pos = 4 * 4096}, 4096, d.data(), true) == 4096);
     CHECK(pc->commands() - cmds > 1);
 
     // O_SYNC overwrite of block 2 in a new tick: its times must survive too, so it commits.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cmds = pc->commands();
     const std::string e = block_of('e');
-    CHECK(m.fs->write_durable(ino, 2 * 4096, 4096, e.data(), false) == 4096);
+    CHECK(m.fs->write_durable(ino, Kiocb{.ki_pos = 2 * 4096}, 4096, e.data(), false) == 4096);
     CHECK(pc->commands() - cmds > 1);
     REQUIRE(m.fs->getattr(ino, &before_cut) == 0);
 
@@ -262,7 +262,7 @@ TEST_CASE("powercut: O_DSYNC and O_SYNC writes are durable when they return, an 
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cmds = pc->commands();
     const std::string b = block_of('b');
-    CHECK(m.fs->write_durable(ino, 0, 4096, b.data(), true) == 4096);
+    CHECK(m.fs->write_durable(ino, Kiocb{.ki_pos = 0}, 4096, b.data(), true) == 4096);
     CHECK(pc->commands() - cmds == 1);
 
     // A plain overwrite of block 1: not durable (no flush or commit follows).

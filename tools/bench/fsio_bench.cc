@@ -352,12 +352,12 @@ struct Loop {
       if (write) {
         if (mtime_every && ++writes % mtime_every == 0)
           g_coarse_ns.fetch_add(COARSE_TICK_NS, std::memory_order_relaxed);
-        fs->write_async(ino, off, bs, buf, [this](ssize_t r) {
+        fs->write_async(ino, Kiocb{.ki_pos = off}, bs, buf, [this](ssize_t r) {
           if (r != ssize_t(bs)) errors.fetch_add(1, std::memory_order_relaxed);
           done.fetch_add(1, std::memory_order_release);
         });
       } else {
-        fs->read_async(ino, off, bs, [this](ssize_t r, const uint8_t*) {
+        fs->read_async(ino, Kiocb{.ki_pos = off}, bs, [this](ssize_t r, const uint8_t*) {
           if (r != ssize_t(bs)) errors.fetch_add(1, std::memory_order_relaxed);
           done.fetch_add(1, std::memory_order_release);
         });
