@@ -1,5 +1,6 @@
-// lib/status.h: the result setup and configuration return. Ok by default, and an error keeps its
-// one line and its kind through copies and moves.
+// lib/status.h: the result setup and configuration return. Ok by default, an error keeps its one
+// line and its kind through copies and moves, and the functions that return it say ok or why in
+// the same words as before.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "lib/status.h"
+#include "lib/suboptions.h"
 
 using namespace biofs;
 
@@ -66,4 +68,26 @@ TEST_CASE("status: only ok() says whether it failed (no conversion to bool)") {
   CHECK_FALSE(std::is_convertible_v<Status, bool>);
   CHECK_FALSE(std::is_constructible_v<bool, Status>);
   CHECK(std::is_nothrow_move_constructible_v<Status>);
+}
+
+TEST_CASE("status: parse_suboptions says ok or names the option in one line") {
+  bool flag = false;
+  std::string seen;
+  const std::vector<SubOption> table = {
+      {"flag", SubOption::Takes::nothing, [&](std::string_view) { flag = true; return Status(); }},
+      {"n", SubOption::Takes::value, [&](std::string_view v) {
+         if (v != "1" && v != "2") return Status::invalid_argument("expected n=1 or n=2");
+         seen = v;
+         return Status();
+       }},
+  };
+  CHECK(parse_suboptions("flag,n=2", table, "test:").ok());
+  CHECK(flag);
+  CHECK(seen == "2");
+  const Status bad = parse_suboptions("n=3", table, "test:");
+  CHECK(bad.code() == Status::Code::invalid_argument);
+  CHECK(bad.message() == "n=3: expected n=1 or n=2");
+  CHECK(parse_suboptions("flag=1", table, "test:").message() == "flag=1: takes no value");
+  CHECK(parse_suboptions("n", table, "test:").message() == "n: needs a value");
+  CHECK(parse_suboptions("what", table, "test:").message() == "what: unknown option (test: takes flag, n=)");
 }
