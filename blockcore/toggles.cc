@@ -71,12 +71,13 @@ std::string toggle_names() {
   return s;
 }
 
-std::string set_toggle(Toggles* t, std::string_view name, std::string_view value) {
+Status set_toggle(Toggles* t, std::string_view name, std::string_view value) {
   const ToggleInfo* info = find_toggle(name);
-  if (!info) return "'" + std::string(name) + "' is not a toggle (" + toggle_names() + ")";
+  if (!info) return Status::invalid_argument("'" + std::string(name) + "' is not a toggle (" + toggle_names() + ")");
   if (!info->set(t, value))
-    return "bad value for " + std::string(name) + ": '" + std::string(value) + "' (expected " + info->values + ")";
-  return "";
+    return Status::invalid_argument("bad value for " + std::string(name) + ": '" + std::string(value) +
+                                    "' (expected " + info->values + ")");
+  return Status();
 }
 
 }  // namespace biofs

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/status.h"
+
 namespace biofs {
 
 // tag_batch=: how a plugged submitter asks for tags (blk_mq_get_new_requests).
@@ -58,8 +60,8 @@ struct ToggleInfo {
 const std::vector<ToggleInfo>& toggle_table();
 const ToggleInfo* find_toggle(std::string_view name);  // nullptr if no toggle has that name
 
-// Sets toggle `name` to `value`: "" or one line naming what is wrong.
-std::string set_toggle(Toggles* t, std::string_view name, std::string_view value);
+// Sets toggle `name` to `value`. Ok, or invalid_argument with one line naming what is wrong.
+Status set_toggle(Toggles* t, std::string_view name, std::string_view value);
 
 // "bio_cache, tag_batch, split_check": for usage lines and errors.
 std::string toggle_names();

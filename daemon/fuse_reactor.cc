@@ -519,8 +519,9 @@ FuseReactor::~FuseReactor() {
   g_reactor = nullptr;
 }
 
-std::unique_ptr<FuseReactor> FuseReactor::attach(fuse_session* se, int fd, const Config& cfg, std::string* err) {
-  if (g_reactor) return *err = "the FUSE reactor: one reactor per process", nullptr;
+Status FuseReactor::attach(fuse_session* se, int fd, const Config& cfg, std::unique_ptr<FuseReactor>* out) {
+  out->reset();
+  if (g_reactor) return Status::busy("the FUSE reactor: one reactor per process");
   auto impl = std::make_unique<Impl>();
   impl->se = se;
   impl->fd = fd;
@@ -531,9 +532,10 @@ std::unique_ptr<FuseReactor> FuseReactor::attach(fuse_session* se, int fd, const
   g_reactor = impl.get();
   if (int rc = fuse_set_custom_io(se, &io, fd)) {
     g_reactor = nullptr;
-    return *err = std::string("the FUSE reactor: fuse_session_custom_io: ") + strerror(-rc), nullptr;
+    return Status::io_error(std::string("the FUSE reactor: fuse_session_custom_io: ") + strerror(-rc));
   }
-  return std::unique_ptr<FuseReactor>(new FuseReactor(std::move(impl)));
+  out->reset(new FuseReactor(std::move(impl)));
+  return Status();
 }
 
 void FuseReactor::stop() {

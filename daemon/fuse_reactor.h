@@ -34,6 +34,8 @@
 #include <memory>
 #include <string>
 
+#include "lib/status.h"
+
 namespace biofs {
 
 class RequestQueue;
@@ -71,8 +73,8 @@ class FuseReactor {
   };
 
   // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's
-  // /dev/fuse descriptor. Returns nullptr and *err when it cannot.
-  static std::unique_ptr<FuseReactor> attach(fuse_session* se, int fd, const Config& cfg, std::string* err);
+  // /dev/fuse descriptor, the reactor in *out. Ok, or one line saying why it cannot.
+  static Status attach(fuse_session* se, int fd, const Config& cfg, std::unique_ptr<FuseReactor>* out);
   ~FuseReactor();
 
   // Stops the reactor threads and waits for them: after fuse_session_unmount(), before

@@ -33,29 +33,34 @@ std::string fuse_uring_param_path() {
   return p && *p ? p : "/sys/module/fuse/parameters/enable_uring";
 }
 
-std::string decide_fuse_uring(FuseUring want, bool* use, std::string* note) {
+Status decide_fuse_uring(FuseUring want, bool* use, std::string* note) {
   *use = false;
-  if (want == FuseUring::off) return "";
+  if (want == FuseUring::off) return Status();
   const std::string path = fuse_uring_param_path();
   // Says why the transport cannot be had: an error for `on`, a fallback note for `auto`.
   auto cannot = [&](const std::string& why) {
-    if (want != FuseUring::auto_) return std::string("fuse_uring=") + fuse_uring_name(want) + ": " + why;
+    if (want != FuseUring::auto_)
+      return Status::io_error(std::string("fuse_uring=") + fuse_uring_name(want) + ": " + why);
     *note = "fuse_uring=auto: using /dev/fuse: " + why;
-    return std::string();
+    return Status();
   };
   if (want == FuseUring::libfuse && !BIOFS_LIBFUSE_HAS_URING)
     return cannot("this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring (tools/build-libfuse.sh could not build a newer one; fuse_uring=on, the reactor, needs none)");
   std::ifstream in(path);
   std::string value;
   if (!in || !(in >> value)) return cannot("this kernel has no FUSE-over-io_uring (" + path + " not readable)");
-  if (value == "Y" || value == "1") return *use = true, "";
+  if (value == "Y" || value == "1") {
+    *use = true;
+    return Status();
+  }
   if (geteuid() != 0)
     return cannot("the fuse module's enable_uring is off and only root may switch it on (" + path + ")");
   std::ofstream out(path);
   if (!(out << "Y\n") || !out.flush())
     return cannot("cannot switch on the fuse module's enable_uring (" + path + "): " + strerror(errno));
   *note = "fuse_uring: switched on the fuse module's enable_uring (" + path + ")";
-  return *use = true, "";
+  *use = true;
+  return Status();
 }
 
 }  // namespace biofs

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "lib/status.h"
+
 namespace biofs {
 
 // on: biofs's own ring side, the reactor (fuse_reactor.h), on any libfuse ("reactor" is another
@@ -22,10 +24,10 @@ const char* fuse_uring_name(FuseUring v);
 // Where the kernel's switch is; BIOFS_FUSE_URING_PARAM overrides it (tests).
 std::string fuse_uring_param_path();
 
-// Decides, before mounting, whether to ask for the io_uring transport. `on` fails (returns the
-// one line that stops the mount) when the kernel cannot offer it; `auto` falls back to /dev/fuse
+// Decides, before mounting, whether to ask for the io_uring transport. `on` fails (an error
+// holding the one line that stops the mount) when the kernel cannot offer it; `auto` falls back to /dev/fuse
 // and says why in *note. When the parameter is off and we are root, it is switched on, and
 // *note says so. *use: whether to ask the kernel for it at INIT.
-std::string decide_fuse_uring(FuseUring want, bool* use, std::string* note);
+Status decide_fuse_uring(FuseUring want, bool* use, std::string* note);
 
 }  // namespace biofs

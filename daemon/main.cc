@@ -92,8 +92,8 @@ void report_ok(const std::string& notes) {
 
 int main(int argc, char** argv) {
   CommandLine cl;
-  if (std::string why = parse_command_line(argc, argv, &cl); !why.empty()) {
-    fprintf(stderr, "biofs: %s\n", why.c_str());
+  if (Status s = parse_command_line(argc, argv, &cl); !s.ok()) {
+    fprintf(stderr, "biofs: %s\n", s.message().c_str());
     return 1;
   }
   if (cl.list_toggles) {
@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
   }
   bool use_uring = false;
   std::string notes;
-  if (std::string why = decide_fuse_uring(opts.fuse_uring, &use_uring, &notes); !why.empty()) {
-    fprintf(stderr, "biofs: %s\n", why.c_str());
+  if (Status s = decide_fuse_uring(opts.fuse_uring, &use_uring, &notes); !s.ok()) {
+    fprintf(stderr, "biofs: %s\n", s.message().c_str());
     return 32;
   }
   const std::string transport_note = notes;  // why the transport is not the one asked for, if so
@@ -128,14 +128,13 @@ int main(int argc, char** argv) {
   dopts.qd = opts.qd;
   dopts.toggles = opts.toggles;
   dopts.poll_queues = opts.poll_queues < 0 ? std::min(opts.threads, 256u) : unsigned(opts.poll_queues);
-  std::string why;
-  std::unique_ptr<Device> dev = open_device_locked(spec, dopts, &lock, true, "biofs", &why);
-  if (!dev) fail(32, why);
+  std::unique_ptr<Device> dev;
+  if (Status s = open_device_locked(spec, dopts, &lock, true, "biofs", &dev); !s.ok()) fail(32, s.message());
   lock.set_serving(true);
   BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
   // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
   if (dev->kind() == DeviceSpec::Kind::ram) {
-    if (std::string why = make_filesystem(io, MkfsOptions{}); !why.empty()) fail(32, spec + ": " + why);
+    if (Status s = make_filesystem(io, MkfsOptions{}); !s.ok()) fail(32, spec + ": " + s.message());
   }
   // A write by a user without CAP_FSETID drops the file's set-id bits here (libfuse takes
   // FUSE_CAP_HANDLE_KILLPRIV): on a direct I/O handle the kernel neither drops them itself nor
@@ -146,9 +145,8 @@ int main(int argc, char** argv) {
   mount_opts.setid_dropped = [](uint64_t ino) {
     if (fuse_session* s = notify_session.load(std::memory_order_acquire)) fuse_lowlevel_notify_inval_inode(s, ino, -1, 0);
   };
-  std::string err;
-  std::unique_ptr<Filesystem> fs = Filesystem::mount(io, mount_opts, &err);
-  if (!fs) fail(32, spec + ": " + err);
+  std::unique_ptr<Filesystem> fs;
+  if (Status s = Filesystem::mount(io, mount_opts, &fs); !s.ok()) fail(32, spec + ": " + s.message());
 
   FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
   // fuse_uring=on|auto: the ring is ours (fuse_reactor.h), libfuse serves /dev/fuse only;
@@ -223,14 +221,12 @@ int main(int argc, char** argv) {
     if (opts.fuse_uring_cover) rc.device_queue = dev->bdev()->queue;
     if (opts.fuse_uring_hot) rc.hot_request = fuse_hot_request;
     rc.userdata = &ctx;
-    std::string why;
-    reactor = FuseReactor::attach(se, fuse_session_fd(se), rc, &why);
-    if (!reactor) {
+    if (Status s = FuseReactor::attach(se, fuse_session_fd(se), rc, &reactor); !s.ok()) {
       fuse_session_unmount(se);
       fuse_remove_signal_handlers(se);
       fuse_session_destroy(se);
       fs->unmount();
-      fail(32, why);
+      fail(32, s.message());
     }
     ctx.reactor = reactor.get();
   }

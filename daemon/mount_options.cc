@@ -16,65 +16,73 @@ namespace biofs {
 
 namespace {
 
-// One option of a -o list: "" or the line that stops the mount.
-std::string parse_one(const std::string& opt, DaemonOptions* o) {
+// One option of a -o list: ok, or the line that stops the mount.
+Status parse_one(const std::string& opt, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
   static const std::set<std::string> pass = {
       "allow_other", "allow_root", "default_permissions", "auto_unmount", "rw", "dev", "nodev",
       "suid", "nosuid", "exec", "noexec", "atime", "noatime", "relatime", "async", "sync",
       "dirsync", "nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"};
   static const std::set<std::string> pass_value = {"fsname", "subtype", "max_read", "blksize"};
-  if (opt.empty()) return "";
-  if (printable(opt) != opt) return "mount option '" + printable(opt) + "' holds a control character";
+  if (opt.empty()) return Status();
+  if (printable(opt) != opt)
+    return Status::invalid_argument("mount option '" + printable(opt) + "' holds a control character");
   const size_t eq = opt.find('=');
   const std::string key = opt.substr(0, eq);
   const bool has_value = eq != std::string::npos;
   const std::string val = has_value ? opt.substr(eq + 1) : "";
   auto bad = [&](const std::string& want) {
-    return "bad value for mount option " + key + ": '" + val + "' (expected " + want + ")";
+    return Status::invalid_argument("bad value for mount option " + key + ": '" + val + "' (expected " + want + ")");
   };
   auto number = [&](unsigned lo, unsigned hi, unsigned* out, const std::string& want) {
     uint64_t v;
     if (!parse_uint(val, &v, lo, hi)) return bad(want);
     *out = unsigned(v);
-    return std::string();
+    return Status();
   };
-  if (const ToggleInfo* t = find_toggle(key)) return t->set(&o->toggles, val) ? "" : bad(t->values);
+  if (const ToggleInfo* t = find_toggle(key)) return t->set(&o->toggles, val) ? Status() : bad(t->values);
   if (key == "queues") return number(1, 256, &o->queues, "a number from 1 to 256");
   if (key == "qd") return number(1, 4096, &o->qd, "a number from 1 to 4096");
   if (key == "threads") return number(1, 1024, &o->threads, "a number from 1 to 1024");
   if (key == "poll_queues") {
     unsigned n = 0;
-    if (std::string why = number(0, 256, &n, "a number from 0 to 256"); !why.empty()) return why;
+    if (Status s = number(0, 256, &n, "a number from 0 to 256"); !s.ok()) return s;
     o->poll_queues = int(n);
-    return "";
+    return Status();
   }
   if (key == "max_background") return number(1, 65535, &o->max_background, "a number from 1 to 65535");
   if (key == "commit") return number(0, 3600, &o->fs.commit_interval_s, "seconds from 0 to 3600");
   if (key == "meta_cache") {
     unsigned mib = 0;
-    if (std::string why = number(1, 1u << 20, &mib, "MiB from 1"); !why.empty()) return why;
+    if (Status s = number(1, 1u << 20, &mib, "MiB from 1"); !s.ok()) return s;
     o->fs.meta_cache_bytes = size_t(mib) << 20;
-    return "";
+    return Status();
   }
   if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
-  if (key == "writeback_cache" && !has_value) return o->writeback_cache = true, "";  // mount(8)'s flag form
-  if (const DaemonSwitch* s = find_daemon_switch(key)) return s->set(o, val) ? "" : bad(s->values);
+  if (key == "writeback_cache" && !has_value) {  // mount(8)'s flag form
+    o->writeback_cache = true;
+    return Status();
+  }
+  if (const DaemonSwitch* s = find_daemon_switch(key)) return s->set(o, val) ? Status() : bad(s->values);
   if (key == "verbose" && !has_value) {
     o->verbose = true;
-    return "";
+    return Status();
   }
   if (key == "ro" && !has_value) {
     o->fs.read_only = true;
     o->fuse_opts.push_back("ro");
-    return "";
+    return Status();
   }
-  if (!has_value && pass.count(key)) return o->fuse_opts.push_back(opt), "";
+  if (!has_value && pass.count(key)) {
+    o->fuse_opts.push_back(opt);
+    return Status();
+  }
   if (has_value && pass_value.count(key)) {
     if (val.empty()) return bad("a value");
-    return o->fuse_opts.push_back(opt), "";
+    o->fuse_opts.push_back(opt);
+    return Status();
   }
-  return "unknown mount option '" + opt + "'";
+  return Status::invalid_argument("unknown mount option '" + opt + "'");
 }
 
 enum Key { KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_LIST_TOGGLES };
@@ -88,7 +96,7 @@ const fuse_opt kFlags[] = {
 
 struct Parse {
   CommandLine* cl;
-  std::string error;
+  Status error;
   std::vector<std::string> positional;
 };
 
@@ -104,20 +112,21 @@ int on_arg(void* data, const char* arg, int key, fuse_args*) {
     default: break;  // FUSE_OPT_KEY_OPT: one item of a -o list, or an unknown flag
   }
   if (arg[0] == '-') {
-    p->error = "unknown flag '" + printable(arg) + "' (try -h)";
+    p->error = Status::invalid_argument("unknown flag '" + printable(arg) + "' (try -h)");
     return -1;
   }
   p->error = parse_one(arg, &p->cl->opts);
-  return p->error.empty() ? 0 : -1;
+  return p->error.ok() ? 0 : -1;
 }
 
-std::string run(std::vector<std::string> argv, Parse* p) {
+Status run(std::vector<std::string> argv, Parse* p) {
   std::vector<char*> ptrs;
   for (std::string& a : argv) ptrs.push_back(a.data());
   fuse_args args = FUSE_ARGS_INIT(int(ptrs.size()), ptrs.data());
   const int rc = fuse_opt_parse(&args, p, kFlags, on_arg);
   fuse_opt_free_args(&args);
-  if (rc == -1 && p->error.empty()) p->error = "malformed command line";  // libfuse printed why
+  if (rc == -1 && p->error.ok())
+    p->error = Status::invalid_argument("malformed command line");  // libfuse printed why
   return p->error;
 }
 
@@ -128,37 +137,38 @@ unsigned default_fuse_threads() {
   return unsigned(std::max(4L, 2 * std::max(1L, cpus)));
 }
 
-std::string parse_mount_options(const std::string& list, DaemonOptions* o) {
-  if (list.empty()) return "";  // "-o" alone would be libfuse's "missing argument"
+Status parse_mount_options(const std::string& list, DaemonOptions* o) {
+  if (list.empty()) return Status();  // "-o" alone would be libfuse's "missing argument"
   if (const size_t nul = list.find('\0'); nul != std::string::npos) {
     // libfuse reads C strings: name the option holding the NUL here, as parse_one names others.
     const size_t start = list.rfind(',', nul);
     const size_t end = list.find(',', nul);
     const std::string opt = list.substr(start == std::string::npos ? 0 : start + 1,
                                         end == std::string::npos ? std::string::npos : end - (start == std::string::npos ? 0 : start + 1));
-    return "mount option '" + printable(opt) + "' holds a control character";
+    return Status::invalid_argument("mount option '" + printable(opt) + "' holds a control character");
   }
   CommandLine cl;
   cl.opts = *o;
-  Parse p{&cl, "", {}};
-  if (std::string why = run({"biofs", "-o" + list}, &p); !why.empty()) return why;
+  Parse p{&cl, Status(), {}};
+  if (Status s = run({"biofs", "-o" + list}, &p); !s.ok()) return s;
   *o = cl.opts;
-  return "";
+  return Status();
 }
 
-std::string parse_command_line(int argc, char** argv, CommandLine* cl) {
-  Parse p{cl, "", {}};
-  if (std::string why = run(std::vector<std::string>(argv, argv + argc), &p); !why.empty()) return why;
-  if (cl->help || cl->list_toggles) return "";
-  if (p.positional.size() != 2)
-    return p.positional.size() < 2 ? "expected DEVICE and MOUNTPOINT (try -h)"
-                                   : "unexpected argument '" + printable(p.positional[2]) + "' (try -h)";
+Status parse_command_line(int argc, char** argv, CommandLine* cl) {
+  Parse p{cl, Status(), {}};
+  if (Status s = run(std::vector<std::string>(argv, argv + argc), &p); !s.ok()) return s;
+  if (cl->help || cl->list_toggles) return Status();
+  if (p.positional.size() < 2) return Status::invalid_argument("expected DEVICE and MOUNTPOINT (try -h)");
+  if (p.positional.size() > 2)
+    return Status::invalid_argument("unexpected argument '" + printable(p.positional[2]) + "' (try -h)");
   cl->device = p.positional[0];
   cl->mountpoint = p.positional[1];
   if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle &&
       (cl->opts.fuse_uring == FuseUring::off || cl->opts.fuse_uring == FuseUring::libfuse))
-    return "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the reactor's threads, not libfuse's";
-  return "";
+    return Status::invalid_argument(
+        "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the reactor's threads, not libfuse's");
+  return Status();
 }
 
 std::string usage_text() {

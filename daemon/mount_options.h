@@ -11,6 +11,7 @@
 #include "blockcore/toggles.h"
 #include "fs/filesystem.h"
 #include "daemon/fuse_transport.h"
+#include "lib/status.h"
 
 namespace biofs {
 
@@ -60,8 +61,9 @@ struct DaemonOptions {
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o
 };
 
-// Parses one comma-separated -o list into *o. "" or one line naming the bad option.
-std::string parse_mount_options(const std::string& list, DaemonOptions* o);
+// Parses one comma-separated -o list into *o. Ok, or invalid_argument with one line naming the
+// bad option (*o is then as it was).
+Status parse_mount_options(const std::string& list, DaemonOptions* o);
 
 // biofs DEVICE MOUNTPOINT [-o OPTIONS]... [-f] [-d] [-s] [-h]
 struct CommandLine {
@@ -71,9 +73,9 @@ struct CommandLine {
   DaemonOptions opts;
 };
 
-// Parses the whole command line. "" or one line saying what is wrong (then exit 1, as mount(8)
-// for a usage error).
-std::string parse_command_line(int argc, char** argv, CommandLine* cl);
+// Parses the whole command line. Ok, or invalid_argument with one line saying what is wrong
+// (then exit 1, as mount(8) for a usage error).
+Status parse_command_line(int argc, char** argv, CommandLine* cl);
 
 // The option summary `biofs -h` prints.
 std::string usage_text();

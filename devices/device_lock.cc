@@ -37,8 +37,7 @@ void backing_files(const DeviceSpec& spec, std::vector<std::string>* out) {
   if (spec.kind == DeviceSpec::Kind::emu) out->push_back(spec.emu.path);
   for (const std::string& m : spec.stripe_members) {
     DeviceSpec member;
-    std::string ignored;  // parsed once already, with the stripe
-    if (parse_device_spec(m, &member, &ignored)) backing_files(member, out);
+    if (parse_device_spec(m, &member).ok()) backing_files(member, out);  // parsed once already, with the stripe
   }
 }
 
@@ -48,19 +47,19 @@ DeviceLock::~DeviceLock() {
   for (const Held& h : held_) close(h.fd);  // releases both locks
 }
 
-std::string DeviceLock::acquire(const DeviceSpec& spec, bool exclusive, int wait_ms, const char* tool) {
+Status DeviceLock::acquire(const DeviceSpec& spec, bool exclusive, int wait_ms, const char* tool) {
   std::vector<std::string> files;
   backing_files(spec, &files);
   for (const std::string& path : files) {
     if (std::any_of(held_.begin(), held_.end(), [&](const Held& h) { return h.path == path; })) continue;
-    if (std::string why = lock_file(path, exclusive, wait_ms, tool); !why.empty()) return why;
+    if (Status s = lock_file(path, exclusive, wait_ms, tool); !s.ok()) return s;
   }
-  return "";
+  return Status();
 }
 
-std::string DeviceLock::lock_file(const std::string& path, bool exclusive, int wait_ms, const char* tool) {
+Status DeviceLock::lock_file(const std::string& path, bool exclusive, int wait_ms, const char* tool) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";  // the device layer reports a missing file in its own words
+  if (fd < 0) return Status();  // the device layer reports a missing file in its own words
   held_.push_back({fd, path});
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(wait_ms);
@@ -69,12 +68,12 @@ std::string DeviceLock::lock_file(const std::string& path, bool exclusive, int w
   const auto served_grace = start + std::chrono::milliseconds(std::min(wait_ms, kServedGraceMs));
   bool said = false;
   for (;;) {
-    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return "";
-    if (errno != EWOULDBLOCK) return path + ": cannot lock: " + strerror(errno);
+    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return Status();
+    if (errno != EWOULDBLOCK) return Status::io_error(path + ": cannot lock: " + strerror(errno));
     const bool served = is_served(fd);
-    if (served && std::chrono::steady_clock::now() >= served_grace) return path + " is in use (mounted)";
+    if (served && std::chrono::steady_clock::now() >= served_grace) return Status::busy(path + " is in use (mounted)");
     if (std::chrono::steady_clock::now() >= deadline)
-      return path + " is in use (a daemon shutting down, or another tool has it open)";
+      return Status::busy(path + " is in use (a daemon shutting down, or another tool has it open)");
     if (!said && !served) {  // a served file is waited for silently: mounted, or just unmounted
       fprintf(stderr, "%s: waiting up to %d s for the process holding %s to let go of it\n", tool,
               (wait_ms + 999) / 1000, path.c_str());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "device_string.h"
+#include "lib/status.h"
 
 namespace biofs {
 
@@ -27,8 +28,9 @@ class DeviceLock {
   DeviceLock& operator=(const DeviceLock&) = delete;
   // Takes the locks, in the order the string names the files. While a holder is not serving a
   // mount (a daemon shutting down, or another tool), waits up to wait_ms for it, printing one
-  // line "TOOL: waiting ..." to stderr first. "" or one line naming the file.
-  std::string acquire(const DeviceSpec& spec, bool exclusive, int wait_ms, const char* tool);
+  // line "TOOL: waiting ..." to stderr first. Ok, or one line naming the file: busy when
+  // another process holds it, io_error when it cannot be locked.
+  Status acquire(const DeviceSpec& spec, bool exclusive, int wait_ms, const char* tool);
   // The daemon: serving a mount from now on / no longer (it is shutting down).
   void set_serving(bool on);
 
@@ -37,7 +39,7 @@ class DeviceLock {
     int fd;
     std::string path;
   };
-  std::string lock_file(const std::string& path, bool exclusive, int wait_ms, const char* tool);
+  Status lock_file(const std::string& path, bool exclusive, int wait_ms, const char* tool);
   std::vector<Held> held_;
 };
 

@@ -13,7 +13,7 @@ namespace {
 using Takes = SubOption::Takes;
 
 SubOption flag(const char* name, bool* f) {
-  return {name, Takes::nothing, [f](std::string_view) { *f = true; return std::string(); }};
+  return {name, Takes::nothing, [f](std::string_view) { *f = true; return Status(); }};
 }
 
 // The options both NVMe kinds take: fault injection and its seed, and the driver's retries.
@@ -21,18 +21,19 @@ void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
   FaultConfig* c = &out->fault;
   auto fraction = [out](const char* name, double* f) {
     return SubOption{name, Takes::value, [out, f](std::string_view v) {
-                       if (!parse_fraction(v, f)) return std::string("expected a fraction 0..1");
+                       if (!parse_fraction(v, f)) return Status::invalid_argument("expected a fraction 0..1");
                        out->faults = true;
-                       return std::string();
+                       return Status();
                      }};
   };
   auto bounded = [out](const char* name, uint32_t* n, uint64_t hi) {
     return SubOption{name, Takes::value, [out, n, hi](std::string_view v) {
                        uint64_t x;
-                       if (!parse_uint(v, &x, 1, hi)) return "expected 1.." + std::to_string(hi);
+                       if (!parse_uint(v, &x, 1, hi))
+                         return Status::invalid_argument("expected 1.." + std::to_string(hi));
                        *n = uint32_t(x);
                        out->faults = true;
-                       return std::string();
+                       return Status();
                      }};
   };
   t->push_back(fraction("fail_read", &c->fail_read));
@@ -45,24 +46,24 @@ void add_fault_options(DeviceSpec* out, std::vector<SubOption>* t) {
   t->push_back({"fault_retry", Takes::nothing, [out](std::string_view) {
                   out->fault.dont_retry = false;  // the kernel injector's dont_retry=0
                   out->faults = true;
-                  return std::string();
+                  return Status();
                 }});
   t->push_back({"max_retries", Takes::value, [out](std::string_view v) {
                   uint64_t n;
-                  if (!parse_uint(v, &n, 0, 255)) return std::string("expected 0..255");
+                  if (!parse_uint(v, &n, 0, 255)) return Status::invalid_argument("expected 0..255");
                   out->max_retries = unsigned(n);
-                  return std::string();
+                  return Status();
                 }});
   t->push_back({"fault_after", Takes::value, [out](std::string_view v) {
-                  if (!parse_uint(v, &out->fault.after)) return std::string("expected a command count");
+                  if (!parse_uint(v, &out->fault.after)) return Status::invalid_argument("expected a command count");
                   out->faults = true;
-                  return std::string();
+                  return Status();
                 }});
   t->push_back({"seed", Takes::value, [out](std::string_view v) {
                   uint64_t n;
-                  if (!parse_uint(v, &n)) return std::string("expected seed=N");
+                  if (!parse_uint(v, &n)) return Status::invalid_argument("expected seed=N");
                   out->fault.seed = out->emu.powercut.seed = n;
-                  return std::string();
+                  return Status();
                 }});
 }
 
@@ -71,50 +72,53 @@ std::vector<SubOption> emu_options(DeviceSpec* out) {
   std::vector<SubOption> t = {
       {"lba", Takes::value, [e](std::string_view v) {
          uint64_t n;
-         if (!parse_uint(v, &n) || (n != 512 && n != 4096)) return std::string("expected lba=512 or lba=4096");
+         if (!parse_uint(v, &n) || (n != 512 && n != 4096))
+           return Status::invalid_argument("expected lba=512 or lba=4096");
          e->lba_size = unsigned(n);
-         return std::string();
+         return Status();
        }},
       {"mdts", Takes::value, [e](std::string_view v) {
          uint64_t n;
-         if (!parse_uint(v, &n, 0, 10)) return std::string("expected mdts=0..10 (4 KiB << N per command, 0: no limit)");
+         if (!parse_uint(v, &n, 0, 10))
+           return Status::invalid_argument("expected mdts=0..10 (4 KiB << N per command, 0: no limit)");
          e->mdts = unsigned(n);
-         return std::string();
+         return Status();
        }},
       {"size", Takes::value, [e](std::string_view v) {
-         if (!parse_size(v, &e->create_size)) return std::string("expected size=N with an optional K/M/G/T suffix");
-         return std::string();
+         if (!parse_size(v, &e->create_size))
+           return Status::invalid_argument("expected size=N with an optional K/M/G/T suffix");
+         return Status();
        }},
       {"vwc", Takes::optional, [e](std::string_view v) {  // nvme/emu_ns.h, "Durability"
          e->vwc = true;
-         if (v.empty()) return std::string();
+         if (v.empty()) return Status();
          if (v == "through") {
            e->write_cache_bytes = 0;
-           return std::string();
+           return Status();
          }
          if (!parse_size(v, &e->write_cache_bytes) || e->write_cache_bytes < (1u << 20) ||
              e->write_cache_bytes > (4ull << 30))
-           return std::string("expected vwc, vwc=SIZE (the write cache, 1M..4G) or vwc=through");
-         return std::string();
+           return Status::invalid_argument("expected vwc, vwc=SIZE (the write cache, 1M..4G) or vwc=through");
+         return Status();
        }},
       flag("buffered", &e->buffered),
       {"inline", Takes::value, [e](std::string_view v) {
          if (v == "on") e->inline_io = EmuInline::on;
          else if (v == "off") e->inline_io = EmuInline::off;
          else if (v == "auto") e->inline_io = EmuInline::automatic;
-         else return std::string("expected inline=on, off or auto");
-         return std::string();
+         else return Status::invalid_argument("expected inline=on, off or auto");
+         return Status();
        }},
       {"powercut", Takes::value, [e](std::string_view v) {
          if (!parse_uint(v, &e->powercut.cut_after))
-           return std::string("expected powercut=N (cut at the Nth write or flush; 0: count only)");
+           return Status::invalid_argument("expected powercut=N (cut at the Nth write or flush; 0: count only)");
          e->powercut.enabled = true;
-         return std::string();
+         return Status();
        }},
       flag("tear", &e->powercut.tear),
       {"keep", Takes::value, [e](std::string_view v) {
-         if (!parse_fraction(v, &e->powercut.keep)) return std::string("expected keep=F, a fraction 0..1");
-         return std::string();
+         if (!parse_fraction(v, &e->powercut.keep)) return Status::invalid_argument("expected keep=F, a fraction 0..1");
+         return Status();
        }},
   };
   add_fault_options(out, &t);
@@ -129,39 +133,35 @@ std::vector<SubOption> nvme_options(DeviceSpec* out) {
   return t;
 }
 
-bool parse_null(const std::string& spec, DeviceSpec* out, std::string* err) {
+Status parse_null(const std::string& spec, DeviceSpec* out) {
   out->kind = DeviceSpec::Kind::null;
-  if (spec == "null") return true;
+  if (spec == "null") return Status();
   const std::string size = spec.substr(5);
-  if (!parse_size(size, &out->null_blk.size_bytes)) {
-    *err = "device '" + spec + "': size '" + size + "' is not a number with an optional K/M/G/T suffix";
-    return false;
-  }
-  return true;
+  if (!parse_size(size, &out->null_blk.size_bytes))
+    return Status::invalid_argument("device '" + spec + "': size '" + size +
+                                    "' is not a number with an optional K/M/G/T suffix");
+  return Status();
 }
 
-bool parse_ram(const std::string& spec, DeviceSpec* out, std::string* err) {
+Status parse_ram(const std::string& spec, DeviceSpec* out) {
   out->kind = DeviceSpec::Kind::ram;
   const std::string size = spec.substr(4);
-  if (!parse_size(size, &out->ram_bytes) || out->ram_bytes < (1u << 20)) {
-    *err = "device '" + spec + "': expected ram:SIZE, at least 1M (K/M/G/T suffixes)";
-    return false;
-  }
-  return true;
+  if (!parse_size(size, &out->ram_bytes) || out->ram_bytes < (1u << 20))
+    return Status::invalid_argument("device '" + spec + "': expected ram:SIZE, at least 1M (K/M/G/T suffixes)");
+  return Status();
 }
 
 // stripe:N, or stripe:DEV+DEV… whose members are parsed as device strings of their own.
-bool parse_stripe(const std::string& spec, DeviceSpec* out, std::string* err) {
+Status parse_stripe(const std::string& spec, DeviceSpec* out) {
   out->kind = DeviceSpec::Kind::stripe;
   const std::string rest = spec.substr(7);
   if (rest.find('+') == std::string::npos) {
     uint64_t n;
-    if (!parse_uint(rest, &n, 1, 16)) {
-      *err = "device '" + spec + "': expected stripe:N with N in 1..16, or stripe:DEV+DEV with 2..16 devices";
-      return false;
-    }
+    if (!parse_uint(rest, &n, 1, 16))
+      return Status::invalid_argument("device '" + spec +
+                                      "': expected stripe:N with N in 1..16, or stripe:DEV+DEV with 2..16 devices");
     out->stripe_children = unsigned(n);
-    return true;
+    return Status();
   }
   std::vector<std::string> members;
   for (size_t at = 0;;) {
@@ -170,44 +170,35 @@ bool parse_stripe(const std::string& spec, DeviceSpec* out, std::string* err) {
     if (plus == std::string::npos) break;
     at = plus + 1;
   }
-  if (members.size() > 16) {
-    *err = "device '" + spec + "': " + std::to_string(members.size()) + " members, at most 16";
-    return false;
-  }
+  if (members.size() > 16)
+    return Status::invalid_argument("device '" + spec + "': " + std::to_string(members.size()) +
+                                    " members, at most 16");
   for (const std::string& m : members) {
     DeviceSpec member;
-    if (m.empty()) {
-      *err = "device '" + spec + "': an empty member (two '+' in a row, or one at an end)";
-      return false;
-    }
-    if (m.rfind("stripe:", 0) == 0) {
-      *err = "device '" + spec + "': member '" + m + "' is a stripe; a stripe cannot hold one";
-      return false;
-    }
-    if (!parse_device_spec(m, &member, err)) {
-      *err = "device '" + spec + "': " + *err;
-      return false;
-    }
+    if (m.empty())
+      return Status::invalid_argument("device '" + spec + "': an empty member (two '+' in a row, or one at an end)");
+    if (m.rfind("stripe:", 0) == 0)
+      return Status::invalid_argument("device '" + spec + "': member '" + m +
+                                      "' is a stripe; a stripe cannot hold one");
+    if (Status s = parse_device_spec(m, &member); !s.ok())
+      return Status::invalid_argument("device '" + spec + "': " + s.message());
   }
   out->stripe_members = std::move(members);
-  return true;
+  return Status();
 }
 
 }  // namespace
 
-bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* err) {
+Status parse_device_spec(const std::string& spec, DeviceSpec* out) {
   *out = DeviceSpec{};
-  if (spec.empty()) {
-    *err = "empty device string (expected emu:PATH, nvme:/dev/ngXnY, null:SIZE, stripe:N, ram:SIZE or a path)";
-    return false;
-  }
-  if (printable(spec) != spec) {
-    *err = "device '" + printable(spec) + "' holds a control character";
-    return false;
-  }
-  if (spec == "null" || spec.rfind("null:", 0) == 0) return parse_null(spec, out, err);
-  if (spec.rfind("stripe:", 0) == 0) return parse_stripe(spec, out, err);
-  if (spec.rfind("ram:", 0) == 0) return parse_ram(spec, out, err);
+  if (spec.empty())
+    return Status::invalid_argument(
+        "empty device string (expected emu:PATH, nvme:/dev/ngXnY, null:SIZE, stripe:N, ram:SIZE or a path)");
+  if (printable(spec) != spec)
+    return Status::invalid_argument("device '" + printable(spec) + "' holds a control character");
+  if (spec == "null" || spec.rfind("null:", 0) == 0) return parse_null(spec, out);
+  if (spec.rfind("stripe:", 0) == 0) return parse_stripe(spec, out);
+  if (spec.rfind("ram:", 0) == 0) return parse_ram(spec, out);
 
   const char* env = getenv("BIOFS_FAULT");
   const bool with_env = env && *env;
@@ -222,25 +213,19 @@ bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* er
     out->kind = DeviceSpec::Kind::nvme;
     path = path.substr(5);
   } else if (const size_t colon = path.find(':'); colon != std::string::npos && path.find('/') > colon) {
-    *err = where + ": unknown kind '" + path.substr(0, colon) + ":' (expected emu:, nvme:, null:, stripe: or ram:)";
-    return false;
+    return Status::invalid_argument(where + ": unknown kind '" + path.substr(0, colon) +
+                                    ":' (expected emu:, nvme:, null:, stripe: or ram:)");
   }
-  if (path.empty()) {
-    *err = where + ": no path";
-    return false;
-  }
+  if (path.empty())
+    return Status::invalid_argument(where + ": no path");
   out->emu.path = out->nvme.path = path;
   const bool emu = out->kind == DeviceSpec::Kind::emu;
-  if (std::string why = parse_suboptions(options, emu ? emu_options(out) : nvme_options(out), emu ? "emu:" : "nvme:");
-      !why.empty()) {
-    *err = where + ": " + why;
-    return false;
-  }
-  if ((out->emu.powercut.tear || out->emu.powercut.keep > 0) && !out->emu.powercut.enabled) {
-    *err = where + ": tear and keep= need powercut=N";
-    return false;
-  }
-  return true;
+  if (Status s = parse_suboptions(options, emu ? emu_options(out) : nvme_options(out), emu ? "emu:" : "nvme:");
+      !s.ok())
+    return Status::invalid_argument(where + ": " + s.message());
+  if ((out->emu.powercut.tear || out->emu.powercut.keep > 0) && !out->emu.powercut.enabled)
+    return Status::invalid_argument(where + ": tear and keep= need powercut=N");
+  return Status();
 }
 
 }  // namespace biofs

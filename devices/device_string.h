@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "blockcore/null_blk.h"
+#include "lib/status.h"
 #include "nvme/emu_ns.h"
 #include "nvme/fault_inject.h"
 #include "nvme/nvme_driver.h"
@@ -44,7 +45,8 @@ struct DeviceSpec {
   unsigned max_retries = NVME_DEFAULT_MAX_RETRIES;  // max_retries=N (nvme_core.max_retries)
 };
 
-// Parses a device string. False with one line in *err naming the part that is wrong.
-bool parse_device_spec(const std::string& spec, DeviceSpec* out, std::string* err);
+// Parses a device string into *out. Ok, or invalid_argument with one line naming the part
+// that is wrong.
+Status parse_device_spec(const std::string& spec, DeviceSpec* out);
 
 }  // namespace biofs

@@ -67,87 +67,99 @@ std::unique_ptr<NullBlk> make_null(NullBlkConfig cfg, const DeviceOptions& opts)
 
 }  // namespace
 
-std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts) {
+Status open_device(const std::string& spec, const DeviceOptions& opts, std::unique_ptr<Device>* out) {
+  out->reset();
   DeviceSpec ds;
-  std::string err;
-  if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument(err);
-  return open_device(ds, spec, opts);
+  if (Status s = parse_device_spec(spec, &ds); !s.ok()) return s;
+  return open_device(ds, spec, opts, out);
 }
 
-std::unique_ptr<Device> open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts) {
+Status open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts,
+                   std::unique_ptr<Device>* out) {
+  out->reset();
   auto dev = std::make_unique<Device>();
   dev->spec_ = spec;
   dev->kind_ = ds.kind;
-  switch (ds.kind) {
-    case DeviceSpec::Kind::null:
-      dev->nulls_.push_back(make_null(ds.null_blk, opts));
-      dev->bdev_ = dev->nulls_[0]->bdev();
-      return dev;
-    case DeviceSpec::Kind::stripe: {
-      std::vector<BlockDevice*> children;
-      for (unsigned i = 0; i < ds.stripe_children; i++) {
+  // The block layer's and the NVMe driver's constructors check their settings (queues, depth,
+  // chunk) and set up their rings as the kernel's do, by throwing: std::invalid_argument for a
+  // setting, std::runtime_error for what the system or the device refused. Here that ends, one
+  // line in a Status like every other setup error.
+  try {
+    switch (ds.kind) {
+      case DeviceSpec::Kind::null:
         dev->nulls_.push_back(make_null(ds.null_blk, opts));
-        children.push_back(dev->nulls_.back()->bdev());
+        dev->bdev_ = dev->nulls_[0]->bdev();
+        break;
+      case DeviceSpec::Kind::stripe: {
+        std::vector<BlockDevice*> children;
+        for (unsigned i = 0; i < ds.stripe_children; i++) {
+          dev->nulls_.push_back(make_null(ds.null_blk, opts));
+          children.push_back(dev->nulls_.back()->bdev());
+        }
+        for (const std::string& member : ds.stripe_members) {
+          std::unique_ptr<Device> m;
+          if (Status s = open_device(member, opts, &m); !s.ok()) return s;
+          dev->members_.push_back(std::move(m));
+          children.push_back(dev->members_.back()->bdev());
+        }
+        dev->stripe_ = std::make_unique<StripeTarget>(children, opts.stripe_chunk_sectors, opts.toggles.bio_cache);
+        dev->bdev_ = dev->stripe_->bdev();
+        break;
       }
-      for (const std::string& member : ds.stripe_members) {
-        dev->members_.push_back(open_device(member, opts));
-        children.push_back(dev->members_.back()->bdev());
+      case DeviceSpec::Kind::ram:
+        dev->brd_ = std::make_unique<BrdDevice>(ds.ram_bytes, 512, opts.toggles, opts.queues, opts.qd);
+        dev->bdev_ = dev->brd_->bdev();
+        break;
+      case DeviceSpec::Kind::emu:
+      case DeviceSpec::Kind::nvme: {
+        std::unique_ptr<NvmeTransport> transport;
+        if (ds.kind == DeviceSpec::Kind::emu) {
+          std::unique_ptr<EmuNamespace> emu;
+          if (Status s = EmuNamespace::open(ds.emu, &emu); !s.ok()) return s;
+          dev->emu_ = emu.get();
+          transport = std::move(emu);
+        } else {
+          std::unique_ptr<UringPassthru> passthru;
+          if (Status s = UringPassthru::open(ds.nvme, &passthru); !s.ok()) return s;
+          transport = std::move(passthru);
+        }
+        if (ds.faults) {
+          auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
+          dev->faults_ = &wrap->injector();
+          transport = std::move(wrap);
+        } else if (opts.settle && ds.kind == DeviceSpec::Kind::emu && !opts.completion_thread) {
+          transport = make_settle_transport(std::move(transport));
+        }
+        NvmeDriverConfig cfg;
+        cfg.nr_queues = opts.queues;
+        cfg.queue_depth = opts.qd;
+        cfg.completion_thread = opts.completion_thread;
+        cfg.completion_affinity = opts.completion_affinity;
+        cfg.nr_poll_queues = opts.poll_queues;
+        cfg.cover_look_ms = opts.cover_look_ms;
+        cfg.toggles = opts.toggles;
+        cfg.max_retries = ds.max_retries;
+        dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
+        dev->bdev_ = dev->nvme_->bdev();
+        break;
       }
-      dev->stripe_ = std::make_unique<StripeTarget>(children, opts.stripe_chunk_sectors, opts.toggles.bio_cache);
-      dev->bdev_ = dev->stripe_->bdev();
-      return dev;
     }
-    case DeviceSpec::Kind::ram:
-      dev->brd_ = std::make_unique<BrdDevice>(ds.ram_bytes, 512, opts.toggles, opts.queues, opts.qd);
-      dev->bdev_ = dev->brd_->bdev();
-      return dev;
-    case DeviceSpec::Kind::emu:
-    case DeviceSpec::Kind::nvme:
-      break;
+  } catch (const std::invalid_argument& e) {
+    return Status::invalid_argument(e.what());
+  } catch (const std::runtime_error& e) {
+    return Status::io_error(e.what());
   }
-  std::unique_ptr<NvmeTransport> transport;
-  if (ds.kind == DeviceSpec::Kind::emu) {
-    auto emu = std::make_unique<EmuNamespace>(ds.emu);
-    dev->emu_ = emu.get();
-    transport = std::move(emu);
-  } else {
-    transport = std::make_unique<UringPassthru>(ds.nvme);
-  }
-  if (ds.faults) {
-    auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
-    dev->faults_ = &wrap->injector();
-    transport = std::move(wrap);
-  } else if (opts.settle && ds.kind == DeviceSpec::Kind::emu && !opts.completion_thread) {
-    transport = make_settle_transport(std::move(transport));
-  }
-  NvmeDriverConfig cfg;
-  cfg.nr_queues = opts.queues;
-  cfg.queue_depth = opts.qd;
-  cfg.completion_thread = opts.completion_thread;
-  cfg.completion_affinity = opts.completion_affinity;
-  cfg.nr_poll_queues = opts.poll_queues;
-  cfg.cover_look_ms = opts.cover_look_ms;
-  cfg.toggles = opts.toggles;
-  cfg.max_retries = ds.max_retries;
-  dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
-  dev->bdev_ = dev->nvme_->bdev();
-  return dev;
+  *out = std::move(dev);
+  return Status();
 }
 
-std::unique_ptr<Device> open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock,
-                                           bool exclusive, const char* tool, std::string* err) {
+Status open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock, bool exclusive,
+                          const char* tool, std::unique_ptr<Device>* out) {
+  out->reset();
   DeviceSpec ds;
-  if (!parse_device_spec(spec, &ds, err)) return nullptr;
-  if (std::string why = lock->acquire(ds, exclusive, 10000, tool); !why.empty()) {
-    *err = why;
-    return nullptr;
-  }
-  try {
-    return open_device(ds, spec, opts);
-  } catch (const std::exception& e) {
-    *err = e.what();
-    return nullptr;
-  }
+  if (Status s = parse_device_spec(spec, &ds); !s.ok()) return s;
+  if (Status s = lock->acquire(ds, exclusive, 10000, tool); !s.ok()) return s;
+  return open_device(ds, spec, opts, out);
 }
 
 }  // namespace biofs

@@ -15,6 +15,7 @@
 #include "blockcore/stripe.h"
 #include "device_stats.h"
 #include "device_string.h"
+#include "lib/status.h"
 #include "nvme/nvme_driver.h"
 
 namespace biofs {
@@ -69,7 +70,7 @@ class Device {
   int poll(bool wait = false);
 
  private:
-  friend std::unique_ptr<Device> open_device(const DeviceSpec&, const std::string&, const DeviceOptions&);
+  friend Status open_device(const DeviceSpec&, const std::string&, const DeviceOptions&, std::unique_ptr<Device>*);
   std::string spec_;
   DeviceSpec::Kind kind_ = DeviceSpec::Kind::emu;
   // Destroyed in reverse: the stripe before the devices under it.
@@ -83,18 +84,21 @@ class Device {
   EmuNamespace* emu_ = nullptr;
 };
 
-// Opens the device a string names. Throws std::invalid_argument for a bad string and
-// std::runtime_error when the device cannot be opened; either way one line.
-std::unique_ptr<Device> open_device(const std::string& spec, const DeviceOptions& opts);
+// Opens the device a string names into *out. Ok, or one line (and *out null): invalid_argument
+// for a bad string or setting, not_found for a missing backing file or device node, io_error
+// when the system or the device refuses. Nothing here throws for what the user gave.
+Status open_device(const std::string& spec, const DeviceOptions& opts, std::unique_ptr<Device>* out);
 // The same, from the string parsed already (`spec`, its text, is what Device::spec() says).
-std::unique_ptr<Device> open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts);
+Status open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts,
+                   std::unique_ptr<Device>* out);
 
 class DeviceLock;
 
 // For a tool: takes the backing file's lock first (device_lock.h: shared or exclusive, waiting
-// up to 10 s for a daemon that is shutting down), then opens the device. nullptr with one line
-// in *err when either fails; the lock is held by *lock for as long as the caller keeps it.
-std::unique_ptr<Device> open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock,
-                                           bool exclusive, const char* tool, std::string* err);
+// up to 10 s for a daemon that is shutting down), then opens the device into *out. Ok, or one
+// line when either fails (busy: another process holds the file); the lock is held by *lock
+// for as long as the caller keeps it.
+Status open_device_locked(const std::string& spec, const DeviceOptions& opts, DeviceLock* lock, bool exclusive,
+                          const char* tool, std::unique_ptr<Device>* out);
 
 }  // namespace biofs

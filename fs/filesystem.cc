@@ -23,20 +23,16 @@ Filesystem::Filesystem(BlockIo& io, const SuperBlock& sb, const MountOptions& op
     : io_(io), sb_(sb), opts_(opts), journal_(io_, sb_), cache_(io_, sb_, journal_, opts.meta_cache_bytes),
       alloc_(cache_, sb_), bs_(sb.block_size) {}
 
-std::unique_ptr<Filesystem> Filesystem::mount(BlockIo& io, const MountOptions& opts, std::string* err) {
+Status Filesystem::mount(BlockIo& io, const MountOptions& opts, std::unique_ptr<Filesystem>* out) {
+  out->reset();
   SuperBlock sb;
   io.set_block_size(4096);
-  if (std::string why = read_superblock(io, &sb); !why.empty()) {
-    *err = why;
-    return nullptr;
-  }
+  if (std::string why = read_superblock(io, &sb); !why.empty()) return Status::io_error(why);
   io.set_block_size(sb.block_size);
   std::unique_ptr<Filesystem> fs(new Filesystem(io, sb, opts));
-  if (int e = fs->start()) {
-    if (err->empty()) *err = std::string("mount failed: ") + strerror(-e);
-    return nullptr;
-  }
-  return fs;
+  if (int e = fs->start()) return Status::io_error(std::string("mount failed: ") + strerror(-e));
+  *out = std::move(fs);
+  return Status();
 }
 
 int Filesystem::start() {

@@ -37,6 +37,7 @@
 #include "journal.h"
 #include "kiocb.h"
 #include "meta_cache.h"
+#include "lib/status.h"
 
 namespace biofs {
 
@@ -63,8 +64,9 @@ enum : int {
 class Filesystem {
  public:
   // Mounts the filesystem on `io`'s device: checks the superblock, replays the journal,
-  // marks the superblock dirty. nullptr with one line in *err on failure.
-  static std::unique_ptr<Filesystem> mount(BlockIo& io, const MountOptions& opts, std::string* err);
+  // marks the superblock dirty, the filesystem in *out. Ok, or io_error with one line and
+  // *out null.
+  static Status mount(BlockIo& io, const MountOptions& opts, std::unique_ptr<Filesystem>* out);
   ~Filesystem();  // unmounts if unmount() was not called
   // Commits, writes the superblock clean (primary and backup), flushes. 0 or -errno.
   int unmount();

@@ -15,18 +15,19 @@ namespace biofs {
 
 using namespace disk;
 
-std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperBlock* out) {
+Status mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperBlock* out) {
   const uint32_t bs = opts.block_size;
   if (bs < MIN_BLOCK_SIZE || bs > MAX_BLOCK_SIZE || (bs & (bs - 1)))
-    return "block size " + std::to_string(bs) + " is not a power of two from 1024 to 65536";
+    return Status::invalid_argument("block size " + std::to_string(bs) + " is not a power of two from 1024 to 65536");
   if (opts.label.size() >= sizeof(SuperBlock::label))
-    return "label is longer than " + std::to_string(sizeof(SuperBlock::label) - 1) + " bytes";
+    return Status::invalid_argument("label is longer than " + std::to_string(sizeof(SuperBlock::label) - 1) + " bytes");
   const uint64_t blocks = device_bytes / bs;
   uint64_t inodes = opts.inodes ? opts.inodes : std::max<uint64_t>(64, device_bytes / 16384);
   uint64_t jblocks = opts.journal_blocks
                          ? opts.journal_blocks
                          : std::clamp<uint64_t>(blocks / 64, 64, 16384);
-  if (jblocks < 4) return "journal of " + std::to_string(jblocks) + " blocks is too small (at least 4)";
+  if (jblocks < 4)
+    return Status::invalid_argument("journal of " + std::to_string(jblocks) + " blocks is too small (at least 4)");
   const uint64_t bpb = bitmap_bits_per_block(bs);
   const uint64_t ipb = bs / INODE_SIZE;
   SuperBlock sb{};
@@ -49,8 +50,8 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   const uint64_t jmin = 2 * sb.block_bitmap_blocks + 32;
   if (jblocks < jmin) {
     if (opts.journal_blocks)
-      return "journal of " + std::to_string(jblocks) + " blocks is too small for this device (at least " +
-             std::to_string(jmin) + ")";
+      return Status::invalid_argument("journal of " + std::to_string(jblocks) +
+                                      " blocks is too small for this device (at least " + std::to_string(jmin) + ")");
     jblocks = jmin;
   }
   sb.journal_start = sb.inode_table_start + sb.inode_table_blocks;
@@ -63,9 +64,10 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   // At least 16 data blocks beside the metadata and the backup superblock.
   const uint64_t need = sb.data_start + 16 + 1;
   if (blocks < need)
-    return "device too small: " + std::to_string(device_bytes) + " bytes, this geometry needs at least " +
-           std::to_string(need * bs) + " (" + std::to_string(inodes) + " inodes, " +
-           std::to_string(jblocks) + " journal blocks)";
+    return Status::invalid_argument("device too small: " + std::to_string(device_bytes) +
+                                    " bytes, this geometry needs at least " + std::to_string(need * bs) + " (" +
+                                    std::to_string(inodes) + " inodes, " + std::to_string(jblocks) +
+                                    " journal blocks)");
   sb.free_blocks = blocks - sb.data_start - 1;
   sb.free_inodes = inodes - 1;
   uuid_generate(sb.uuid);  // a random (version 4) UUID where the kernel's entropy allows, as mke2fs
@@ -75,7 +77,7 @@ std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, SuperB
   sb.mkfs_time = sb.write_time = int64_t(time(nullptr));
   sb.checksum = superblock_crc(sb);
   *out = sb;
-  return "";
+  return Status();
 }
 
 namespace {
@@ -99,19 +101,19 @@ void make_bitmap_block(uint8_t* blk, uint32_t bs, uint32_t magic, uint64_t block
 
 }  // namespace
 
-std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, SuperBlock* out) {
+Status make_filesystem(BlockIo& io, const MkfsOptions& opts, SuperBlock* out) {
   SuperBlock old;
   if (io.device_bytes() >= 4096) {
     IoBuf buf(4096);
     IoBatch b(&io);
     b.rw_bytes(false, 0, 4096, buf.data());
-    if (int err = b.wait()) return std::string("cannot read the device: ") + strerror(-err);
+    if (int err = b.wait()) return Status::io_error(std::string("cannot read the device: ") + strerror(-err));
     std::memcpy(&old, buf.data(), sizeof(old));
     if (old.magic == SB_MAGIC && !opts.force)
-      return "device already holds a biofs filesystem (use -f to overwrite it)";
+      return Status::invalid_argument("device already holds a biofs filesystem (use -f to overwrite it)");
   }
   SuperBlock sb;
-  if (std::string why = mkfs_geometry(io.device_bytes(), opts, &sb); !why.empty()) return why;
+  if (Status s = mkfs_geometry(io.device_bytes(), opts, &sb); !s.ok()) return s;
   const uint32_t bs = sb.block_size;
   io.set_block_size(bs);
 
@@ -127,7 +129,7 @@ std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, SuperBlock* ou
       batch.write(b, uint32_t(n), zeros.data());
       b += n;
     }
-    if (int err = batch.wait()) return std::string("write failed: ") + strerror(-err);
+    if (int err = batch.wait()) return Status::io_error(std::string("write failed: ") + strerror(-err));
     if (opts.progress) opts.progress(b - zero_from, zero_to - zero_from);
   }
 
@@ -171,14 +173,14 @@ std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, SuperBlock* ou
   bufs.emplace_back(bs);
   std::memcpy(bufs.back().data(), &sb, sizeof(sb));
   batch.write(sb.backup_sb_block, 1, bufs.back().data());
-  if (int err = batch.wait()) return std::string("write failed: ") + strerror(-err);
-  if (int err = io.flush()) return std::string("flush failed: ") + strerror(-err);
+  if (int err = batch.wait()) return Status::io_error(std::string("write failed: ") + strerror(-err));
+  if (int err = io.flush()) return Status::io_error(std::string("flush failed: ") + strerror(-err));
   IoBuf primary(bs);
   std::memcpy(primary.data(), &sb, sizeof(sb));
   if (int err = io.write(0, 1, primary.data(), REQ_PREFLUSH | REQ_FUA))
-    return std::string("write failed: ") + strerror(-err);
+    return Status::io_error(std::string("write failed: ") + strerror(-err));
   if (out) *out = sb;
-  return "";
+  return Status();
 }
 
 }  // namespace biofs

@@ -8,6 +8,7 @@
 
 #include "block_io.h"
 #include "format.h"
+#include "lib/status.h"
 
 namespace biofs {
 
@@ -21,12 +22,15 @@ struct MkfsOptions {
   std::function<void(uint64_t, uint64_t)> progress;
 };
 
-// Computes the superblock for a device of `device_bytes`. "" or one line saying why not.
-std::string mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, disk::SuperBlock* sb);
+// Computes the superblock for a device of `device_bytes`. Ok, or invalid_argument with one
+// line saying why not.
+Status mkfs_geometry(uint64_t device_bytes, const MkfsOptions& opts, disk::SuperBlock* sb);
 
 // Writes a fresh filesystem: superblock and backup, bitmaps, an empty root directory, a zeroed
 // inode table and an empty journal, then a device flush. Refuses a device that already holds
-// biofs unless opts.force. io's block size is set to the new filesystem's. "" or one line.
-std::string make_filesystem(BlockIo& io, const MkfsOptions& opts, disk::SuperBlock* out = nullptr);
+// biofs unless opts.force. io's block size is set to the new filesystem's. Ok, or one line:
+// invalid_argument for the geometry or a device that holds biofs, io_error when a read, write
+// or flush fails.
+Status make_filesystem(BlockIo& io, const MkfsOptions& opts, disk::SuperBlock* out = nullptr);
 
 }  // namespace biofs

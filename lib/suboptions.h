@@ -8,18 +8,20 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/status.h"
+
 namespace biofs {
 
 struct SubOption {
   const char* name;
   enum class Takes { nothing, value, optional } takes;  // optional: `key` or `key=value`
-  // Applies the value (empty for a flag); "" or why it is wrong, e.g. "expected lba=512 or
+  // Applies the value (empty for a flag); ok, or why it is wrong, e.g. "expected lba=512 or
   // lba=4096".
-  std::function<std::string(std::string_view value)> apply;
+  std::function<Status(std::string_view value)> apply;
 };
 
-// Applies every option of `list` (without the leading kind:path part). "" or one line
+// Applies every option of `list` (without the leading kind:path part). Ok, or one line
 // "OPTION: why"; an unknown or empty option's line says what `kind` takes.
-std::string parse_suboptions(const std::string& list, const std::vector<SubOption>& table, const char* kind);
+Status parse_suboptions(const std::string& list, const std::vector<SubOption>& table, const char* kind);
 
 }  // namespace biofs

@@ -21,100 +21,117 @@ namespace biofs {
 
 std::unique_ptr<NvmeQueue> make_emu_queue(EmuNamespace* ns, const NvmeQueueParams& p);  // emu_queue.cc
 
-static std::runtime_error emu_error(const EmuConfig& cfg, const std::string& what, int err = 0) {
+// One line naming the backing file, "emu:PATH: what[: strerror(err)]", of the kind `make` makes
+// (Status::not_found, ...).
+static Status emu_error(Status (*make)(std::string), const EmuConfig& cfg, const std::string& what, int err = 0) {
   std::string msg = "emu:" + cfg.path + ": " + what;
   if (err) msg += std::string(": ") + std::strerror(err);
-  return std::runtime_error(msg);
+  return make(std::move(msg));
 }
 
-EmuNamespace::EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {
+Status EmuNamespace::open(const EmuConfig& cfg, std::unique_ptr<EmuNamespace>* out) {
+  out->reset();
+  std::unique_ptr<EmuNamespace> ns(new EmuNamespace(cfg));
+  if (Status s = ns->init(); !s.ok()) return s;
+  *out = std::move(ns);
+  return Status();
+}
+
+Status EmuNamespace::init() {
   if (cfg_.lba_size != 512 && cfg_.lba_size != 4096)
-    throw emu_error(cfg_, "lba=" + std::to_string(cfg_.lba_size) + ": expected 512 or 4096");
-  if (cfg_.mdts > 10) throw emu_error(cfg_, "mdts=" + std::to_string(cfg_.mdts) + ": expected 0..10");
+    return emu_error(Status::invalid_argument, cfg_,
+                     "lba=" + std::to_string(cfg_.lba_size) + ": expected 512 or 4096");
+  if (cfg_.mdts > 10)
+    return emu_error(Status::invalid_argument, cfg_, "mdts=" + std::to_string(cfg_.mdts) + ": expected 0..10");
   lba_shift_ = cfg_.lba_size == 4096 ? 12 : 9;
 
   if (cfg_.create_size) {
-    const int fd = open(cfg_.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int fd = ::open(cfg_.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       const int rc = ftruncate(fd, off_t(cfg_.create_size));
       const int err = errno;
       close(fd);
       if (rc) {
         unlink(cfg_.path.c_str());
-        throw emu_error(cfg_, "cannot size the new file to " + std::to_string(cfg_.create_size) + " bytes", err);
+        return emu_error(Status::io_error, cfg_,
+                         "cannot size the new file to " + std::to_string(cfg_.create_size) + " bytes", err);
       }
     } else if (errno != EEXIST) {
-      throw emu_error(cfg_, "cannot create the backing file", errno);
+      return emu_error(Status::io_error, cfg_, "cannot create the backing file", errno);
     }
   }
-  buffered_fd_ = open(cfg_.path.c_str(), O_RDWR | O_CLOEXEC);
+  buffered_fd_ = ::open(cfg_.path.c_str(), O_RDWR | O_CLOEXEC);
   if (buffered_fd_ < 0) {
     const int err = errno;
-    if (err == ENOENT) throw emu_error(cfg_, "no such file (add ,size=SIZE to create it)");
-    if (err == EACCES || err == EPERM) throw emu_error(cfg_, "no permission to open it for reading and writing", err);
-    if (err == EISDIR) throw emu_error(cfg_, "a directory, not a regular file or a block device");
-    throw emu_error(cfg_, "cannot open", err);
+    if (err == ENOENT) return emu_error(Status::not_found, cfg_, "no such file (add ,size=SIZE to create it)");
+    if (err == EACCES || err == EPERM)
+      return emu_error(Status::io_error, cfg_, "no permission to open it for reading and writing", err);
+    if (err == EISDIR)
+      return emu_error(Status::invalid_argument, cfg_, "a directory, not a regular file or a block device");
+    return emu_error(Status::io_error, cfg_, "cannot open", err);
   }
-  try {
-    struct stat st;
-    if (fstat(buffered_fd_, &st)) throw emu_error(cfg_, "cannot stat", errno);
-    uint64_t bytes = 0;
-    if (S_ISREG(st.st_mode)) {
-      bytes = uint64_t(st.st_size);
-    } else if (S_ISBLK(st.st_mode)) {
-      block_device_ = true;
-      if (ioctl(buffered_fd_, BLKGETSIZE64, &bytes)) throw emu_error(cfg_, "BLKGETSIZE64 failed", errno);
-    } else {
-      throw emu_error(cfg_, "not a regular file or a block device");
-    }
-    nlba_ = bytes >> lba_shift_;
-    if (!nlba_)
-      throw emu_error(cfg_, std::to_string(bytes) + " bytes is less than one " + std::to_string(cfg_.lba_size) +
-                                "-byte block (add ,size=SIZE to a new path to create one)");
+  struct stat st;
+  if (fstat(buffered_fd_, &st)) return emu_error(Status::io_error, cfg_, "cannot stat", errno);
+  uint64_t bytes = 0;
+  if (S_ISREG(st.st_mode)) {
+    bytes = uint64_t(st.st_size);
+  } else if (S_ISBLK(st.st_mode)) {
+    block_device_ = true;
+    if (ioctl(buffered_fd_, BLKGETSIZE64, &bytes))
+      return emu_error(Status::io_error, cfg_, "BLKGETSIZE64 failed", errno);
+  } else {
+    return emu_error(Status::invalid_argument, cfg_, "not a regular file or a block device");
+  }
+  nlba_ = bytes >> lba_shift_;
+  if (!nlba_)
+    return emu_error(Status::invalid_argument, cfg_,
+                     std::to_string(bytes) + " bytes is less than one " + std::to_string(cfg_.lba_size) +
+                         "-byte block (add ,size=SIZE to a new path to create one)");
 
-    // Write Zeroes keeps the blocks allocated; deallocate punches them out. tmpfs has no
-    // ZERO_RANGE: a punched hole reads as zeroes there too.
-    dealloc_mode_ = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
-    zeroes_mode_ = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
-    struct statfs sfs;
-    if (!block_device_ && fstatfs(buffered_fd_, &sfs) == 0) {
-      if (sfs.f_type == TMPFS_MAGIC) zeroes_mode_ = dealloc_mode_;
-      memory_backed_ = sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
-    }
-    inline_io_ = cfg_.inline_io == EmuInline::on || (cfg_.inline_io == EmuInline::automatic && memory_backed_);
+  // Write Zeroes keeps the blocks allocated; deallocate punches them out. tmpfs has no
+  // ZERO_RANGE: a punched hole reads as zeroes there too.
+  dealloc_mode_ = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+  zeroes_mode_ = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+  struct statfs sfs;
+  if (!block_device_ && fstatfs(buffered_fd_, &sfs) == 0) {
+    if (sfs.f_type == TMPFS_MAGIC) zeroes_mode_ = dealloc_mode_;
+    memory_backed_ = sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
+  }
+  inline_io_ = cfg_.inline_io == EmuInline::on || (cfg_.inline_io == EmuInline::automatic && memory_backed_);
 
-    if (!cfg_.buffered) {
-      direct_fd_ = open(cfg_.path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
-      if (direct_fd_ >= 0) {
-        struct statx sx;
-        if (statx(direct_fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
-          dio_mem_align_ = sx.stx_dio_mem_align;
-          dio_offset_align_ = sx.stx_dio_offset_align;
-        } else if (block_device_) {  // kernels before bdev STATX_DIOALIGN: the sector size
-          int ssz = 512;
-          ioctl(direct_fd_, BLKSSZGET, &ssz);
-          dio_mem_align_ = dio_offset_align_ = uint32_t(ssz);
-        } else {  // unknown: the safe choice
-          dio_mem_align_ = dio_offset_align_ = 4096;
-        }
-        if (!dio_mem_align_ || !dio_offset_align_) {  // the file system has no O_DIRECT
-          close(direct_fd_);
-          direct_fd_ = -1;
-          dio_mem_align_ = dio_offset_align_ = 0;
-        }
+  if (!cfg_.buffered) {
+    direct_fd_ = ::open(cfg_.path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+    if (direct_fd_ >= 0) {
+      struct statx sx;
+      if (statx(direct_fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+        dio_mem_align_ = sx.stx_dio_mem_align;
+        dio_offset_align_ = sx.stx_dio_offset_align;
+      } else if (block_device_) {  // kernels before bdev STATX_DIOALIGN: the sector size
+        int ssz = 512;
+        ioctl(direct_fd_, BLKSSZGET, &ssz);
+        dio_mem_align_ = dio_offset_align_ = uint32_t(ssz);
+      } else {  // unknown: the safe choice
+        dio_mem_align_ = dio_offset_align_ = 4096;
+      }
+      if (!dio_mem_align_ || !dio_offset_align_) {  // the file system has no O_DIRECT
+        close(direct_fd_);
+        direct_fd_ = -1;
+        dio_mem_align_ = dio_offset_align_ = 0;
       }
     }
-    set_host_fault(cfg_.host_fault);
-    if (cfg_.powercut.enabled)
-      powercut_ = std::make_unique<EmuPowerCut>(cfg_.powercut, buffered_fd_, lba_shift_, nlba_, cfg_.vwc);
-    else if (cfg_.vwc && cfg_.write_cache_bytes && !inline_io_)
+  }
+  set_host_fault(cfg_.host_fault);
+  if (cfg_.powercut.enabled) {
+    powercut_ = std::make_unique<EmuPowerCut>(cfg_.powercut, buffered_fd_, lba_shift_, nlba_, cfg_.vwc);
+  } else if (cfg_.vwc && cfg_.write_cache_bytes && !inline_io_) {
+    try {  // the cache's own io_uring ring: the system may refuse one
       write_cache_ = std::make_unique<EmuWriteCache>(name(), direct_fd_, buffered_fd_, dio_offset_align_,
                                                      std::max<uint64_t>(cfg_.write_cache_bytes, max_transfer()));
-  } catch (...) {
-    if (direct_fd_ >= 0) close(direct_fd_);
-    close(buffered_fd_);
-    throw;
+    } catch (const std::runtime_error& e) {
+      return Status::io_error(e.what());
+    }
   }
+  return Status();
 }
 
 EmuNamespace::~EmuNamespace() {

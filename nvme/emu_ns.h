@@ -41,6 +41,7 @@
 
 #include "emu_powercut.h"
 #include "emu_write_cache.h"
+#include "lib/status.h"
 #include "nvme_spec.h"
 #include "nvme_transport.h"
 
@@ -79,9 +80,10 @@ struct EmuConfig {
 
 class EmuNamespace final : public NvmeTransport {
  public:
-  // Opens (or creates) the backing file. Throws std::runtime_error with one line naming the
-  // path and the reason.
-  explicit EmuNamespace(const EmuConfig& cfg);
+  // Opens (or creates) the backing file into *out. Ok, or one line naming the path and the
+  // reason: not_found for a missing file, invalid_argument for a bad setting or a file that is
+  // not one a namespace can sit on, io_error when the system refuses.
+  static Status open(const EmuConfig& cfg, std::unique_ptr<EmuNamespace>* out);
   ~EmuNamespace() override;
 
   std::string name() const override { return "emu:" + cfg_.path; }
@@ -139,6 +141,9 @@ class EmuNamespace final : public NvmeTransport {
   void identify_ns(NvmeIdNs* id) const;
 
  private:
+  explicit EmuNamespace(const EmuConfig& cfg) : cfg_(cfg) {}
+  Status init();  // open()'s work; the destructor closes whatever it opened
+
   EmuConfig cfg_;
   unsigned lba_shift_ = 9;
   uint64_t nlba_ = 0;

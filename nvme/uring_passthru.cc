@@ -254,34 +254,44 @@ std::string read_kernel_transport(const std::string& path) {
 
 }  // namespace
 
-UringPassthru::UringPassthru(const UringPassthruConfig& cfg) : cfg_(cfg) {
+Status UringPassthru::open(const UringPassthruConfig& cfg, std::unique_ptr<UringPassthru>* out) {
+  out->reset();
+  std::unique_ptr<UringPassthru> t(new UringPassthru(cfg));
+  if (Status s = t->init(); !s.ok()) return s;
+  *out = std::move(t);
+  return Status();
+}
+
+Status UringPassthru::init() {
   const std::string where = "nvme:" + cfg_.path;
   struct stat st;
   if (stat(cfg_.path.c_str(), &st)) {
     const int err = errno;
-    if (err == ENOENT) throw std::runtime_error(where + ": no such device (is the nvme driver loaded? see ls /dev/ng*)");
-    throw std::runtime_error(where + ": " + std::strerror(err));
+    if (err == ENOENT)
+      return Status::not_found(where + ": no such device (is the nvme driver loaded? see ls /dev/ng*)");
+    return Status::io_error(where + ": " + std::strerror(err));
   }
   if (S_ISBLK(st.st_mode))
-    throw std::runtime_error(where + ": a block device; passthrough needs the generic char device /dev/ngXnY "
-                                     "(emu:" + cfg_.path + " uses the block device)");
-  if (!S_ISCHR(st.st_mode)) throw std::runtime_error(where + ": not an NVMe generic char device (/dev/ngXnY)");
-  fd_ = open(cfg_.path.c_str(), O_RDWR | O_CLOEXEC);
+    return Status::invalid_argument(where + ": a block device; passthrough needs the generic char device /dev/ngXnY "
+                                            "(emu:" + cfg_.path + " uses the block device)");
+  if (!S_ISCHR(st.st_mode))
+    return Status::invalid_argument(where + ": not an NVMe generic char device (/dev/ngXnY)");
+  fd_ = ::open(cfg_.path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd_ < 0) {
     const int err = errno;
     if (err == EACCES || err == EPERM)
-      throw std::runtime_error(where + ": no permission to open it for reading and writing (root, or a udev rule for the ng device)");
-    throw std::runtime_error(where + ": cannot open: " + std::strerror(err));
+      return Status::io_error(where + ": no permission to open it for reading and writing (root, or a udev rule for "
+                                      "the ng device)");
+    return Status::io_error(where + ": cannot open: " + std::strerror(err));
   }
   const int id = ioctl(fd_, NVME_IOCTL_ID);
   if (id <= 0) {
     const int err = errno;
-    close(fd_);
-    fd_ = -1;
-    throw std::runtime_error(where + ": not an NVMe namespace (NVME_IOCTL_ID: " + std::strerror(err) + ")");
+    return Status::invalid_argument(where + ": not an NVMe namespace (NVME_IOCTL_ID: " + std::strerror(err) + ")");
   }
   nsid_ = uint32_t(id);
   kernel_transport_ = read_kernel_transport(cfg_.path);
+  return Status();
 }
 
 UringPassthru::~UringPassthru() {

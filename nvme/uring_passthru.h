@@ -20,6 +20,7 @@
 
 #include <string>
 
+#include "lib/status.h"
 #include "nvme_transport.h"
 
 namespace biofs {
@@ -35,9 +36,10 @@ struct UringPassthruConfig {
 
 class UringPassthru final : public NvmeTransport {
  public:
-  // Opens the char device and learns its namespace id. Throws std::runtime_error with one
-  // line: missing device, no permission, not an NVMe generic char device.
-  explicit UringPassthru(const UringPassthruConfig& cfg);
+  // Opens the char device into *out and learns its namespace id. Ok, or one line: not_found
+  // for a missing device, invalid_argument for one that is not an NVMe generic char device,
+  // io_error when it cannot be opened (no permission).
+  static Status open(const UringPassthruConfig& cfg, std::unique_ptr<UringPassthru>* out);
   ~UringPassthru() override;
 
   std::string name() const override { return "nvme:" + cfg_.path; }
@@ -55,6 +57,9 @@ class UringPassthru final : public NvmeTransport {
   int fd() const { return fd_; }
 
  private:
+  explicit UringPassthru(const UringPassthruConfig& cfg) : cfg_(cfg) {}
+  Status init();  // open()'s work; the destructor closes the device
+
   UringPassthruConfig cfg_;
   int fd_ = -1;
   uint32_t nsid_ = 0;

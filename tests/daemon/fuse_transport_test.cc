@@ -44,7 +44,7 @@ TEST_CASE("fuse_uring=off never asks, whatever the kernel offers") {
   FakeParam p("Y\n");
   bool use = true;
   std::string note;
-  CHECK(decide_fuse_uring(FuseUring::off, &use, &note) == "");
+  CHECK(decide_fuse_uring(FuseUring::off, &use, &note).ok());
   CHECK_FALSE(use);
   CHECK(note.empty());
 }
@@ -56,7 +56,7 @@ TEST_CASE("a kernel with the parameter on: on and auto both ask, libfuse where t
   for (FuseUring w : ask) {
     bool use = false;
     std::string note;
-    CHECK(decide_fuse_uring(w, &use, &note) == "");
+    CHECK(decide_fuse_uring(w, &use, &note).ok());
     CHECK(use);
     CHECK(note.empty());
   }
@@ -66,12 +66,12 @@ TEST_CASE("a kernel without FUSE-over-io_uring: on stops the mount, auto falls b
   FakeParam p(nullptr);
   bool use = true;
   std::string note;
-  const std::string why = decide_fuse_uring(FuseUring::on, &use, &note);
+  const std::string why = decide_fuse_uring(FuseUring::on, &use, &note).message();
   CHECK(why.find("fuse_uring=on: this kernel has no FUSE-over-io_uring") == 0);
   CHECK(why.find(p.path) != std::string::npos);
   CHECK_FALSE(use);
   use = true;
-  CHECK(decide_fuse_uring(FuseUring::auto_, &use, &note) == "");
+  CHECK(decide_fuse_uring(FuseUring::auto_, &use, &note).ok());
   CHECK_FALSE(use);
   CHECK(note.find("fuse_uring=auto: using /dev/fuse") == 0);
   CHECK(note.find('\n') == std::string::npos);  // one line
@@ -81,7 +81,7 @@ TEST_CASE("the parameter off: root switches it on and says so, others fall back"
   FakeParam p("N\n");
   bool use = false;
   std::string note;
-  const std::string why = decide_fuse_uring(FuseUring::auto_, &use, &note);
+  const std::string why = decide_fuse_uring(FuseUring::auto_, &use, &note).message();
   CHECK(why.empty());
   if (geteuid() == 0) {
     CHECK(use);
@@ -102,10 +102,10 @@ TEST_CASE("a build whose libfuse has no ring: fuse_uring=libfuse stops the mount
   FakeParam p("Y\n");  // the kernel offers it
   bool use = true;
   std::string note;
-  const std::string why = decide_fuse_uring(FuseUring::libfuse, &use, &note);
+  const std::string why = decide_fuse_uring(FuseUring::libfuse, &use, &note).message();
   CHECK(why.find("fuse_uring=libfuse: this build's libfuse " BIOFS_LIBFUSE_VERSION " has no FUSE-over-io_uring") == 0);
   CHECK_FALSE(use);
-  CHECK(decide_fuse_uring(FuseUring::on, &use, &note) == "");  // the reactor
+  CHECK(decide_fuse_uring(FuseUring::on, &use, &note).ok());  // the reactor
   CHECK(use);
 }
 

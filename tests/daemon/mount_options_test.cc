@@ -13,102 +13,103 @@ using namespace biofs;
 
 TEST_CASE("mount options: the block-core toggles and queue settings") {
   DaemonOptions o;
-  CHECK(parse_mount_options("bio_cache=off,tag_batch=retain,split_check=fast,queues=2,qd=64,commit=0", &o) == "");
+  CHECK(parse_mount_options("bio_cache=off,tag_batch=retain,split_check=fast,queues=2,qd=64,commit=0", &o).message() == "");
   CHECK(o.toggles.bio_cache == BioCache::off);
   CHECK(o.toggles.tag_batch == TagBatch::retain);
   CHECK(o.toggles.split_check == SplitCheck::fast);
-  CHECK(parse_mount_options("bio_cache=home", &o) == "");
+  CHECK(parse_mount_options("bio_cache=home", &o).message() == "");
   CHECK(o.toggles.bio_cache == BioCache::home);
-  CHECK(parse_mount_options("bio_cache=on", &o) == "");
+  CHECK(parse_mount_options("bio_cache=on", &o).message() == "");
   CHECK(o.toggles.bio_cache == BioCache::on);
   CHECK(o.queues == 2);
   CHECK(o.qd == 64);
   CHECK(o.fs.commit_interval_s == 0);
   CHECK(o.fuse_opts.empty());
   CHECK(o.keep_cache);
-  CHECK(parse_mount_options("keep_cache=off", &o) == "");
+  CHECK(parse_mount_options("keep_cache=off", &o).message() == "");
   CHECK_FALSE(o.keep_cache);
-  CHECK(parse_mount_options("keep_cache=1", &o) == "bad value for mount option keep_cache: '1' (expected on|off)");
+  CHECK(parse_mount_options("keep_cache=1", &o).message() == "bad value for mount option keep_cache: '1' (expected on|off)");
   CHECK_FALSE(o.writeback_cache);  // off by default: fs/README.md, "Caching in the kernel"
-  CHECK(parse_mount_options("writeback_cache", &o) == "");
+  CHECK(parse_mount_options("writeback_cache", &o).message() == "");
   CHECK(o.writeback_cache);
-  CHECK(parse_mount_options("writeback_cache=off", &o) == "");
+  CHECK(parse_mount_options("writeback_cache=off", &o).message() == "");
   CHECK_FALSE(o.writeback_cache);
-  CHECK(parse_mount_options("writeback_cache=on", &o) == "");
+  CHECK(parse_mount_options("writeback_cache=on", &o).message() == "");
   CHECK(o.writeback_cache);
 }
 
 TEST_CASE("mount options: FUSE and mount(8) options pass through") {
   DaemonOptions o;
-  CHECK(parse_mount_options("allow_other,default_permissions,ro,fsname=x,noatime,,", &o) == "");
+  CHECK(parse_mount_options("allow_other,default_permissions,ro,fsname=x,noatime,,", &o).message() == "");
   CHECK(o.fuse_opts == std::vector<std::string>{"allow_other", "default_permissions", "ro", "fsname=x", "noatime"});
   CHECK(o.fs.read_only);
 }
 
 TEST_CASE("mount options: unknown or malformed options are refused by name") {
   DaemonOptions o;
-  CHECK(parse_mount_options("frobnicate", &o) == "unknown mount option 'frobnicate'");
-  CHECK(parse_mount_options("bio_cache=maybe", &o) == "bad value for mount option bio_cache: 'maybe' (expected on|off|home)");
-  CHECK(parse_mount_options("tag_batch=", &o).find("tag_batch") != std::string::npos);
-  CHECK(parse_mount_options("split_check=slow", &o).find("split_check") != std::string::npos);
-  CHECK(parse_mount_options("qd=0", &o).find("qd") != std::string::npos);
-  CHECK(parse_mount_options("queues=1x", &o).find("queues") != std::string::npos);
-  CHECK(parse_mount_options("allow_other=1", &o) == "unknown mount option 'allow_other=1'");
-  CHECK(parse_mount_options("fsname=", &o).find("fsname") != std::string::npos);
+  CHECK(parse_mount_options("frobnicate", &o).message() == "unknown mount option 'frobnicate'");
+  CHECK(parse_mount_options("frobnicate", &o).code() == Status::Code::invalid_argument);
+  CHECK(parse_mount_options("bio_cache=maybe", &o).message() == "bad value for mount option bio_cache: 'maybe' (expected on|off|home)");
+  CHECK(parse_mount_options("tag_batch=", &o).message().find("tag_batch") != std::string::npos);
+  CHECK(parse_mount_options("split_check=slow", &o).message().find("split_check") != std::string::npos);
+  CHECK(parse_mount_options("qd=0", &o).message().find("qd") != std::string::npos);
+  CHECK(parse_mount_options("queues=1x", &o).message().find("queues") != std::string::npos);
+  CHECK(parse_mount_options("allow_other=1", &o).message() == "unknown mount option 'allow_other=1'");
+  CHECK(parse_mount_options("fsname=", &o).message().find("fsname") != std::string::npos);
 }
 
 TEST_CASE("mount options: the FUSE transport") {
   DaemonOptions o;
   CHECK(o.fuse_uring == FuseUring::auto_);  // io_uring where the kernel has it (daemon/README.md)
-  CHECK(parse_mount_options("fuse_uring=off", &o) == "");
+  CHECK(parse_mount_options("fuse_uring=off", &o).message() == "");
   CHECK(o.fuse_uring == FuseUring::off);
-  CHECK(parse_mount_options("fuse_uring=auto,fuse_uring_qd=32", &o) == "");
+  CHECK(parse_mount_options("fuse_uring=auto,fuse_uring_qd=32", &o).message() == "");
   CHECK(o.fuse_uring == FuseUring::auto_);
   CHECK(o.fuse_uring_qd == 32);
-  CHECK(parse_mount_options("fuse_uring=on", &o) == "");
+  CHECK(parse_mount_options("fuse_uring=on", &o).message() == "");
   CHECK(o.fuse_uring == FuseUring::on);
-  CHECK(parse_mount_options("fuse_uring=off,fuse_uring=reactor", &o) == "");  // another name for on
+  CHECK(parse_mount_options("fuse_uring=off,fuse_uring=reactor", &o).message() == "");  // another name for on
   CHECK(o.fuse_uring == FuseUring::on);
-  CHECK(parse_mount_options("fuse_uring=libfuse", &o) == "");
+  CHECK(parse_mount_options("fuse_uring=libfuse", &o).message() == "");
   CHECK(o.fuse_uring == FuseUring::libfuse);
-  CHECK(parse_mount_options("fuse_uring=yes", &o) == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto|reactor|libfuse)");
-  CHECK(parse_mount_options("fuse_uring_qd=0", &o).find("fuse_uring_qd") != std::string::npos);
+  CHECK(parse_mount_options("fuse_uring=yes", &o).message() == "bad value for mount option fuse_uring: 'yes' (expected on|off|auto|reactor|libfuse)");
+  CHECK(parse_mount_options("fuse_uring_qd=0", &o).message().find("fuse_uring_qd") != std::string::npos);
   using RS = DaemonOptions::RingSched;
   CHECK(o.fuse_uring_sched == RS::auto_);  // idle rings where the guard can move them back (ring_guard.h)
-  CHECK(parse_mount_options("fuse_uring_sched=idle", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_sched=idle", &o).message() == "");
   CHECK(o.fuse_uring_sched == RS::idle);
-  CHECK(parse_mount_options("fuse_uring_sched=normal", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_sched=normal", &o).message() == "");
   CHECK(o.fuse_uring_sched == RS::normal);
-  CHECK(parse_mount_options("fuse_uring_sched=auto", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_sched=auto", &o).message() == "");
   CHECK(o.fuse_uring_sched == RS::auto_);
-  CHECK(parse_mount_options("fuse_uring_sched=batch", &o) ==
+  CHECK(parse_mount_options("fuse_uring_sched=batch", &o).message() ==
         "bad value for mount option fuse_uring_sched: 'batch' (expected normal|idle|auto)");
   CHECK(o.fuse_uring_plug);  // a plug across each ring batch unless asked otherwise
-  CHECK(parse_mount_options("fuse_uring_plug=off", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_plug=off", &o).message() == "");
   CHECK_FALSE(o.fuse_uring_plug);
-  CHECK(parse_mount_options("fuse_uring_plug=on", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_plug=on", &o).message() == "");
   CHECK(o.fuse_uring_plug);
-  CHECK(parse_mount_options("fuse_uring_plug=1", &o).find("fuse_uring_plug") != std::string::npos);
+  CHECK(parse_mount_options("fuse_uring_plug=1", &o).message().find("fuse_uring_plug") != std::string::npos);
   CHECK(o.fuse_uring_cover);  // each reactor covers its CPU's hardware queue unless asked otherwise
-  CHECK(parse_mount_options("fuse_uring_cover=off", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_cover=off", &o).message() == "");
   CHECK_FALSE(o.fuse_uring_cover);
-  CHECK(parse_mount_options("fuse_uring_cover=on", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_cover=on", &o).message() == "");
   CHECK(o.fuse_uring_cover);
-  CHECK(parse_mount_options("fuse_uring_cover=yes", &o).find("fuse_uring_cover") != std::string::npos);
+  CHECK(parse_mount_options("fuse_uring_cover=yes", &o).message().find("fuse_uring_cover") != std::string::npos);
   CHECK(o.fuse_uring_hot);  // the reactor decodes reads and writes itself unless asked otherwise
-  CHECK(parse_mount_options("fuse_uring_hot=off", &o) == "");
+  CHECK(parse_mount_options("fuse_uring_hot=off", &o).message() == "");
   CHECK_FALSE(o.fuse_uring_hot);
-  CHECK(parse_mount_options("fuse_uring_hot=maybe", &o).find("fuse_uring_hot") != std::string::npos);
+  CHECK(parse_mount_options("fuse_uring_hot=maybe", &o).message().find("fuse_uring_hot") != std::string::npos);
   CHECK_FALSE(o.verbose);
-  CHECK(parse_mount_options("verbose", &o) == "");
+  CHECK(parse_mount_options("verbose", &o).message() == "");
   CHECK(o.verbose);
-  CHECK(parse_mount_options("verbose=1", &o) != "");  // a flag, no value
+  CHECK(parse_mount_options("verbose=1", &o).message() != "");  // a flag, no value
   CHECK(o.fuse_opts.empty());  // ours, never passed to libfuse as written
 }
 
 TEST_CASE("mount options: fuse_uring_sched=idle without the reactor is refused") {
   auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
-    return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl);
+    return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl).message();
   };
   CommandLine off, on, by_default, auto_off, reactor, libfuse;
   const std::string refused = "fuse_uring_sched=idle needs fuse_uring=on or auto: it schedules the reactor's threads, not libfuse's";
@@ -126,7 +127,7 @@ TEST_CASE("mount options: the FUSE worker count follows the CPUs") {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   DaemonOptions o;
   CHECK(o.threads == unsigned(std::max(4L, 2 * cpus)));
-  CHECK(parse_mount_options("threads=3", &o) == "");
+  CHECK(parse_mount_options("threads=3", &o).message() == "");
   CHECK(o.threads == 3);
 }
 
@@ -140,12 +141,12 @@ TEST_CASE("mount options: every daemon switch and toggle is in the table, --list
     CAPTURE(s.name);
     for (const char* v : {s.ab_a, s.ab_b}) {
       DaemonOptions o;
-      CHECK(parse_mount_options(std::string(s.name) + "=" + v, &o) == "");
+      CHECK(parse_mount_options(std::string(s.name) + "=" + v, &o).message() == "");
       CHECK(std::string(s.get(o)) == v);
       CHECK(o.fuse_opts.empty());
     }
     DaemonOptions o;
-    CHECK(parse_mount_options(std::string(s.name) + "=bogus", &o) ==
+    CHECK(parse_mount_options(std::string(s.name) + "=bogus", &o).message() ==
           "bad value for mount option " + std::string(s.name) + ": 'bogus' (expected " + s.values + ")");
     CHECK(find_daemon_switch(s.name) == &s);
     CHECK(list.find(std::string(s.name) + " " + s.values + " " + s.ab_a + " " + s.ab_b + " daemon\n") !=
@@ -165,6 +166,6 @@ TEST_CASE("mount options: every daemon switch and toggle is in the table, --list
     CHECK(end - start <= 110);  // wrapped for a terminal
   CommandLine cl;
   std::vector<const char*> argv = {"biofs", "--list-toggles"};
-  CHECK(parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), &cl) == "");
+  CHECK(parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), &cl).ok());
   CHECK(cl.list_toggles);
 }

@@ -34,7 +34,7 @@ TEST_CASE("io contract: an emulated namespace's LBA size, MDTS and the limits de
   asked.qd = 64;
   asked.poll_queues = 1;
   asked.toggles.bio_cache = BioCache::off;
-  auto dev = open_device("emu:" + img.path + ",size=8M,lba=4096,mdts=3,vwc", asked);
+  auto dev = open_test_device("emu:" + img.path + ",size=8M,lba=4096,mdts=3,vwc", asked);
   const IoContract c = io_contract(*dev, asked);
   CHECK(contains(c.device, "emu:" + img.path));
   CHECK(c.lba_size == 4096);
@@ -63,7 +63,7 @@ TEST_CASE("io contract: an emulated namespace's LBA size, MDTS and the limits de
 TEST_CASE("io contract: poll queues asked of a device that has none are named as not available") {
   DeviceOptions asked;
   asked.poll_queues = 2;
-  auto dev = open_device("ram:16M", asked);
+  auto dev = open_test_device("ram:16M", asked);
   const IoContract c = io_contract(*dev, asked);
   CHECK(c.mdts_bytes == 0);  // no controller
   CHECK(c.poll_queues == 0);
@@ -77,7 +77,7 @@ TEST_CASE("io contract: poll queues asked of a device that has none are named as
 TEST_CASE("io contract: a striped target reports its children's queues") {
   DeviceOptions asked;
   asked.qd = 32;
-  auto dev = open_device("stripe:2", asked);
+  auto dev = open_test_device("stripe:2", asked);
   const IoContract c = io_contract(*dev, asked);
   CHECK(contains(c.device, "striped"));
   CHECK(c.queue_depth == 32);

@@ -23,21 +23,28 @@ namespace {
 
 std::string parse_error(const std::string& spec) {
   DeviceSpec ds;
-  std::string err;
-  if (parse_device_spec(spec, &ds, &err)) return "";
-  CHECK(err.find('\n') == std::string::npos);
-  return err;
+  const Status s = parse_device_spec(spec, &ds);
+  if (s.ok()) return "";
+  CHECK(s.code() == Status::Code::invalid_argument);
+  CHECK(s.message().find('\n') == std::string::npos);
+  return s.message();
 }
 
+// open_device's error line; it never throws for what the string says.
 std::string open_error(const std::string& spec) {
-  try {
-    open_device(spec, DeviceOptions{});
-  } catch (const std::exception& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find('\n') == std::string::npos);
-    return msg;
-  }
-  return "";
+  std::unique_ptr<Device> dev;
+  Status s;
+  CHECK_NOTHROW(s = open_device(spec, DeviceOptions{}, &dev));
+  if (s.ok()) return "";
+  CHECK_FALSE(dev);
+  CHECK(s.message().find('\n') == std::string::npos);
+  return s.message();
+}
+
+// The kind of open_device's error.
+Status::Code open_code(const std::string& spec) {
+  std::unique_ptr<Device> dev;
+  return open_device(spec, DeviceOptions{}, &dev).code();
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -46,8 +53,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("device strings: the kinds and their options") {
   DeviceSpec ds;
-  std::string err;
-  REQUIRE(parse_device_spec("emu:/tmp/a.img,lba=4096,mdts=7,vwc,buffered,size=2G", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,lba=4096,mdts=7,vwc,buffered,size=2G", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::emu);
   CHECK(ds.emu.path == "/tmp/a.img");
   CHECK(ds.emu.lba_size == 4096);
@@ -57,30 +63,30 @@ TEST_CASE("device strings: the kinds and their options") {
   CHECK(ds.emu.buffered);
   CHECK(ds.emu.create_size == (2ull << 30));
   CHECK(ds.emu.inline_io == EmuInline::automatic);
-  REQUIRE(parse_device_spec("emu:/tmp/a.img,vwc=64M", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,vwc=64M", &ds).ok());
   CHECK(ds.emu.vwc);
   CHECK(ds.emu.write_cache_bytes == (64u << 20));
-  REQUIRE(parse_device_spec("emu:/tmp/a.img,vwc=through", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,vwc=through", &ds).ok());
   CHECK(ds.emu.vwc);
   CHECK(ds.emu.write_cache_bytes == 0);
-  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=on", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=on", &ds).ok());
   CHECK(ds.emu.inline_io == EmuInline::on);
-  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off", &ds).ok());
   CHECK(ds.emu.inline_io == EmuInline::off);
-  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off,inline=auto", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/tmp/a.img,inline=off,inline=auto", &ds).ok());
   CHECK(ds.emu.inline_io == EmuInline::automatic);
 
-  REQUIRE(parse_device_spec("/var/tmp/plain.img", &ds, &err));
+  REQUIRE(parse_device_spec("/var/tmp/plain.img", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::emu);
   CHECK(ds.emu.path == "/var/tmp/plain.img");
   CHECK(ds.emu.lba_size == 512);
   CHECK(ds.emu.mdts == 5);
   CHECK_FALSE(ds.emu.vwc);
 
-  REQUIRE(parse_device_spec("relative.img,lba=512", &ds, &err));
+  REQUIRE(parse_device_spec("relative.img,lba=512", &ds).ok());
   CHECK(ds.emu.path == "relative.img");
 
-  REQUIRE(parse_device_spec("nvme:/dev/ng0n1,regfiles,fixedbufs,iopoll,sqpoll", &ds, &err));
+  REQUIRE(parse_device_spec("nvme:/dev/ng0n1,regfiles,fixedbufs,iopoll,sqpoll", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::nvme);
   CHECK(ds.nvme.path == "/dev/ng0n1");
   CHECK(ds.nvme.regfiles);
@@ -88,14 +94,14 @@ TEST_CASE("device strings: the kinds and their options") {
   CHECK(ds.nvme.iopoll);
   CHECK(ds.nvme.sqpoll);
 
-  REQUIRE(parse_device_spec("null:64M", &ds, &err));
+  REQUIRE(parse_device_spec("null:64M", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::null);
   CHECK(ds.null_blk.size_bytes == (64ull << 20));
-  REQUIRE(parse_device_spec("null", &ds, &err));
+  REQUIRE(parse_device_spec("null", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::null);
-  REQUIRE(parse_device_spec("null:4G", &ds, &err));
+  REQUIRE(parse_device_spec("null:4G", &ds).ok());
   CHECK(ds.null_blk.size_bytes == 4ull << 30);
-  REQUIRE(parse_device_spec("stripe:3", &ds, &err));
+  REQUIRE(parse_device_spec("stripe:3", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::stripe);
   CHECK(ds.stripe_children == 3);
 }
@@ -141,17 +147,36 @@ TEST_CASE("open_device: missing and unusable backing files") {
   CHECK(contains(open_error("emu:/proc/self"), "emu:/proc/self: a directory, not a regular file or a block device"));
   CHECK(contains(open_error("emu:/dev/null"), "not a regular file or a block device"));
   CHECK(contains(open_error("emu:" + tmp.path + ",lba=7"), "lba=7"));
+  // The kinds a caller may choose an exit status by.
+  CHECK(open_code("emu:" + tmp.path + "-missing") == Status::Code::not_found);
+  CHECK(open_code("emu:/proc/self") == Status::Code::invalid_argument);
+  CHECK(open_code("emu:" + tmp.path + ",lba=7") == Status::Code::invalid_argument);
+  CHECK(open_code("stripe:null+emu:" + tmp.path + "-missing") == Status::Code::not_found);
+  CHECK(contains(open_error("stripe:null+emu:" + tmp.path + "-missing"), "emu:" + tmp.path + "-missing: no such file"));
   // size= creates a missing file, and leaves an existing one as it is.
   TempPath made("made");
-  auto dev = open_device("emu:" + made.path + ",size=1M", DeviceOptions{});
+  auto dev = open_test_device("emu:" + made.path + ",size=1M", DeviceOptions{});
   CHECK(dev->bdev()->capacity == 2048);
   dev.reset();
-  dev = open_device("emu:" + made.path + ",size=4M", DeviceOptions{});
+  dev = open_test_device("emu:" + made.path + ",size=4M", DeviceOptions{});
   CHECK(dev->bdev()->capacity == 2048);
+}
+
+TEST_CASE("open_device: a queue setting the block layer refuses is an error line, not an exception") {
+  DeviceOptions o;
+  o.qd = 0;
+  std::unique_ptr<Device> dev;
+  Status s;
+  CHECK_NOTHROW(s = open_device("null", o, &dev));
+  CHECK(s.code() == Status::Code::invalid_argument);
+  CHECK(contains(s.message(), "qd=0: expected 1..65536"));
+  CHECK_FALSE(dev);
 }
 
 TEST_CASE("open_device: passthrough error paths that need no NVMe device") {
   CHECK(contains(open_error("nvme:/dev/ng-biofs-missing0n1"), "nvme:/dev/ng-biofs-missing0n1: no such device"));
+  CHECK(open_code("nvme:/dev/ng-biofs-missing0n1") == Status::Code::not_found);
+  CHECK(open_code("nvme:/dev/null") == Status::Code::invalid_argument);
   TempPath tmp("notchr");
   {
     const int fd = open(tmp.path.c_str(), O_CREAT | O_RDWR, 0644);
@@ -171,7 +196,7 @@ TEST_CASE("open_device: passthrough error paths that need no NVMe device") {
 TEST_CASE("open_device: a stripe is a bio-based target over null devices") {
   DeviceOptions o;
   o.queues = 2;
-  auto dev = open_device("stripe:3", o);
+  auto dev = open_test_device("stripe:3", o);
   REQUIRE(dev->stripe());
   CHECK(dev->queue() == nullptr);
   CHECK(dev->queues().size() == 3);
@@ -183,7 +208,7 @@ TEST_CASE("open_device: null devices come from blockcore's null_blk") {
   DeviceOptions o;
   o.queues = 2;
   o.qd = 64;
-  auto dev = open_device("null:1G", o);
+  auto dev = open_test_device("null:1G", o);
   REQUIRE(dev->null_blk());
   CHECK(dev->nvme() == nullptr);
   CHECK(dev->bdev()->capacity == (1ull << 30) / 512);
@@ -193,8 +218,7 @@ TEST_CASE("open_device: null devices come from blockcore's null_blk") {
 
 TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is written") {
   DeviceSpec ds;
-  std::string err;
-  REQUIRE(parse_device_spec("ram:64M", &ds, &err));
+  REQUIRE(parse_device_spec("ram:64M", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::ram);
   CHECK(ds.ram_bytes == (64u << 20));
   CHECK(contains(parse_error("ram:"), "expected ram:SIZE"));
@@ -202,7 +226,7 @@ TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is writte
   CHECK(contains(parse_error("ram:4K"), "at least 1M"));
   CHECK(contains(parse_error("tape:/dev/st0"), "stripe: or ram:"));
 
-  auto dev = open_device("ram:16M", DeviceOptions{});
+  auto dev = open_test_device("ram:16M", DeviceOptions{});
   REQUIRE(dev->ram());
   CHECK(dev->queue() == dev->ram()->queue());
   CHECK(dev->queues().size() == 1);
@@ -223,8 +247,7 @@ TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is writte
 
 TEST_CASE("open_device: stripe:DEV+DEV stripes over the devices named, each with its own options and limits") {
   DeviceSpec ds;
-  std::string err;
-  REQUIRE(parse_device_spec("stripe:emu:/tmp/a.img,lba=4096+null:1G+ram:8M", &ds, &err));
+  REQUIRE(parse_device_spec("stripe:emu:/tmp/a.img,lba=4096+null:1G+ram:8M", &ds).ok());
   CHECK(ds.kind == DeviceSpec::Kind::stripe);
   CHECK(ds.stripe_children == 0);
   CHECK(ds.stripe_members == std::vector<std::string>{"emu:/tmp/a.img,lba=4096", "null:1G", "ram:8M"});
@@ -242,7 +265,7 @@ TEST_CASE("open_device: stripe:DEV+DEV stripes over the devices named, each with
   TempPath a("stripe-a"), b("stripe-b");
   DeviceOptions o;
   o.stripe_chunk_sectors = 256;
-  auto dev = open_device("stripe:emu:" + a.path + ",size=8M,mdts=1+emu:" + b.path + ",size=8M,lba=4096", o);
+  auto dev = open_test_device("stripe:emu:" + a.path + ",size=8M,mdts=1+emu:" + b.path + ",size=8M,lba=4096", o);
   REQUIRE(dev->stripe());
   REQUIRE(dev->members().size() == 2);
   CHECK(dev->queues().size() == 2);

@@ -47,7 +47,7 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
   BlockIo io(dev.bdev(), 4096);
   MkfsOptions mo;
   mo.journal_blocks = 64;
-  REQUIRE(make_filesystem(io, mo) == "");
+  REQUIRE(make_filesystem(io, mo).message() == "");
   std::string base(kDev, '\0');
   dev.peek(0, base.data(), kDev);
 
@@ -121,7 +121,8 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
     std::string err;
     MountOptions o;
     o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(iio, o, &err);
+    std::unique_ptr<Filesystem> fs;
+    err = Filesystem::mount(iio, o, &fs).message();
     REQUIRE_MESSAGE(fs, "crash after write " << k << ": " << err);
     // Files fsync'd before the crash are whole.
     struct stat st;

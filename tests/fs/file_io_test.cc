@@ -27,6 +27,7 @@
 #include "nvme/emu_ns.h"
 #include "nvme/fault_inject.h"
 #include "nvme/nvme_driver.h"
+#include "tests/devices/test_device.h"
 
 using namespace biofs;
 using biofs::disk::ROOT_INO;
@@ -48,7 +49,7 @@ struct Rig {
     if (use_emu) {
       path = "/tmp/biofs-file-io-" + std::to_string(getpid()) + ".img";
       unlink(path.c_str());
-      emu = open_device("emu:" + path + ",size=64M" + emu_options, DeviceOptions{});
+      emu = test::open_test_device("emu:" + path + ",size=64M" + emu_options, DeviceOptions{});
       bdev = emu->bdev();
     } else {
       brd = std::make_unique<BrdDevice>(64u << 20);
@@ -65,18 +66,18 @@ struct Rig {
     EmuConfig cfg;
     cfg.path = path;
     cfg.create_size = 64u << 20;
-    auto owned = std::make_unique<EmuNamespace>(cfg);
+    auto owned = test::open_test_emu(cfg);
     ns = owned.get();
     drv = std::make_unique<NvmeDriver>(std::move(owned), NvmeDriverConfig{});
     init(drv->bdev());
   }
   void init(BlockDevice* bdev) {
     io = std::make_unique<BlockIo>(bdev, 4096);
-    REQUIRE(make_filesystem(*io, MkfsOptions{}) == "");
+    REQUIRE(make_filesystem(*io, MkfsOptions{}).message() == "");
     std::string err;
     MountOptions o;
     o.commit_interval_s = 0;
-    fs = Filesystem::mount(*io, o, &err);
+    err = Filesystem::mount(*io, o, &fs).message();
     REQUIRE_MESSAGE(fs, err);
   }
   ~Rig() {
@@ -98,7 +99,7 @@ struct Rig {
     std::string err;
     MountOptions o;
     o.commit_interval_s = 0;
-    fs = Filesystem::mount(*io, o, &err);
+    err = Filesystem::mount(*io, o, &fs).message();
     REQUIRE_MESSAGE(fs, err);
   }
   void unmount_and_check() {

@@ -18,7 +18,7 @@ TEST_CASE("format: mkfs writes a superblock that reads back and checks") {
   MkfsOptions o;
   o.label = "test-label";
   SuperBlock made;
-  REQUIRE(make_filesystem(io, o, &made) == "");
+  REQUIRE(make_filesystem(io, o, &made).message() == "");
   SuperBlock sb;
   CHECK(read_superblock(io, &sb) == "");
   CHECK(std::memcmp(&sb, &made, sizeof(sb)) == 0);
@@ -49,7 +49,7 @@ TEST_CASE("format: each filesystem gets its own random RFC 4122 UUID") {
   for (SuperBlock& sb : sbs) {
     BrdDevice d(64 << 20);
     BlockIo io(d.bdev(), 4096);
-    REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+    REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
     CHECK(uuid_is_null(sb.uuid) == 0);
     CHECK(uuid_type(sb.uuid) == UUID_TYPE_DCE_RANDOM);  // version 4
     CHECK(uuid_variant(sb.uuid) == UUID_VARIANT_DCE);    // RFC 4122
@@ -63,7 +63,7 @@ TEST_CASE("format: each filesystem gets its own random RFC 4122 UUID") {
 TEST_CASE("format: a corrupted superblock is detected and the backup is used") {
   BrdDevice d(16 << 20);
   BlockIo io(d.bdev(), 4096);
-  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   const uint8_t junk = 0x77;
   d.poke(100, &junk, 1);  // inside the superblock's fields
   SuperBlock sb;
@@ -79,7 +79,7 @@ TEST_CASE("format: a flipped bit in a metadata block fails its checksum") {
   BrdDevice d(16 << 20);
   BlockIo io(d.bdev(), 4096);
   SuperBlock sb;
-  REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+  REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
   IoBuf blk(4096);
   REQUIRE(io.read(sb.block_bitmap_start, 1, blk.data()) == 0);
   REQUIRE(block_crc_ok(blk.data(), 4096));
@@ -90,31 +90,31 @@ TEST_CASE("format: a flipped bit in a metadata block fails its checksum") {
 TEST_CASE("format: mkfs refuses an existing filesystem without force, and a tiny device") {
   BrdDevice d(16 << 20);
   BlockIo io(d.bdev(), 4096);
-  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
-  CHECK(make_filesystem(io, MkfsOptions{}) == "device already holds a biofs filesystem (use -f to overwrite it)");
+  REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
+  CHECK(make_filesystem(io, MkfsOptions{}).message() == "device already holds a biofs filesystem (use -f to overwrite it)");
   MkfsOptions f;
   f.force = true;
   f.block_size = 1024;
-  CHECK(make_filesystem(io, f) == "");
+  CHECK(make_filesystem(io, f).message() == "");
   SuperBlock sb;
   CHECK(read_superblock(io, &sb) == "");
   CHECK(sb.block_size == 1024);
 
   BrdDevice tiny(64 << 10);
   BlockIo tio(tiny.bdev(), 4096);
-  const std::string why = make_filesystem(tio, MkfsOptions{});
+  const std::string why = make_filesystem(tio, MkfsOptions{}).message();
   CHECK(why.rfind("device too small", 0) == 0);
   MkfsOptions bad;
   bad.block_size = 3000;
   bad.force = true;
-  CHECK(make_filesystem(io, bad).find("not a power of two") != std::string::npos);
+  CHECK(make_filesystem(io, bad).message().find("not a power of two") != std::string::npos);
 }
 
 TEST_CASE("format: a superblock larger than the device is a truncated image") {
   BrdDevice d(16 << 20);
   BlockIo io(d.bdev(), 4096);
   SuperBlock sb;
-  REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+  REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
   CHECK(check_superblock(sb, 8 << 20).find("truncated") != std::string::npos);
   CHECK(check_superblock(sb, 16 << 20) == "");
 }

@@ -37,7 +37,7 @@ struct Rig {
   BlockIo io;
   std::unique_ptr<Filesystem> fs;
   explicit Rig(uint64_t bytes = 64 << 20, MkfsOptions mo = {}) : dev(bytes), io(dev.bdev(), 4096) {
-    REQUIRE(make_filesystem(io, mo) == "");
+    REQUIRE(make_filesystem(io, mo).message() == "");
     mount();
   }
   void mount() { fs = test::mount_for_test(io); }

@@ -12,11 +12,11 @@
 namespace biofs::test {
 
 inline std::unique_ptr<Filesystem> mount_for_test(BlockIo& io) {
-  std::string err;
   MountOptions o;
   o.commit_interval_s = 0;
-  std::unique_ptr<Filesystem> fs = Filesystem::mount(io, o, &err);
-  REQUIRE_MESSAGE(fs, err);
+  std::unique_ptr<Filesystem> fs;
+  const Status s = Filesystem::mount(io, o, &fs);
+  REQUIRE_MESSAGE(s.ok(), s.message());
   return fs;
 }
 

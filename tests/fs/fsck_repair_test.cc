@@ -47,7 +47,7 @@ struct Rig {
 
   Rig() {
     MkfsOptions mo;
-    REQUIRE(make_filesystem(io, mo) == "");
+    REQUIRE(make_filesystem(io, mo).message() == "");
     auto fs = test::mount_for_test(io);
     struct stat st;
     REQUIRE(fs->mkdir(ROOT_INO, "d", 0755, 0, 0, &st) == 0);
@@ -340,7 +340,7 @@ TEST_CASE("fsck repair: a deep extent tree is clean, and the deep tree feature m
   BlockIo io{dev.bdev(), 4096};
   MkfsOptions mo;
   mo.block_size = 1024;
-  REQUIRE(make_filesystem(io, mo) == "");
+  REQUIRE(make_filesystem(io, mo).message() == "");
   const std::string block = pattern(1024, 9);
   {
     auto fs = test::mount_for_test(io);
@@ -588,7 +588,8 @@ TEST_CASE("fsck repair: damage at random never crashes or loops, and -y leaves a
     std::string err;
     MountOptions o;
     o.commit_interval_s = 0;
-    auto fs = Filesystem::mount(g.io, o, &err);
+    std::unique_ptr<Filesystem> fs;
+    err = Filesystem::mount(g.io, o, &fs).message();
     CHECK_MESSAGE(fs, err);
     if (fs) CHECK(fs->unmount() == 0);
     const FsckRun again = g.repair(FsckMode::yes);

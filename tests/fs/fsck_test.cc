@@ -23,7 +23,7 @@ namespace {
 void populate(BrdDevice& dev, BlockIo& io) {
   MkfsOptions mo;
   mo.force = true;
-  REQUIRE(make_filesystem(io, mo) == "");
+  REQUIRE(make_filesystem(io, mo).message() == "");
   auto fs = test::mount_for_test(io);
   struct stat st;
   REQUIRE(fs->mkdir(ROOT_INO, "d", 0755, 0, 0, &st) == 0);
@@ -54,7 +54,7 @@ void populate(BrdDevice& dev, BlockIo& io) {
 TEST_CASE("fsck: a fresh filesystem and a well-used one are clean") {
   BrdDevice dev(64 << 20);
   BlockIo io(dev.bdev(), 4096);
-  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   FsckRun c = collect_fsck(io);
   CHECK(c.r.errors == 0);
   CHECK(c.r.inodes == 1);
@@ -127,11 +127,12 @@ TEST_CASE("fsck: a device that is not biofs is an operational error, not a crash
 TEST_CASE("fsck: an orphan left by a crash is a warning, not an error, and mount frees it") {
   BrdDevice dev(32 << 20);
   BlockIo io(dev.bdev(), 4096);
-  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   std::string err;
   MountOptions o;
   o.commit_interval_s = 0;
-  auto fs = Filesystem::mount(io, o, &err);
+  std::unique_ptr<Filesystem> fs;
+  err = Filesystem::mount(io, o, &fs).message();
   REQUIRE(fs);
   struct stat st;
   REQUIRE(fs->mknod(ROOT_INO, "x", S_IFREG | 0644, 0, 0, 0, &st) == 0);
@@ -144,7 +145,7 @@ TEST_CASE("fsck: an orphan left by a crash is a warning, not an error, and mount
   for (const auto& l : c.lines) MESSAGE(l);
   CHECK(c.r.errors == 0);
   CHECK(c.has("is an orphan"));
-  fs = Filesystem::mount(io, o, &err);
+  err = Filesystem::mount(io, o, &fs).message();
   REQUIRE(fs);
   REQUIRE(fs->unmount() == 0);
   c = collect_fsck(io);

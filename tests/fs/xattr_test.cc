@@ -39,7 +39,7 @@ struct Rig {
   SuperBlock sb{};
 
   explicit Rig(bool old_image = false) {
-    REQUIRE(make_filesystem(io, MkfsOptions{}, &sb) == "");
+    REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
     if (old_image) {  // as an older mkfs made it: no xattr block feature
       sb.feature_incompat &= ~FEATURE_INCOMPAT_XATTR_BLOCK;
       sb.checksum = superblock_crc(sb);

@@ -33,7 +33,7 @@ Mounted mount(const std::vector<uint8_t>& img) {
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096);
   MountOptions o;
   o.commit_interval_s = 0;
-  m.fs = Filesystem::mount(*m.io, o, &m.err);
+  m.err = Filesystem::mount(*m.io, o, &m.fs).message();
   return m;
 }
 

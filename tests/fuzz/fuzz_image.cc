@@ -263,12 +263,11 @@ Image make_image(bool crash) {
   mk.block_size = IMAGE_BLOCK;
   mk.inodes = 128;
   mk.force = true;
-  if (std::string why = make_filesystem(io, mk); !why.empty()) property_failed("fuzz image mkfs: " + why);
+  if (Status s = make_filesystem(io, mk); !s.ok()) property_failed("fuzz image mkfs: " + s.message());
   MountOptions mo;
   mo.commit_interval_s = 0;
-  std::string err;
-  auto fs = Filesystem::mount(io, mo, &err);
-  if (!fs) property_failed("fuzz image mount: " + err);
+  std::unique_ptr<Filesystem> fs;
+  if (Status s = Filesystem::mount(io, mo, &fs); !s.ok()) property_failed("fuzz image mount: " + s.message());
   Image im;
   struct stat st;
   const uint64_t d = make(*fs, ROOT_INO, "d", S_IFDIR | 0755);
@@ -306,8 +305,7 @@ Image make_image(bool crash) {
   must(fs->unmount(), "unmount");
   fs.reset();
   if (crash) {
-    fs = Filesystem::mount(io, mo, &err);
-    if (!fs) property_failed("fuzz image remount: " + err);
+    if (Status s = Filesystem::mount(io, mo, &fs); !s.ok()) property_failed("fuzz image remount: " + s.message());
     const uint64_t o = make(*fs, ROOT_INO, "open-unlinked", S_IFREG | 0644);
     fill(*fs, o, 0, 2 * IMAGE_BLOCK, 'o');
     must(fs->open(o), "open");
@@ -484,9 +482,9 @@ Outcome exercise_image(const std::vector<uint8_t>& img, bool change) {
   mo.commit_interval_s = 0;
   mo.meta_cache_bytes = 1 << 20;
   mo.read_only = !change;
-  std::string err;
-  auto fs = Filesystem::mount(io, mo, &err);
-  if (!fs) {
+  std::unique_ptr<Filesystem> fs;
+  if (Status s = Filesystem::mount(io, mo, &fs); !s.ok()) {
+    const std::string& err = s.message();
     if (err.empty()) property_failed("a mount failed without saying why");
     one_line(err, "a mount error");
     o.mount_error = err;

@@ -53,7 +53,9 @@ TEST_CASE("malformed mount options: one line naming the option") {
   };
   for (const auto& row : table) {
     DaemonOptions o;
-    const std::string msg = parse_mount_options(row.list, &o);
+    const Status s = parse_mount_options(row.list, &o);
+    CHECK_FALSE(s.ok());
+    const std::string& msg = s.message();
     INFO("options '" << row.list << "': " << msg);
     one_printable_line(msg);
     CHECK(msg.find(row.names) != std::string::npos);
@@ -86,9 +88,10 @@ TEST_CASE("malformed device strings: one line naming the part") {
   };
   for (const auto& row : table) {
     DeviceSpec ds;
-    std::string err;
     INFO("device '" << row.spec << "'");
-    CHECK_FALSE(parse_device_spec(row.spec, &ds, &err));
+    const Status s = parse_device_spec(row.spec, &ds);
+    CHECK_FALSE(s.ok());
+    const std::string& err = s.message();
     INFO(err);
     one_printable_line(err);
     CHECK(err.find(row.names) != std::string::npos);

@@ -141,8 +141,9 @@ int fuzz_image(const uint8_t* data, size_t size) {
 int fuzz_mount_options(const uint8_t* data, size_t size) {
   const std::string list(reinterpret_cast<const char*>(data), size);
   DaemonOptions o;
-  const std::string msg = parse_mount_options(list, &o);
-  if (msg.empty()) return 0;
+  const Status s = parse_mount_options(list, &o);
+  if (s.ok()) return 0;
+  const std::string& msg = s.message();
   one_printable_line(msg, "a mount option error");
   // It names the option at fault: some option of the list (its name at least) is in it, the
   // list split as libfuse's fuse_opt splits it: "\\," is a comma inside an option, "\\NNN" an
@@ -183,8 +184,8 @@ static bool stripe_well_formed(const DeviceSpec& ds) {
 int fuzz_device_spec(const uint8_t* data, size_t size) {
   const std::string spec(reinterpret_cast<const char*>(data), size);
   DeviceSpec ds;
-  std::string err;
-  if (parse_device_spec(spec, &ds, &err)) {
+  const Status s = parse_device_spec(spec, &ds);
+  if (s.ok()) {
     const bool empty = ds.kind == DeviceSpec::Kind::null     ? ds.null_blk.size_bytes == 0
                        : ds.kind == DeviceSpec::Kind::stripe ? !stripe_well_formed(ds)
                        : ds.kind == DeviceSpec::Kind::ram    ? ds.ram_bytes < (1u << 20)
@@ -193,6 +194,7 @@ int fuzz_device_spec(const uint8_t* data, size_t size) {
       property_failed("device string '" + spec + "' parsed to an empty device");
     return 0;
   }
+  const std::string& err = s.message();
   if (err.empty()) property_failed("device string '" + spec + "' refused without a message");
   one_printable_line(err, "a device string error");
   // It names the string (or says it is empty).

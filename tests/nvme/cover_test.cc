@@ -61,7 +61,7 @@ struct Rig {
   explicit Rig(unsigned look_ms = COVER_LOOK_MS) {
     DeviceOptions o;
     o.cover_look_ms = look_ms;
-    dev = open_device("emu:" + tmp.path + ",size=8M,inline=off", o);
+    dev = open_test_device("emu:" + tmp.path + ",size=8M,inline=off", o);
     REQUIRE(dev->nvme());
     // Blocks on the backing file, so that a read waits for it (a hole would be answered
     // inside the submission, and its submitter would reap it there).

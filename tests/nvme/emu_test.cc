@@ -47,7 +47,7 @@ std::vector<uint8_t> file_bytes(const std::string& path, off_t off, size_t len) 
 }
 
 std::unique_ptr<Device> open_emu(const TempPath& tmp, const std::string& opts, DeviceOptions o = {}) {
-  return open_device("emu:" + tmp.path + ",size=16M" + opts, o);
+  return open_test_device("emu:" + tmp.path + ",size=16M" + opts, o);
 }
 
 }  // namespace
@@ -258,7 +258,8 @@ TEST_CASE("emu controller: MDTS, namespace id, opcode and data length are checke
     cfg.create_size = 16 << 20;
     cfg.mdts = 3;  // 32 KiB
     cfg.inline_io = mode;
-    EmuNamespace ns(cfg);
+    const std::unique_ptr<EmuNamespace> owned = open_test_emu(cfg);
+    EmuNamespace& ns = *owned;
     RawHost host(&ns);
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
     AlignedBuf buf(1 << 20);
@@ -496,7 +497,7 @@ TEST_CASE("emu: inline=auto is on for a backing file in memory (tmpfs) and off o
     const std::string path = dir + "/biofs-emu-inline-" + std::to_string(getpid());
     unlink(path.c_str());
     {
-      auto dev = open_device("emu:" + path + ",size=16M", DeviceOptions{});
+      auto dev = open_test_device("emu:" + path + ",size=16M", DeviceOptions{});
       CHECK(dev->emu()->memory_backed() == in_memory);
       CHECK(dev->emu()->inline_io() == in_memory);
       BioSet bs(16, 0, BIOSET_NEED_BVECS);
@@ -505,7 +506,7 @@ TEST_CASE("emu: inline=auto is on for a backing file in memory (tmpfs) and off o
       CHECK(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
       CHECK(dev->emu()->inline_commands() == (in_memory ? 1u : 0u));
       dev.reset();
-      auto off = open_device("emu:" + path + ",inline=off", DeviceOptions{});
+      auto off = open_test_device("emu:" + path + ",inline=off", DeviceOptions{});
       CHECK_FALSE(off->emu()->inline_io());
       CHECK(sync_io(*off, bs, REQ_OP_READ, 8, w.p, 4096) == BLK_STS_OK);
       CHECK(off->emu()->inline_commands() == 0);
@@ -566,15 +567,15 @@ namespace {
 // refuses a request with more (EINVAL, seen in the QEMU guest for a 512 KiB command).
 class KernelMappedEmu final : public NvmeTransport {
  public:
-  explicit KernelMappedEmu(const EmuConfig& cfg) : emu_(cfg) {}
-  std::string name() const override { return emu_.name(); }
-  uint32_t nsid() const override { return emu_.nsid(); }
+  explicit KernelMappedEmu(const EmuConfig& cfg) : emu_(open_test_emu(cfg)) {}
+  std::string name() const override { return emu_->name(); }
+  uint32_t nsid() const override { return emu_->nsid(); }
   uint32_t max_user_pages() const override { return NVME_KERNEL_MAX_SEGS; }
   uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
-    return emu_.admin_cmd(cmd, data, len);
+    return emu_->admin_cmd(cmd, data, len);
   }
   std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override {
-    return std::make_unique<PageCountingQueue>(emu_.create_queue(p), &most_pages);
+    return std::make_unique<PageCountingQueue>(emu_->create_queue(p), &most_pages);
   }
   std::atomic<uint32_t> most_pages{0};
 
@@ -602,7 +603,7 @@ class KernelMappedEmu final : public NvmeTransport {
     std::unique_ptr<NvmeQueue> q_;
     std::atomic<uint32_t>* most_;
   };
-  EmuNamespace emu_;
+  std::unique_ptr<EmuNamespace> emu_;
 };
 
 }  // namespace
@@ -669,7 +670,7 @@ uint64_t moves_with_submitters(const std::vector<int>& cpus) {
   EmuConfig cfg;
   cfg.path = tmp.path;
   cfg.create_size = 8u << 20;
-  NvmeDriver drv(std::make_unique<EmuNamespace>(cfg), NvmeDriverConfig{});
+  NvmeDriver drv(open_test_emu(cfg), NvmeDriverConfig{});
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> ios{0};
   std::vector<std::thread> threads;
@@ -726,7 +727,7 @@ TEST_CASE("emu: a host answer that means 'not now' (-ECANCELED, -EAGAIN, -EINTR,
       cfg.vwc = std::strcmp(opts, "vwc") == 0;
       cfg.buffered = std::strcmp(opts, "buffered") == 0;
       cfg.host_fault = EmuHostFault{1, k.res, k.short_xfer};
-      auto owned = std::make_unique<EmuNamespace>(cfg);
+      auto owned = open_test_emu(cfg);
       EmuNamespace* ns = owned.get();
       NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
       BioSet bs(16, 0, BIOSET_NEED_BVECS);
@@ -765,7 +766,7 @@ TEST_CASE("emu: a read that stays short (the backing file shrank) still fails wi
   cfg.create_size = 16 << 20;
   cfg.buffered = true;  // the page cache: a read past the end is short, not refused
   cfg.inline_io = EmuInline::off;  // through the ring: the short read is run again once
-  auto owned = std::make_unique<EmuNamespace>(cfg);
+  auto owned = open_test_emu(cfg);
   EmuNamespace* ns = owned.get();
   NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
@@ -789,7 +790,7 @@ TEST_CASE("emu: with injected host answers an inline namespace still takes the r
   cfg.create_size = 16 << 20;
   cfg.inline_io = EmuInline::on;
   cfg.host_fault = EmuHostFault{1, -EAGAIN, false};
-  auto owned = std::make_unique<EmuNamespace>(cfg);
+  auto owned = open_test_emu(cfg);
   EmuNamespace* ns = owned.get();
   NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
@@ -930,11 +931,11 @@ TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci
   cfg.mdts = 0;  // fabrics often report no MDTS: biofs's own cap holds
   NvmeDriverConfig dc;
   dc.completion_thread = false;
-  NvmeDriver pcie(std::make_unique<EmuNamespace>(cfg), dc);
+  NvmeDriver pcie(open_test_emu(cfg), dc);
   CHECK(pcie.queue()->limits().virt_boundary_mask == NVME_CTRL_PAGE_SIZE - 1);
   CHECK(pcie.queue()->limits().max_segments == NVME_KERNEL_MAX_SEGS);
   CHECK(pcie.describe().find(" over ") == std::string::npos);
-  NvmeDriver tcp(std::make_unique<OverTcp>(std::make_unique<EmuNamespace>(cfg)), dc);
+  NvmeDriver tcp(std::make_unique<OverTcp>(open_test_emu(cfg)), dc);
   const QueueLimits& lim = tcp.queue()->limits();
   CHECK(lim.virt_boundary_mask == 0);
   CHECK(lim.max_hw_sectors == NVME_MAX_TRANSFER >> SECTOR_SHIFT);

@@ -70,7 +70,7 @@ void submitter(Device& dev, BioSet& bs, unsigned t, uint64_t blocks, bool polls,
 void run(const std::string& opts, DeviceOptions o, unsigned threads, bool polls) {
   TempPath tmp("stress");
   const uint64_t blocks = 512;  // 2 MiB per thread
-  auto dev = open_device("emu:" + tmp.path + ",size=" + std::to_string(threads * blocks * 4) + "K" + opts, o);
+  auto dev = open_test_device("emu:" + tmp.path + ",size=" + std::to_string(threads * blocks * 4) + "K" + opts, o);
   BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
   int failures = 0;
   std::vector<std::thread> ts;
@@ -116,7 +116,7 @@ TEST_CASE("nvme stress: submitters of an inline namespace end every command them
   o.queues = 1;
   o.qd = 64;
   o.completion_thread = false;
-  auto dev = open_device("emu:" + tmp.path + ",size=16M,inline=on", o);
+  auto dev = open_test_device("emu:" + tmp.path + ",size=16M,inline=on", o);
   BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
   std::barrier sync(threads);
   std::atomic<int> lost{0}, bad{0};

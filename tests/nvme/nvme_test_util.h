@@ -13,6 +13,7 @@
 
 #include "blockcore/bio_set.h"
 #include "devices/open_device.h"
+#include "tests/devices/test_device.h"
 
 namespace biofs::test {
 

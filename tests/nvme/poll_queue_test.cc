@@ -98,7 +98,7 @@ DeviceOptions poll_opts(unsigned poll_queues, unsigned qd = 64) {
 
 TEST_CASE("poll queues: polled bios end in the submitting thread, and the data is right") {
   TempPath tmp("poll");
-  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(2));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(2));
   REQUIRE(dev->queue()->nr_poll_queues() == 2);
   CHECK(dev->queue()->nr_hw_queues() == 3);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
@@ -127,7 +127,7 @@ TEST_CASE("poll queues: polled bios end in the submitting thread, and the data i
 
 TEST_CASE("poll queues: without them a REQ_POLLED bio ends with BLK_STS_NOTSUPP (v6.18 blk_mq_submit_bio, t/io_uring's ret=-95)") {
   TempPath tmp("nopoll");
-  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(0));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(0));
   BlkPollGroup g;
   CHECK_FALSE(blk_poll_group_start(&g, dev->queue()));  // nothing to poll
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
@@ -143,7 +143,7 @@ TEST_CASE("poll queues: without them a REQ_POLLED bio ends with BLK_STS_NOTSUPP 
 
 TEST_CASE("poll queues: a FUA write is polled, a write a flush goes before is not, and the group's wait still returns") {
   TempPath tmp("fua");
-  auto dev = open_device("emu:" + tmp.path + ",size=8M,vwc", poll_opts(1));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M,vwc", poll_opts(1));
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
   alignas(4096) static uint8_t buf[3 * 4096];
   fill_pattern(buf, sizeof(buf), 3);
@@ -168,7 +168,7 @@ TEST_CASE("poll queues: a FUA write is polled, a write a flush goes before is no
 
 TEST_CASE("poll queues: a poll queue with fewer tags than the batch does not deadlock its submitter") {
   TempPath tmp("tags");
-  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1, 2));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(1, 2));
   BioSet bs(64, 0, BIOSET_NEED_BVECS);
   const unsigned n = 24;
   std::vector<uint8_t> w(n * 4096 + 4096), r(n * 4096 + 4096);
@@ -190,7 +190,7 @@ TEST_CASE("poll queues: 8 threads sharing 3 poll queues, written and read back")
   TempPath tmp("share");
   const unsigned threads = 8, rounds = 40, n = 4;
   const uint32_t len = 8192;
-  auto dev = open_device("emu:" + tmp.path + ",size=16M", poll_opts(3, 16));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=16M", poll_opts(3, 16));
   BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
   std::atomic<int> failures{0}, off_thread{0};
   std::vector<std::thread> ts;
@@ -222,7 +222,7 @@ TEST_CASE("poll queues: 8 threads sharing 3 poll queues, written and read back")
 
 TEST_CASE("poll queues: an fs batch with a callback, counted in the group it names, is polled") {
   TempPath tmp("iobatch");
-  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
   IoBuf w(4 * 4096), r(4 * 4096);
   fill_pattern(w.data(), w.size(), 5);
@@ -269,7 +269,7 @@ TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion
   TempPath tmp("iobatch-sync");
   DeviceOptions o = poll_opts(1);
   o.completion_thread = false;  // only pollers reap: a wait that did not poll would never end
-  auto dev = open_device("emu:" + tmp.path + ",size=8M,vwc", o);
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M,vwc", o);
   BlockIo io(dev->bdev(), 4096);
   IoBuf w(4 * 4096), r(4 * 4096);
   fill_pattern(w.data(), w.size(), 9);
@@ -311,9 +311,9 @@ TEST_CASE("poll queues: a synchronous fs read or write whose kiocb names a poll 
   // The group marks the fs's I/O REQ_POLLED and no completion thread reaps a poll queue: a
   // waiter that slept would never be woken (fails on a Waiter that only sleeps).
   TempPath tmp("fs-group");
-  auto dev = open_device("emu:" + tmp.path + ",size=64M", poll_opts(1));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=64M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
-  REQUIRE(make_filesystem(io, MkfsOptions{}) == "");
+  REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   auto fs = test::mount_for_test(io);
   struct stat st;
   REQUIRE(fs->mknod(disk::ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, &st) == 0);
@@ -349,7 +349,7 @@ TEST_CASE("poll queues: a synchronous fs read or write whose kiocb names a poll 
 
 TEST_CASE("poll queues: a thread that never polled waits the usual way and takes no poll queue") {
   TempPath tmp("iobatch-nopoll");
-  auto dev = open_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
   IoBuf w(4096), r(4096);
   fill_pattern(w.data(), w.size(), 4);
@@ -367,7 +367,7 @@ TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared 
   // when its own batch has ended, with its own data.
   TempPath tmp("sync-share");
   const unsigned threads = 8, rounds = 60;
-  auto dev = open_device("emu:" + tmp.path + ",size=16M,vwc", poll_opts(3, 16));
+  auto dev = open_test_device("emu:" + tmp.path + ",size=16M,vwc", poll_opts(3, 16));
   BlockIo io(dev->bdev(), 4096);
   std::atomic<int> failures{0};
   std::vector<std::thread> ts;

@@ -28,8 +28,10 @@
 #include "blockcore/bio_set.h"
 #include "devices/io_contract.h"
 #include "devices/open_device.h"
+#include "tests/devices/test_device.h"
 
 using namespace biofs;
+using biofs::test::open_test_device;
 
 namespace {
 
@@ -131,7 +133,7 @@ RoundTrip round_trip(const std::string& spec, bool poll, bool polled_bios = fals
   opts.completion_thread = !poll;
   if (polled_bios) opts.poll_queues = 1;
   const blk_opf_t hipri = polled_bios ? REQ_POLLED : 0;
-  auto dev = open_device(spec, opts);
+  auto dev = open_test_device(spec, opts);
   MESSAGE(dev->nvme()->describe());
   RoundTrip seen;
   seen.sqpoll_threads = threads_named("iou-sqp-");
@@ -178,12 +180,8 @@ TEST_CASE("passthrough: registered files") { round_trip(device(",regfiles"), fal
 
 TEST_CASE("passthrough: fixed buffers carry every data command on a current kernel") {
   if (kernel_version() < kFirstRequiredKernel) {
-    std::string refused;
-    try {
-      open_device(device(",fixedbufs"), DeviceOptions{});
-    } catch (const std::runtime_error& e) {
-      refused = e.what();
-    }
+    std::unique_ptr<Device> dev;
+    const std::string refused = open_device(device(",fixedbufs"), DeviceOptions{}, &dev).message();
     if (!refused.empty()) {
       MESSAGE("Linux " << kernel_release() << " refuses fixed buffers for passthrough: " << refused);
       CHECK(refused.find("fixed buffers") != std::string::npos);
@@ -207,7 +205,7 @@ TEST_CASE("passthrough: completion polling (IOPOLL) on the device's poll queues,
   DeviceOptions opts;
   opts.completion_thread = false;
   opts.poll_queues = 1;
-  auto dev = open_device(device(",iopoll"), opts);
+  auto dev = open_test_device(device(",iopoll"), opts);
   BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
   std::vector<uint8_t> out(16 * 4096), in(out.size());
   fill(out, 99);
@@ -226,13 +224,13 @@ TEST_CASE("passthrough: completion polling (IOPOLL) on the device's poll queues,
 
 TEST_CASE("passthrough: iopoll without poll queues is named in the I/O contract") {
   const DeviceOptions none;  // poll_queues = 0
-  auto dev = open_device(device(",iopoll"), none);
+  auto dev = open_test_device(device(",iopoll"), none);
   const IoContract c = io_contract(*dev, none);
   REQUIRE(c.unavailable.size() == 1);
   CHECK(c.unavailable[0].find("iopoll: no poll queues") == 0);
   DeviceOptions one;
   one.poll_queues = 1;
-  auto polled = open_device(device(",iopoll"), one);
+  auto polled = open_test_device(device(",iopoll"), one);
   CHECK(io_contract(*polled, one).unavailable.empty());
 }
 
@@ -245,7 +243,7 @@ TEST_CASE("passthrough: a kernel submission thread (SQPOLL) per ring") {
 TEST_CASE("passthrough: many threads, each its own region, all data intact") {
   DeviceOptions opts;
   opts.queues = 2;
-  auto dev = open_device(device(), opts);
+  auto dev = open_test_device(device(), opts);
   BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
@@ -267,7 +265,7 @@ TEST_CASE("passthrough: many threads, each its own region, all data intact") {
 // Leaves 1 MiB of 0xa5 at 64 MiB for fio's io_uring_cmd engine to verify (guest-checks.sh):
 // an independent witness of what went to the device.
 TEST_CASE("passthrough: leave a pattern for fio") {
-  auto dev = open_device(device(), DeviceOptions{});
+  auto dev = open_test_device(device(), DeviceOptions{});
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
   std::vector<uint8_t> buf(1 << 20, 0xa5);
   CHECK(do_io(*dev, bs, REQ_OP_WRITE, buf.data(), uint32_t(buf.size()), 64u << 20, false) == 0);
@@ -275,6 +273,8 @@ TEST_CASE("passthrough: leave a pattern for fio") {
 }
 
 TEST_CASE("passthrough: clear errors for a missing device") {
-  CHECK_THROWS_WITH_AS(open_device("nvme:/dev/ng9n9", DeviceOptions{}),
-                       doctest::Contains("/dev/ng9n9"), std::runtime_error);
+  std::unique_ptr<Device> dev;
+  const Status s = open_device("nvme:/dev/ng9n9", DeviceOptions{}, &dev);
+  CHECK(s.code() == Status::Code::not_found);
+  CHECK(s.message().find("/dev/ng9n9") != std::string::npos);
 }

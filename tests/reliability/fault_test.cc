@@ -54,10 +54,10 @@ FaultConfig no_faults() { return FaultConfig{}; }
 
 TEST_CASE("fault: options in the device string and BIOFS_FAULT, and bad ones refused in one line") {
   DeviceSpec ds;
-  std::string err;
   REQUIRE(parse_device_spec("emu:/x.img,fail_read=0.25,fail_write=1,fail_flush=0,delay=0.5,delay_us=300,"
                             "timeout=0.01,timeout_ms=40,fault_after=7,seed=9",
-                            &ds, &err));
+                            &ds)
+              .ok());
   CHECK(ds.faults);
   CHECK(ds.fault.fail_read == 0.25);
   CHECK(ds.fault.fail_write == 1);
@@ -67,35 +67,36 @@ TEST_CASE("fault: options in the device string and BIOFS_FAULT, and bad ones ref
   CHECK(ds.fault.seed == 9);
   CHECK(ds.fault.dont_retry);
   CHECK(ds.max_retries == NVME_DEFAULT_MAX_RETRIES);
-  REQUIRE(parse_device_spec("emu:/x.img,fault_retry,max_retries=2", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/x.img,fault_retry,max_retries=2", &ds).ok());
   CHECK_FALSE(ds.fault.dont_retry);
   CHECK(ds.max_retries == 2);
-  REQUIRE(parse_device_spec("emu:/x.img", &ds, &err));
+  REQUIRE(parse_device_spec("emu:/x.img", &ds).ok());
   CHECK_FALSE(ds.faults);
   for (const char* bad : {"emu:/x.img,fail_read=1.5", "emu:/x.img,delay_us=0", "emu:/x.img,timeout=abc",
                           "emu:/x.img,fault_after=-1", "nvme:/dev/ng0n1,fail_write=2",
                           "emu:/x.img,max_retries=256"}) {
     CAPTURE(bad);
-    CHECK_FALSE(parse_device_spec(bad, &ds, &err));
+    const Status s = parse_device_spec(bad, &ds);
+    CHECK_FALSE(s.ok());
+    const std::string& err = s.message();
     CHECK(err.find('\n') == std::string::npos);
     CHECK(err.find(std::string(bad).substr(std::string(bad).rfind(',') + 1)) != std::string::npos);
   }
   setenv("BIOFS_FAULT", "fail_flush=0.5,seed=4", 1);
-  const bool ok = parse_device_spec("emu:/x.img,vwc", &ds, &err);
+  const Status ok = parse_device_spec("emu:/x.img,vwc", &ds);
   setenv("BIOFS_FAULT", "fail_flush=7", 1);
-  std::string err2;
-  const bool bad = parse_device_spec("emu:/x.img", &ds, &err2);
+  const Status bad = parse_device_spec("emu:/x.img", &ds);
   unsetenv("BIOFS_FAULT");
-  CHECK(ok);
-  CHECK_FALSE(bad);
-  CHECK(err2.find("BIOFS_FAULT") != std::string::npos);
-  REQUIRE(parse_device_spec("emu:/x.img,vwc", &ds, &err));
+  CHECK(ok.ok());
+  CHECK_FALSE(bad.ok());
+  CHECK(bad.message().find("BIOFS_FAULT") != std::string::npos);
+  REQUIRE(parse_device_spec("emu:/x.img,vwc", &ds).ok());
   CHECK_FALSE(ds.faults);  // the variable is gone again
 }
 
 TEST_CASE("fault: failed reads, writes and flushes reach the caller as EIO, and stop when turned off") {
   ScratchDir dir;
-  auto dev = open_device("emu:" + dir.file("d.img") + ",size=4M,vwc,fail_read=0", DeviceOptions{});
+  auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=4M,vwc,fail_read=0", DeviceOptions{});
   REQUIRE(dev->faults());
   BlockIo io(dev->bdev(), 4096);
   std::string a(4096, 'a'), back(4096, '\0');
@@ -131,7 +132,7 @@ TEST_CASE("fault: v6.18 nvme_decide_disposition: a failed command without DNR is
   const std::string img = dir.file("d.img");
   std::string a(4096, 'a');
   {
-    auto dev = open_device("emu:" + img + ",size=4M,fault_retry", DeviceOptions{});
+    auto dev = open_test_device("emu:" + img + ",size=4M,fault_retry", DeviceOptions{});
     BlockIo io(dev->bdev(), 4096);
     REQUIRE(io.write(1, 1, a.data()) == 0);
     FaultConfig c;
@@ -176,7 +177,7 @@ TEST_CASE("fault: v6.18 nvme_decide_disposition: a failed command without DNR is
     dev->faults()->set(no_faults());
   }
   // max_retries=0: never retried.
-  auto dev = open_device("emu:" + img + ",size=4M,fault_retry,max_retries=0", DeviceOptions{});
+  auto dev = open_test_device("emu:" + img + ",size=4M,fault_retry,max_retries=0", DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
   FaultConfig c;
   c.fail_read = 1;
@@ -191,7 +192,7 @@ TEST_CASE("fault: v6.18 nvme_decide_disposition: a failed command without DNR is
 TEST_CASE("fault: the same seed fails the same commands, another seed others") {
   ScratchDir dir;
   auto pattern_for = [&](uint64_t seed) {
-    auto dev = open_device("emu:" + dir.file("d.img") + ",size=4M,fail_write=0.3,seed=" + std::to_string(seed),
+    auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=4M,fail_write=0.3,seed=" + std::to_string(seed),
                            DeviceOptions{});
     BlockIo io(dev->bdev(), 4096);
     std::string a(4096, 'a'), bits;
@@ -209,7 +210,7 @@ TEST_CASE("fault: the same seed fails the same commands, another seed others") {
 TEST_CASE("fault: delayed completions carry their data, timed-out ones end in EIO, nothing hangs") {
   ScratchDir dir;
   // vwc: a flush reaches only a device with a volatile write cache (blockcore/blk_flush.h).
-  auto dev = open_device("emu:" + dir.file("d.img") + ",size=8M,vwc,delay=1,delay_us=2000", DeviceOptions{});
+  auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=8M,vwc,delay=1,delay_us=2000", DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
   std::vector<IoBuf> bufs;
   {

@@ -93,7 +93,7 @@ TEST_CASE("memory pressure: concurrent submitters share a small reserve without 
   ScratchDir dir;
   for (BioCache cache : {BioCache::on, BioCache::home, BioCache::off}) {
     CAPTURE(bio_cache_name(cache));
-    auto dev = open_device("emu:" + dir.file("d.img") + ",size=64M", DeviceOptions{});
+    auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=64M", DeviceOptions{});
     BlockIo io(dev->bdev(), 4096, cache);
     FailCtx ctx(1.0);
     Hooked h(io, dev->queue(), &ctx);

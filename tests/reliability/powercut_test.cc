@@ -61,7 +61,7 @@ TEST_CASE("powercut: unflushed writes are lost, flushed and FUA writes survive, 
   ScratchDir dir;
   const std::string img = dir.file("dev.img");
   {
-    auto dev = open_device("emu:" + img + ",size=1M", DeviceOptions{});  // zeroes
+    auto dev = open_test_device("emu:" + img + ",size=1M", DeviceOptions{});  // zeroes
   }
   for (int keep = 0; keep <= 1; keep++) {
     std::filesystem::resize_file(img, 0);
@@ -69,7 +69,7 @@ TEST_CASE("powercut: unflushed writes are lost, flushed and FUA writes survive, 
     {
       // Commands that change state: 1 write A, 2 flush, 3 write B, 4 write C (FUA),
       // 5 write D (8 blocks): the power goes at the fifth.
-      auto dev = open_device("emu:" + img + ",vwc,powercut=5,tear,seed=3" + (keep ? ",keep=1" : ""), DeviceOptions{});
+      auto dev = open_test_device("emu:" + img + ",vwc,powercut=5,tear,seed=3" + (keep ? ",keep=1" : ""), DeviceOptions{});
       BlockIo io(dev->bdev(), 4096);
       const std::string a = block_of('A'), b = block_of('B'), c = block_of('C');
       std::string d;
@@ -106,7 +106,7 @@ TEST_CASE("powercut: unflushed writes are lost, flushed and FUA writes survive, 
 TEST_CASE("powercut: without a cut point the namespace only counts, and a bad option is refused in one line") {
   ScratchDir dir;
   const std::string img = dir.file("dev.img");
-  auto dev = open_device("emu:" + img + ",size=1M,vwc,powercut=0", DeviceOptions{});
+  auto dev = open_test_device("emu:" + img + ",size=1M,vwc,powercut=0", DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
   const std::string a = block_of('A');
   std::string back(4096, '\0');
@@ -117,13 +117,9 @@ TEST_CASE("powercut: without a cut point the namespace only counts, and a bad op
   CHECK(dev->emu()->powercut()->commands() == 11);  // reads do not count
   CHECK(dev->emu()->powercut()->pending() == 0);
   DeviceSpec ds;
-  std::string err;
-  CHECK_FALSE(parse_device_spec("emu:" + img + ",tear", &ds, &err));
-  CHECK(err.find("need powercut=N") != std::string::npos);
-  CHECK_FALSE(parse_device_spec("emu:" + img + ",powercut=x", &ds, &err));
-  CHECK(err.find("powercut=x") != std::string::npos);
-  CHECK_FALSE(parse_device_spec("emu:" + img + ",keep=2,powercut=1", &ds, &err));
-  CHECK(err.find("keep=2") != std::string::npos);
+  CHECK(parse_device_spec("emu:" + img + ",tear", &ds).message().find("need powercut=N") != std::string::npos);
+  CHECK(parse_device_spec("emu:" + img + ",powercut=x", &ds).message().find("powercut=x") != std::string::npos);
+  CHECK(parse_device_spec("emu:" + img + ",keep=2,powercut=1", &ds).message().find("keep=2") != std::string::npos);
 }
 
 // The core of the issue: for each seed, cut the power at a random command of the workload;

@@ -20,12 +20,14 @@
 #include "fs/fsck/fsck.h"
 #include "fs/mkfs.h"
 #include "devices/open_device.h"
+#include "tests/devices/test_device.h"
 #include "tests/fs/fsck_util.h"
 #include "workload.h"
 
 namespace biofs_test {
 
 using namespace biofs;
+using biofs::test::open_test_device;
 
 // A scratch directory removed at the end of the test.
 struct ScratchDir {
@@ -192,25 +194,25 @@ inline MountOptions test_mount_options() {
 // Opens `spec`; with `mount`, mounts it (fs stays null and err says why if that fails).
 inline Mounted open_fs(const std::string& spec, bool mount = true, BioCache bio_cache = BioCache::on) {
   Mounted m;
-  m.dev = open_device(spec, DeviceOptions{});
+  m.dev = open_test_device(spec, DeviceOptions{});
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096, bio_cache);
-  if (mount) m.fs = Filesystem::mount(*m.io, test_mount_options(), &m.err);
+  if (mount) m.err = Filesystem::mount(*m.io, test_mount_options(), &m.fs).message();
   return m;
 }
 
 // mkfs on a new image of `bytes` at `path` (journal kept small so commits checkpoint often).
 inline void make_image(const std::string& path, uint64_t bytes, uint64_t journal_blocks = 128) {
-  auto dev = open_device("emu:" + path + ",size=" + std::to_string(bytes), DeviceOptions{});
+  auto dev = open_test_device("emu:" + path + ",size=" + std::to_string(bytes), DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
   MkfsOptions mo;
   mo.journal_blocks = journal_blocks;
   mo.force = true;
-  REQUIRE(make_filesystem(io, mo) == "");
+  REQUIRE(make_filesystem(io, mo).message() == "");
 }
 
 // fsck -n on the image: "" when clean, else its error lines joined.
 inline std::string fsck_errors(const std::string& path) {
-  auto dev = open_device("emu:" + path, DeviceOptions{});
+  auto dev = open_test_device("emu:" + path, DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
   const biofs::test::FsckRun f = biofs::test::collect_fsck(io);
   if (f.r.fatal) return "fsck could not check: " + f.text("; ");

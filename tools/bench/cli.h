@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "blockcore/toggles.h"
+#include "lib/status.h"
 
 namespace biofs::bench {
 
@@ -22,6 +23,13 @@ inline int parse_cli(CLI::App& app, int argc, char** argv) {
     throw std::invalid_argument(e.what());
   }
   return -1;
+}
+
+// The bench's command line and its runs end at the first error with one line, which main()
+// prints (CLI11 reports a bad command line by throwing): a failed Status from the library's
+// setup (device strings, opening a device, toggles, mkfs, mount) joins that path here.
+inline void stop_unless_ok(const Status& s, const std::string& prefix = "") {
+  if (!s.ok()) throw std::runtime_error(prefix + s.message());
 }
 
 // One option per block-layer toggle (toggles.h's table), --bio-cache and --bio_cache alike; the

@@ -161,12 +161,11 @@ struct SetupPoller {
 std::unique_ptr<Filesystem> make_and_fill(BlockIo& io, const Options& o, uint64_t* ino) {
   MkfsOptions mk;
   mk.force = true;
-  if (std::string e = make_filesystem(io, mk); !e.empty()) throw std::runtime_error("mkfs: " + e);
+  stop_unless_ok(make_filesystem(io, mk), "mkfs: ");
   MountOptions mo;
   mo.commit_interval_s = 0;  // no commit thread: commits happen where this program asks
-  std::string err;
-  std::unique_ptr<Filesystem> fs = Filesystem::mount(io, mo, &err);
-  if (!fs) throw std::runtime_error("mount: " + err);
+  std::unique_ptr<Filesystem> fs;
+  stop_unless_ok(Filesystem::mount(io, mo, &fs), "mount: ");
   struct stat st;
   if (int e = fs->mknod(disk::ROOT_INO, "fsio", S_IFREG | 0644, 0, 0, 0, &st); e)
     throw std::runtime_error(std::string("create: ") + std::strerror(-e));
@@ -199,7 +198,8 @@ void prepare_in_child(const std::string& spec, const Options& o, unsigned qd) {
       d.toggles = o.toggles;
       d.qd = qd;
       d.completion_thread = false;  // a helper reaps (the driver's own thread crawls under valgrind)
-      std::unique_ptr<Device> dev = open_device(spec, d);
+      std::unique_ptr<Device> dev;
+      stop_unless_ok(open_device(spec, d, &dev));
       SetupPoller poller;
       poller.start(dev.get());  // reaps what an NVMe driver leaves; null and RAM end inline
       {
@@ -247,15 +247,14 @@ struct Rig {
     if (spec.find("emu:") == 0 && spec.find(",size=") == std::string::npos)
       spec += ",size=" + std::to_string(o.image_size);
     DeviceSpec ds;
-    std::string err;
-    if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument("--dev: " + err);
+    stop_unless_ok(parse_device_spec(spec, &ds), "--dev: ");
     BlockDevice* bdev;
     if (ds.kind == DeviceSpec::Kind::ram) {
-      device = open_device(ds, spec, d);
+      stop_unless_ok(open_device(ds, spec, d, &device));
       bdev = device->bdev();
     } else if (ds.kind == DeviceSpec::Kind::null) {
-      device = open_device(ds, spec, d);
-      ram = open_device("ram:" + std::to_string(ds.null_blk.size_bytes), d);
+      stop_unless_ok(open_device(ds, spec, d, &device));
+      stop_unless_ok(open_device("ram:" + std::to_string(ds.null_blk.size_bytes), d, &ram));
       remap.meta = ram->bdev();
       remap.data = device->bdev();
       remap.bdev.submit_bio_fn = NullRemap::submit;
@@ -266,7 +265,7 @@ struct Rig {
     } else {
       prepare_in_child(spec, o, d.qd);
       d.settle = settled = ds.kind == DeviceSpec::Kind::emu && !ds.faults && o.settle && !o.completion_thread;
-      device = open_device(ds, spec, d);
+      stop_unless_ok(open_device(ds, spec, d, &device));
       nvme = device.get();
       bdev = device->bdev();
     }
@@ -284,8 +283,7 @@ struct Rig {
     io->set_block_size(4096);
     MountOptions mo;
     mo.commit_interval_s = 0;
-    fs = Filesystem::mount(*io, mo, &err);
-    if (!fs) throw std::runtime_error("mount: " + err);
+    stop_unless_ok(Filesystem::mount(*io, mo, &fs), "mount: ");
     struct stat st;
     if (int e = fs->lookup(disk::ROOT_INO, "fsio", &st); e)
       throw std::runtime_error(std::string("lookup: ") + std::strerror(-e));
@@ -416,8 +414,8 @@ int fsio_main(int argc, char** argv) {
     throw std::invalid_argument("--file-size=" + file_size + ": expected a size, a multiple of --bs");
   if (!parse_size(image_size, &o.image_size)) throw std::invalid_argument("--image-size=" + image_size + ": expected a size");
   for (size_t i = 0; i < toggle_table().size(); i++)
-    if (std::string why = set_toggle(&o.toggles, toggle_table()[i].name, toggle_values[i]); !why.empty())
-      throw std::invalid_argument(std::string("--") + toggle_table()[i].name + "=" + toggle_values[i] + ": " + why);
+    stop_unless_ok(set_toggle(&o.toggles, toggle_table()[i].name, toggle_values[i]),
+                   std::string("--") + toggle_table()[i].name + "=" + toggle_values[i] + ": ");
 
   // Held fixed for the whole process (see the top of this file).
   setenv("BIOFS_BIO_CACHE_TRIM_MS", "3600000", 0);

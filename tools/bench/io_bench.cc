@@ -65,8 +65,7 @@ struct HeaderFacts {
 
 DeviceSpec parse_spec(const std::string& spec) {
   DeviceSpec ds;
-  std::string err;
-  if (!parse_device_spec(spec, &ds, &err)) throw std::invalid_argument(err);
+  stop_unless_ok(parse_device_spec(spec, &ds));
   return ds;
 }
 
@@ -161,7 +160,9 @@ struct Devices {
     d.stripe_chunk_sectors = o.chunk_sectors;
     if (o.polled) d.poll_queues = o.threads;  // a poll queue per submitter
     for (const std::string& spec : o.devices) {
-      opened.push_back(open_device(spec, d));
+      std::unique_ptr<Device> dev;
+      stop_unless_ok(open_device(spec, d, &dev));
+      opened.push_back(std::move(dev));
       targets.push_back(opened.back()->bdev());
       if (o.polled && (!opened.back()->queue() || !opened.back()->queue()->nr_poll_queues()))
         throw std::invalid_argument("-p1: polled I/O needs poll queues, which only emu: and nvme: devices have, and " +
@@ -411,8 +412,7 @@ RunResult run_once(const Options& o, bool text, bool per_second) {
 // is unknown. The bench spells toggles with '-' or '_'.
 void apply_toggle(Options& o, std::string toggle, const std::string& value) {
   std::replace(toggle.begin(), toggle.end(), '-', '_');
-  if (std::string why = set_toggle(&o.toggles, toggle, value); !why.empty())
-    throw std::invalid_argument("--" + toggle + "=" + value + ": " + why);
+  stop_unless_ok(set_toggle(&o.toggles, toggle, value), "--" + toggle + "=" + value + ": ");
 }
 
 void print_json(const Options& o, const std::string& toggle, const std::string& value, unsigned rep,

@@ -65,10 +65,10 @@ int main(int argc, char** argv) {
   const std::string spec = argv[optind];
   // Checks share the device; a repair must be alone on it. Neither runs on a mounted one.
   DeviceLock lock;
-  std::string err;
-  std::unique_ptr<Device> dev = open_device_locked(spec, DeviceOptions{}, &lock, mode != FsckMode::check, "fsck.biofs", &err);
-  if (!dev) {
-    fprintf(stderr, "fsck.biofs: %s\n", err.c_str());
+  std::unique_ptr<Device> dev;
+  if (Status s = open_device_locked(spec, DeviceOptions{}, &lock, mode != FsckMode::check, "fsck.biofs", &dev);
+      !s.ok()) {
+    fprintf(stderr, "fsck.biofs: %s\n", s.message().c_str());
     return 8;
   }
   if (dev->kind() == DeviceSpec::Kind::ram) {

@@ -66,10 +66,9 @@ int main(int argc, char** argv) {
   }
   const std::string spec = argv[optind];
   DeviceLock lock;
-  std::string err;
-  std::unique_ptr<Device> dev = open_device_locked(spec, DeviceOptions{}, &lock, true, "mkfs.biofs", &err);
-  if (!dev) {
-    fprintf(stderr, "mkfs.biofs: %s\n", err.c_str());
+  std::unique_ptr<Device> dev;
+  if (Status s = open_device_locked(spec, DeviceOptions{}, &lock, true, "mkfs.biofs", &dev); !s.ok()) {
+    fprintf(stderr, "mkfs.biofs: %s\n", s.message().c_str());
     return 1;
   }
   if (dev->kind() == DeviceSpec::Kind::ram) {
@@ -83,10 +82,10 @@ int main(int argc, char** argv) {
     if (tty && total >= 4096) fprintf(stderr, "\rmkfs.biofs: writing metadata %3u%%", unsigned(done * 100 / total));
   };
   disk::SuperBlock sb;
-  const std::string why = make_filesystem(io, o, &sb);
+  const Status made = make_filesystem(io, o, &sb);
   if (tty) fputs("\r\033[K", stderr);
-  if (!why.empty()) {
-    fprintf(stderr, "mkfs.biofs: %s: %s\n", spec.c_str(), why.c_str());
+  if (!made.ok()) {
+    fprintf(stderr, "mkfs.biofs: %s: %s\n", spec.c_str(), made.message().c_str());
     return 1;
   }
   if (!quiet) {
