@@ -22,6 +22,12 @@
 
 namespace biofs {
 
+// While a thread covers a queue, the driver's completion thread stands down and looks at the
+// queue every this many milliseconds (NvmeDriverConfig::cover_look_ms). What it reaps then is a
+// cover miss: a covering thread that slept without going through schedule(), or a completion
+// that came before the thread, covering again, was back in its ring.
+inline constexpr unsigned COVER_LOOK_MS = 2;
+
 // Claims `hctx` for the calling thread, which covers it from now on (see blk_cover_resume).
 // False, and nothing claimed, when the driver has no completion descriptor for it, another
 // thread has it, or this thread covers a queue already.

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "blockcore/brd.h"
 #include "blockcore/null_blk.h"
 #include "device_lock.h"
 #include "blockcore/stripe.h"
@@ -12,6 +13,9 @@
 #include "settle.h"
 
 namespace biofs {
+
+Device::Device() = default;
+Device::~Device() = default;
 
 std::vector<RequestQueue*> Device::queues() const {
   std::vector<RequestQueue*> qs;

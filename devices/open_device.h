@@ -9,16 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "blockcore/blk_cover.h"
 #include "blockcore/blk_mq.h"
-#include "blockcore/brd.h"
 #include "blockcore/null_blk.h"
-#include "blockcore/stripe.h"
 #include "device_stats.h"
 #include "device_string.h"
 #include "lib/status.h"
-#include "nvme/nvme_driver.h"
 
 namespace biofs {
+
+// What a device is made of: known to devices/ and the white-box tests, which include their
+// headers; the face below names them only.
+class BrdDevice;
+class EmuNamespace;
+class FaultInjector;
+class NvmeDriver;
+class StripeTarget;
 
 struct DeviceOptions {
   unsigned queues = 1;            // hardware queues
@@ -44,6 +50,10 @@ struct DeviceOptions {
 // itself and the white-box tests.
 class Device {
  public:
+  Device();
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
   BlockDevice* bdev() const { return bdev_; }
   DeviceSpec::Kind kind() const { return kind_; }
   // The blk-mq queue bios reach; nullptr for a striped target (a bio-based device: see queues()).

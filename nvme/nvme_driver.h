@@ -24,19 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "blockcore/blk_cover.h"
 #include "blockcore/blk_mq.h"
 #include "nvme_cmd.h"
 #include "nvme_spec.h"
 #include "nvme_transport.h"
 
 namespace biofs {
-
-// While a thread covers a queue's completions (blockcore/blk_cover.h), its completion thread
-// stands down and looks at the queue every NvmeDriverConfig::cover_look_ms. What it reaps while
-// the queue is covered is a cover miss: a covering thread that slept without
-// sched_submit_work(), or a completion that came before the thread, covering again, was back
-// in its ring.
-inline constexpr unsigned COVER_LOOK_MS = 2;
 
 // The kernel's default of nvme_core.max_retries (drivers/nvme/host/core.c, v6.18).
 inline constexpr unsigned NVME_DEFAULT_MAX_RETRIES = 5;

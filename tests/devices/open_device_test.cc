@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "devices/io_contract.h"
+#include "blockcore/brd.h"
+#include "blockcore/stripe.h"
 #include "devices/open_device.h"
 #include "tests/nvme/nvme_test_util.h"
 
