@@ -22,8 +22,8 @@ namespace biofs {
 
 using namespace disk;
 
-// One asynchronous file I/O: its bios, its aligned buffer and who to tell. Deleted by the
-// completion of its last bio.
+// One asynchronous file I/O (iomap's struct iomap_dio): its bios, its aligned buffer and who
+// to tell. Deleted by the completion of its last bio.
 struct FileIo::Dio {
   // bytes == 0: the I/O uses the caller's memory, no buffer of its own.
   Dio(BlockIo* io, size_t bytes, BlkPollGroup* poll) : batch(io, poll), buf(bytes ? IoBuf(bytes, false) : IoBuf()) {}
