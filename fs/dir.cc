@@ -1,9 +1,11 @@
 // Directories: blocks of rec_len-chained entries (format.h), indexed in memory by name the
 // first time a directory is used, so lookups and inserts stay O(1) at 100,000 entries.
+#include "dir.h"
+
 #include <cerrno>
 #include <cstring>
 
-#include "filesystem.h"
+#include "extent_map.h"
 
 namespace biofs {
 
@@ -11,24 +13,24 @@ using namespace disk;
 
 static DirEntry* entry_at(Buffer* b, uint32_t off) { return reinterpret_cast<DirEntry*>(b->data.data() + off); }
 
-int Filesystem::dir_load(InodeObj* dir) {
+int Dir::dir_load(InodeObj* dir) {
   if (dir->dir) return 0;
-  if (dir->d.size % bs_) return -EUCLEAN;
+  if (dir->d.size % s_.bs) return -EUCLEAN;
   auto map = std::make_unique<std::unordered_map<std::string, InodeObj::DirLoc>>();
   std::vector<uint32_t> free;
-  const uint64_t nblocks = dir->d.size / bs_;
+  const uint64_t nblocks = dir->d.size / s_.bs;
   for (uint64_t lblk = 0; lblk < nblocks; lblk++) {
     uint64_t run;
-    const uint64_t pblk = map_block(dir, lblk, &run, nullptr);
+    const uint64_t pblk = s_.extents->map_block(dir, lblk, &run, nullptr);
     if (!pblk) return -EUCLEAN;
     Buffer* b;
-    if (int err = cache_.get(pblk, BLK_DIR, &b)) return err;
+    if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
     if (reinterpret_cast<const DirBlock*>(b->data.data())->owner != dir->ino) return -EUCLEAN;
     uint32_t fr = 0;
-    for (uint32_t off = sizeof(DirBlock); off < bs_;) {
-      if (!dir_record_fits(b->data.data(), bs_, off)) return -EUCLEAN;  // also a chain that stops short
+    for (uint32_t off = sizeof(DirBlock); off < s_.bs;) {
+      if (!dir_record_fits(b->data.data(), s_.bs, off)) return -EUCLEAN;  // also a chain that stops short
       const DirEntry* e = entry_at(b, off);
-      if (e->ino && (e->name_len == 0 || dirent_size(e->name_len) > e->rec_len || e->ino > sb_.inode_count))
+      if (e->ino && (e->name_len == 0 || dirent_size(e->name_len) > e->rec_len || e->ino > s_.sb.inode_count))
         return -EUCLEAN;
       if (e->ino) {
         map->emplace(std::string(reinterpret_cast<const char*>(e + 1), e->name_len),
@@ -46,7 +48,7 @@ int Filesystem::dir_load(InodeObj* dir) {
   return 0;
 }
 
-int Filesystem::dir_find(InodeObj* dir, const std::string& name, InodeObj::DirLoc* loc) {
+int Dir::dir_find(InodeObj* dir, const std::string& name, InodeObj::DirLoc* loc) {
   if (int err = dir_load(dir)) return err;
   auto it = dir->dir->find(name);
   if (it == dir->dir->end()) return -ENOENT;
@@ -54,15 +56,15 @@ int Filesystem::dir_find(InodeObj* dir, const std::string& name, InodeObj::DirLo
   return 0;
 }
 
-int Filesystem::dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type) {
+int Dir::dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type) {
   if (int err = dir_load(dir)) return err;
   const uint32_t need = dirent_size(uint32_t(name.size()));
   auto place = [&](Buffer* b, uint64_t lblk) -> bool {
-    for (uint32_t off = sizeof(DirBlock); off < bs_;) {
+    for (uint32_t off = sizeof(DirBlock); off < s_.bs;) {
       DirEntry* e = entry_at(b, off);
       // Coalesce a run of free records first.
       if (!e->ino) {
-        while (off + e->rec_len < bs_ && !entry_at(b, off + e->rec_len)->ino)
+        while (off + e->rec_len < s_.bs && !entry_at(b, off + e->rec_len)->ino)
           e->rec_len = uint16_t(e->rec_len + entry_at(b, off + e->rec_len)->rec_len);
       }
       const uint32_t used = e->ino ? dirent_size(e->name_len) : 0;
@@ -76,14 +78,14 @@ int Filesystem::dir_add(InodeObj* dir, const std::string& name, uint64_t ino, ui
         }
         DirEntry* n = entry_at(b, at);
         n->ino = ino;
-        n->hash = dir_hash(sb_.hash_seed, name.data(), name.size());
+        n->hash = dir_hash(s_.sb.hash_seed, name.data(), name.size());
         n->name_len = uint8_t(name.size());
         n->type = type;
         n->rec_len = uint16_t(rec);
         std::memcpy(n + 1, name.data(), name.size());
         (*dir->dir)[name] = InodeObj::DirLoc{ino, lblk, at, type};
         dir->dir_free[lblk] -= need;
-        cache_.mark_dirty(b);
+        s_.cache.mark_dirty(b);
         return true;
       }
       off += e->rec_len;
@@ -95,36 +97,36 @@ int Filesystem::dir_add(InodeObj* dir, const std::string& name, uint64_t ino, ui
   for (size_t i = dir->dir_free.size(); i-- > 0;) {
     if (dir->dir_free[i] < need) continue;
     uint64_t run;
-    const uint64_t pblk = map_block(dir, i, &run, nullptr);
+    const uint64_t pblk = s_.extents->map_block(dir, i, &run, nullptr);
     Buffer* b;
-    if (int err = cache_.get(pblk, BLK_DIR, &b)) return err;
+    if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
     if (place(b, i)) return 0;
     dir->dir_free[i] = 0;  // fragmented: do not look here again until something is removed
   }
   // A new block at the end of the directory.
-  const uint64_t lblk = dir->d.size / bs_;
-  if (int err = allocate_range(dir, lblk, 1)) return err;
+  const uint64_t lblk = dir->d.size / s_.bs;
+  if (int err = s_.extents->allocate_range(dir, lblk, 1)) return err;
   uint64_t run;
-  const uint64_t pblk = map_block(dir, lblk, &run, nullptr);
-  Buffer* b = cache_.get_new(pblk, BLK_DIR);
+  const uint64_t pblk = s_.extents->map_block(dir, lblk, &run, nullptr);
+  Buffer* b = s_.cache.get_new(pblk, BLK_DIR);
   reinterpret_cast<DirBlock*>(b->data.data())->owner = dir->ino;
-  entry_at(b, sizeof(DirBlock))->rec_len = uint16_t(bs_ - sizeof(DirBlock));
-  dir->d.size += bs_;
-  dir->dir_free.push_back(bs_ - uint32_t(sizeof(DirBlock)));
-  if (int err = save_extents(dir)) return err;
+  entry_at(b, sizeof(DirBlock))->rec_len = uint16_t(s_.bs - sizeof(DirBlock));
+  dir->d.size += s_.bs;
+  dir->dir_free.push_back(s_.bs - uint32_t(sizeof(DirBlock)));
+  if (int err = s_.extents->save_extents(dir)) return err;
   place(b, lblk);
   return 0;
 }
 
-int Filesystem::dir_remove(InodeObj* dir, const std::string& name) {
+int Dir::dir_remove(InodeObj* dir, const std::string& name) {
   if (int err = dir_load(dir)) return err;
   auto it = dir->dir->find(name);
   if (it == dir->dir->end()) return -ENOENT;
   const InodeObj::DirLoc loc = it->second;
   uint64_t run;
-  const uint64_t pblk = map_block(dir, loc.lblk, &run, nullptr);
+  const uint64_t pblk = s_.extents->map_block(dir, loc.lblk, &run, nullptr);
   Buffer* b;
-  if (int err = cache_.get(pblk, BLK_DIR, &b)) return err;
+  if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
   DirEntry* e = entry_at(b, loc.off);
   const uint32_t freed = dirent_size(e->name_len);  // its slack was already counted free
   // Merge into the previous record when there is one (as ext2), else mark it free.
@@ -138,27 +140,27 @@ int Filesystem::dir_remove(InodeObj* dir, const std::string& name) {
   }
   dir->dir_free[loc.lblk] += freed;
   dir->dir->erase(it);
-  cache_.mark_dirty(b);
+  s_.cache.mark_dirty(b);
   return 0;
 }
 
-int Filesystem::dir_replace(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type) {
+int Dir::dir_replace(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t type) {
   if (int err = dir_load(dir)) return err;
   auto it = dir->dir->find(name);
   if (it == dir->dir->end()) return -ENOENT;
   uint64_t run;
-  const uint64_t pblk = map_block(dir, it->second.lblk, &run, nullptr);
+  const uint64_t pblk = s_.extents->map_block(dir, it->second.lblk, &run, nullptr);
   Buffer* b;
-  if (int err = cache_.get(pblk, BLK_DIR, &b)) return err;
+  if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
   DirEntry* e = entry_at(b, it->second.off);
   e->ino = ino;
   e->type = type;
   it->second.ino = ino;
   it->second.type = type;
-  cache_.mark_dirty(b);
+  s_.cache.mark_dirty(b);
   return 0;
 }
 
-bool Filesystem::dir_empty(InodeObj* dir) { return dir_load(dir) == 0 && dir->dir->empty(); }
+bool Dir::dir_empty(InodeObj* dir) { return dir_load(dir) == 0 && dir->dir->empty(); }
 
 }  // namespace biofs

@@ -1,6 +1,6 @@
 // Extent trees of any depth, as ext4's extents.c keeps them (a root, index levels, leaves of
 // extents; the depth in the root, at most EXT4_MAX_EXTENT_DEPTH), shared by the filesystem
-// (inode.cc) and fsck: reading a tree (e2fsck's scan_extent_node), the index levels a set of
+// (extent_map.cc) and fsck: reading a tree (e2fsck's scan_extent_node), the index levels a set of
 // leaves needs, and the record of what changed in an in-memory map since it was written, so
 // that a save rewrites the leaves that changed and not the whole tree.
 #pragma once

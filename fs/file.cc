@@ -1,5 +1,8 @@
 // File data outside the read/write path (file_io.cc): block reads for metadata-like callers,
-// truncation, fallocate (preallocation and punch hole) and SEEK_DATA/SEEK_HOLE.
+// truncation, fallocate (preallocation and punch hole) and SEEK_DATA/SEEK_HOLE; open, release
+// and setattr.
+#include "file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -7,146 +10,217 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 
-#include "filesystem.h"
+#include "extent_map.h"
+#include "file_io.h"
+#include "inode_table.h"
+#include "super.h"
+#include "xattr.h"
 
 namespace biofs {
 
 using namespace disk;
 
-int Filesystem::read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf) {
-  IoBatch batch(&io_);
+int File::read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf) {
+  IoBatch batch(&s_.io);
   for (uint64_t l = lblk; l < lblk + count;) {
     uint64_t run;
     bool unwritten;
-    const uint64_t p = map_block(in, l, &run, &unwritten);
+    const uint64_t p = s_.extents->map_block(in, l, &run, &unwritten);
     run = std::min(run, lblk + count - l);
-    if (p && !unwritten) batch.read(p, uint32_t(run), buf + (l - lblk) * bs_);
-    else std::memset(buf + (l - lblk) * bs_, 0, run * bs_);
+    if (p && !unwritten) batch.read(p, uint32_t(run), buf + (l - lblk) * s_.bs);
+    else std::memset(buf + (l - lblk) * s_.bs, 0, run * s_.bs);
     l += run;
   }
   return batch.wait();
 }
 
-int Filesystem::truncate(InodeObj* in, uint64_t size) {
+int File::truncate(InodeObj* in, uint64_t size) {
   inode_dio_wait(in);  // no I/O in flight to blocks about to be freed or zeroed
   if (size < in->d.size) {
-    const uint64_t keep = (size + bs_ - 1) / bs_;
+    const uint64_t keep = (size + s_.bs - 1) / s_.bs;
     // Zero the tail of the last kept block, so growing the file later reads zeros there. First:
     // if that write fails, nothing has changed yet (blocks punched and then not saved would be
     // freed at the next commit while the inode on disk still named them).
-    if (size % bs_) {
+    if (size % s_.bs) {
       uint64_t run;
       bool unwritten;
-      const uint64_t p = map_block(in, size / bs_, &run, &unwritten);
+      const uint64_t p = s_.extents->map_block(in, size / s_.bs, &run, &unwritten);
       if (p && !unwritten) {
-        IoBuf blk(bs_);
-        if (int err = io_.read(p, 1, blk.data())) return err;
-        std::memset(blk.data() + size % bs_, 0, bs_ - size % bs_);
-        if (int err = io_.write(p, 1, blk.data())) return err;
+        IoBuf blk(s_.bs);
+        if (int err = s_.io.read(p, 1, blk.data())) return err;
+        std::memset(blk.data() + size % s_.bs, 0, s_.bs - size % s_.bs);
+        if (int err = s_.io.write(p, 1, blk.data())) return err;
       }
     }
-    punch_extents(in, keep, UINT64_MAX);
+    s_.extents->punch_extents(in, keep, UINT64_MAX);
   }
   in->d.size = size;
-  touch(in->d, false, true, true);
-  return save_extents(in);
+  InodeTable::touch(in->d, false, true, true);
+  return s_.extents->save_extents(in);
 }
 
 }  // namespace biofs
 
 namespace biofs {
 
-int Filesystem::zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len) {
+int File::zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len) {
   uint64_t run;
   bool unwritten;
-  const uint64_t p = map_block(in, byte_off / bs_, &run, &unwritten);
+  const uint64_t p = s_.extents->map_block(in, byte_off / s_.bs, &run, &unwritten);
   if (!p || unwritten || len == 0) return 0;  // reads as zeros already
-  IoBuf blk(bs_);
-  if (int err = io_.read(p, 1, blk.data())) return err;
-  std::memset(blk.data() + byte_off % bs_, 0, len);
-  return io_.write(p, 1, blk.data());
+  IoBuf blk(s_.bs);
+  if (int err = s_.io.read(p, 1, blk.data())) return err;
+  std::memset(blk.data() + byte_off % s_.bs, 0, len);
+  return s_.io.write(p, 1, blk.data());
 }
 
 // The partial blocks at either end of [off, stop) are zeroed in place, before the caller
 // unmaps or converts the whole blocks between them: a failed write leaves the file as it was.
-int Filesystem::zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_full, uint64_t* last_full) {
-  *first_full = (off + bs_ - 1) / bs_;
-  *last_full = stop / bs_;  // [first_full, last_full)
-  if (off / bs_ == (stop - 1) / bs_ && (off % bs_ || stop % bs_)) {
+int File::zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_full, uint64_t* last_full) {
+  *first_full = (off + s_.bs - 1) / s_.bs;
+  *last_full = stop / s_.bs;  // [first_full, last_full)
+  if (off / s_.bs == (stop - 1) / s_.bs && (off % s_.bs || stop % s_.bs)) {
     if (*first_full >= *last_full) return zero_range_in_block(in, off, stop - off);
     return 0;
   }
-  if (off % bs_) {
-    if (int err = zero_range_in_block(in, off, bs_ - off % bs_)) return err;
+  if (off % s_.bs) {
+    if (int err = zero_range_in_block(in, off, s_.bs - off % s_.bs)) return err;
   }
-  if (stop % bs_) {
-    if (int err = zero_range_in_block(in, stop - stop % bs_, stop % bs_)) return err;
+  if (stop % s_.bs) {
+    if (int err = zero_range_in_block(in, stop - stop % s_.bs, stop % s_.bs)) return err;
   }
   return 0;
 }
 
-int Filesystem::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
-  std::unique_lock ex(lock_);
-  if (int err = maybe_commit(len / bs_ + 8)) return err;
+int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
+  std::unique_lock ex(s_.lock);
+  if (int err = s_.super->maybe_commit(len / s_.bs + 8)) return err;
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = s_.itable->iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
   if (len == 0) return -EINVAL;
   inode_dio_wait(in);
   const uint64_t end = off + len;
-  if (end < off || end / bs_ >= (1ull << 40)) return -EFBIG;
+  if (end < off || end / s_.bs >= (1ull << 40)) return -EFBIG;
   if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
     const uint64_t stop = std::min(end, in->d.size);
     if (off >= stop) return 0;
     uint64_t first_full, last_full;
     if (int err = zero_edges(in, off, stop, &first_full, &last_full)) return err;
-    if (first_full < last_full) punch_extents(in, first_full, last_full - first_full);
-    touch(in->d, false, true, true);
-    return save_extents(in);
+    if (first_full < last_full) s_.extents->punch_extents(in, first_full, last_full - first_full);
+    InodeTable::touch(in->d, false, true, true);
+    return s_.extents->save_extents(in);
   }
   if ((mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE) {
     // ext4_zero_range: whole blocks become unwritten extents (holes among them are allocated
     // so), the partial edges are zeroed in place; nothing is written but those edges.
-    uint64_t first_full = (off + bs_ - 1) / bs_, last_full = end / bs_;
+    uint64_t first_full = (off + s_.bs - 1) / s_.bs, last_full = end / s_.bs;
     if (first_full < last_full) {
-      if (int err = allocate_range(in, first_full, last_full - first_full, true)) return err;
+      if (int err = s_.extents->allocate_range(in, first_full, last_full - first_full, true)) return err;
     }
     if (int err = zero_edges(in, off, end, &first_full, &last_full)) {
-      save_extents(in);
+      s_.extents->save_extents(in);
       return err;
     }
-    if (first_full < last_full) set_unwritten(in, first_full, last_full - first_full, true);
+    if (first_full < last_full) s_.extents->set_unwritten(in, first_full, last_full - first_full, true);
     if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
-    touch(in->d, false, true, true);
-    return save_extents(in);
+    InodeTable::touch(in->d, false, true, true);
+    return s_.extents->save_extents(in);
   }
   if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
-  if (int err = allocate_range(in, off / bs_, (end - 1) / bs_ - off / bs_ + 1, true)) {
-    save_extents(in);
+  if (int err = s_.extents->allocate_range(in, off / s_.bs, (end - 1) / s_.bs - off / s_.bs + 1, true)) {
+    s_.extents->save_extents(in);
     return err;
   }
   if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
-  touch(in->d, false, false, true);
-  return save_extents(in);
+  InodeTable::touch(in->d, false, false, true);
+  return s_.extents->save_extents(in);
 }
 
-int64_t Filesystem::lseek(uint64_t ino, uint64_t off, int whence) {
-  std::unique_lock ex(lock_);
+int64_t File::lseek(uint64_t ino, uint64_t off, int whence) {
+  std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = s_.itable->iget(ino, &in)) return err;
   const uint64_t size = in->d.size;
   if (whence != SEEK_DATA && whence != SEEK_HOLE) return -EINVAL;
   if (off >= size) return -ENXIO;
-  for (uint64_t l = off / bs_; l * bs_ < size;) {
+  for (uint64_t l = off / s_.bs; l * s_.bs < size;) {
     uint64_t run;
     bool unwritten;
-    const bool data = map_block(in, l, &run, &unwritten) && !unwritten;
-    const uint64_t pos = std::max(off, l * bs_);
+    const bool data = s_.extents->map_block(in, l, &run, &unwritten) && !unwritten;
+    const uint64_t pos = std::max(off, l * s_.bs);
     if (data == (whence == SEEK_DATA)) return int64_t(std::min(pos, size));
-    if (run > (size / bs_ + 1)) break;
+    if (run > (size / s_.bs + 1)) break;
     l += run;
   }
   return whence == SEEK_DATA ? -ENXIO : int64_t(size);
+}
+
+int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* out, bool fsetid) {
+  std::unique_lock ex(s_.lock);
+  if (int err = s_.super->maybe_commit()) return err;
+  InodeObj* in;
+  if (int err = s_.itable->iget(ino, &in)) return err;
+  Inode& d = in->d;
+  if (to_set & SETATTR_SIZE) {
+    if (S_ISDIR(d.mode)) return -EISDIR;
+    if (!S_ISREG(d.mode)) return -EINVAL;
+    if (int err = truncate(in, uint64_t(a.st_size))) return err;
+  }
+  // chown_common() kills the set-id bits of a non-directory whoever calls it; a mode given
+  // in the same call is what the caller asked for, and wins.
+  const bool chown = to_set & (SETATTR_UID | SETATTR_GID);
+  if (((to_set & SETATTR_SIZE) && !fsetid) || (chown && !S_ISDIR(d.mode))) FileIo::drop_suidgid(d);
+  if (to_set & SETATTR_MODE) {
+    d.mode = (d.mode & S_IFMT) | (a.st_mode & 07777);
+    if (int err = s_.xattrs->acl_chmod_locked(in)) return err;
+  }
+  if ((to_set & SETATTR_SIZE) || (chown && !S_ISDIR(d.mode))) {
+    if (int err = s_.xattrs->kill_caps(in)) return err;
+  }
+  if (to_set & SETATTR_UID) d.uid = a.st_uid;
+  if (to_set & SETATTR_GID) d.gid = a.st_gid;
+  if (to_set & SETATTR_ATIME_NOW) InodeTable::touch(d, true, false, false);
+  else if (to_set & SETATTR_ATIME) d.atime_sec = a.st_atim.tv_sec, d.atime_nsec = uint32_t(a.st_atim.tv_nsec);
+  if (to_set & SETATTR_MTIME_NOW) InodeTable::touch(d, false, true, false);
+  else if (to_set & SETATTR_MTIME) d.mtime_sec = a.st_mtim.tv_sec, d.mtime_nsec = uint32_t(a.st_mtim.tv_nsec);
+  if (to_set & SETATTR_CTIME) d.ctime_sec = a.st_ctim.tv_sec, d.ctime_nsec = uint32_t(a.st_ctim.tv_nsec);
+  else InodeTable::touch(d, false, false, true);
+  if (int err = s_.itable->isave(in)) return err;
+  s_.itable->fill_stat(in, out);
+  return 0;
+}
+
+int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid) {
+  std::unique_lock ex(s_.lock);
+  InodeObj* in;
+  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (truncate_it && S_ISREG(in->d.mode)) {
+    if (s_.opts.read_only) return -EROFS;
+    if (int err = s_.super->maybe_commit()) return err;
+    if (int err = truncate(in, 0)) return err;
+  }
+  in->open++;
+  if (direct_writer) {
+    in->direct_writers++;
+    in->cache_stale = true;
+  } else if (cache_valid) {
+    *cache_valid = !in->cache_stale;
+    if (!in->direct_writers) in->cache_stale = false;  // this open drops what the kernel had
+  }
+  return 0;
+}
+
+int File::release(uint64_t ino, bool direct_writer) {
+  std::unique_lock ex(s_.lock);
+  auto it = s_.inodes.find(ino);
+  if (it == s_.inodes.end()) return 0;
+  InodeObj* in = it->second.get();
+  if (in->open) in->open--;
+  if (direct_writer && in->direct_writers) in->direct_writers--;
+  if (int err = s_.super->maybe_commit()) return err;  // as forget(): a run of last closes commits as it goes
+  s_.itable->maybe_free_inode(in);
+  return 0;
 }
 
 }  // namespace biofs

@@ -1,4 +1,4 @@
-// The filesystem's lock (Filesystem::lock_): a std::shared_mutex whose waiting paths sleep
+// The filesystem's lock (FsInfo::lock): a std::shared_mutex whose waiting paths sleep
 // through schedule() (blockcore/schedule.h), as a task that sleeps on the kernel's rw_semaphore
 // does (rwsem_down_write_slowpath -> schedule()): the caller's plug is dispatched first. The
 // holder may be waiting for I/O that sits in that plug: a truncate or hole punch drains the

@@ -5,6 +5,8 @@
 // placement are in xattr_block.cc. Kernel twins (fs/ext4/xattr.c): ext4_xattr_get,
 // ext4_listxattr, ext4_xattr_set_handle (with ext4_xattr_ibody_set and ext4_xattr_block_set),
 // ext4_xattr_release_block (when the last block attribute leaves, and at inode free).
+#include "xattr.h"
+
 #include <sys/xattr.h>
 
 #include <algorithm>
@@ -12,7 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "filesystem.h"
+#include "inode_table.h"
+#include "super.h"
 #include "acl.h"
 #include "xattr_block.h"
 
@@ -21,63 +24,64 @@ namespace biofs {
 using namespace disk;
 using xattr::Attr;
 
-int Filesystem::xattr_load(InodeObj* in, std::vector<Attr>* all) {
+int Xattr::xattr_load(InodeObj* in, std::vector<Attr>* all) {
   if (!xattr::parse_inline(in->d, all)) return -EUCLEAN;  // a damaged inode: never read past the area
   const uint64_t blk = xattr::block_of(in->d);
   if (!blk) return 0;
   // An address outside the data area, or a flag the superblock does not allow: damage.
-  if (!(sb_.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK) || blk < sb_.data_start || blk >= sb_.block_count - 1)
+  if (!(s_.sb.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK) || blk < s_.sb.data_start ||
+      blk >= s_.sb.block_count - 1)
     return -EUCLEAN;
   Buffer* b;
-  if (int err = cache_.get(blk, BLK_XATTR, &b)) return err;  // magic, block number, crc
+  if (int err = s_.cache.get(blk, BLK_XATTR, &b)) return err;  // magic, block number, crc
   if (b->magic != BLK_XATTR) return -EUCLEAN;                // already cached as another kind of block
-  xattr::ParsedBlock p = xattr::parse_block(b->data.data(), bs_, blk, in->ino, false);
+  xattr::ParsedBlock p = xattr::parse_block(b->data.data(), s_.bs, blk, in->ino, false);
   if (p.state != xattr::BlockState::ok) return -EUCLEAN;
   all->insert(all->end(), p.attrs.begin(), p.attrs.end());
   return 0;
 }
 
-int Filesystem::xattr_store(InodeObj* in, const std::vector<Attr>& all) {
+int Xattr::xattr_store(InodeObj* in, const std::vector<Attr>& all) {
   std::vector<Attr> inl, out;
-  if (!xattr::place(all, bs_, &inl, &out)) return -ENOSPC;
+  if (!xattr::place(all, s_.bs, &inl, &out)) return -ENOSPC;
   Inode& d = in->d;
   const uint64_t old = xattr::block_of(d);
   uint64_t blk = old;
   if (!out.empty() && !old) {
     uint64_t got;
-    if (int err = alloc_.alloc_blocks(0, 1, &blk, &got)) return err;
-    if (!(sb_.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK)) {  // an older image: first use
-      sb_.feature_incompat |= FEATURE_INCOMPAT_XATTR_BLOCK;
-      if (int err = save_superblock_journaled()) {
-        alloc_.free_blocks_later(blk, 1);
+    if (int err = s_.alloc.alloc_blocks(0, 1, &blk, &got)) return err;
+    if (!(s_.sb.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK)) {  // an older image: first use
+      s_.sb.feature_incompat |= FEATURE_INCOMPAT_XATTR_BLOCK;
+      if (int err = s_.itable->save_superblock_journaled()) {
+        s_.alloc.free_blocks_later(blk, 1);
         return err;
       }
     }
     d.blocks++;
   } else if (out.empty() && old) {
-    alloc_.free_blocks_later(old, 1);  // reusable after the next commit; dropped from the cache
+    s_.alloc.free_blocks_later(old, 1);  // reusable after the next commit; dropped from the cache
     d.blocks--;
     blk = 0;
   }
   if (blk) {
-    Buffer* b = cache_.get_new(blk, BLK_XATTR);  // the whole block rewritten, dirty
-    xattr::pack_block(b->data.data(), bs_, blk, in->ino, out);
+    Buffer* b = s_.cache.get_new(blk, BLK_XATTR);  // the whole block rewritten, dirty
+    xattr::pack_block(b->data.data(), s_.bs, blk, in->ino, out);
   }
   xattr::set_block(d, blk);
   xattr::pack_inline(d, inl);
-  touch(d, false, false, true);
-  return isave(in);
+  InodeTable::touch(d, false, false, true);
+  return s_.itable->isave(in);
 }
 
-void Filesystem::xattr_release_block(InodeObj* in) {
+void Xattr::xattr_release_block(InodeObj* in) {
   const uint64_t blk = xattr::block_of(in->d);
   if (!blk) return;
   // Only a block that reads back as this inode's is freed: a damaged address must not free
   // metadata or another inode's block (a block left marked in use is fsck's to find).
   Buffer* b;
-  if (blk >= sb_.data_start && blk < sb_.block_count - 1 && cache_.get(blk, BLK_XATTR, &b) == 0 &&
+  if (blk >= s_.sb.data_start && blk < s_.sb.block_count - 1 && s_.cache.get(blk, BLK_XATTR, &b) == 0 &&
       b->magic == BLK_XATTR && reinterpret_cast<const XattrBlock*>(b->data.data())->owner == in->ino)
-    alloc_.free_blocks_later(blk, 1);
+    s_.alloc.free_blocks_later(blk, 1);
   in->d.blocks--;
   xattr::set_block(in->d, 0);
 }
@@ -100,7 +104,7 @@ std::vector<Attr>::iterator find_attr(std::vector<Attr>& attrs, const std::strin
 
 }  // namespace
 
-int Filesystem::acl_inherit(InodeObj* dir, mode_t* mode, mode_t umask, std::vector<Attr>* attrs) {
+int Xattr::acl_inherit(InodeObj* dir, mode_t* mode, mode_t umask, std::vector<Attr>* attrs) {
   std::vector<Attr> dir_attrs;
   if (int err = xattr_load(dir, &dir_attrs)) return err;
   auto it = find_attr(dir_attrs, ACL_DEFAULT_XATTR);
@@ -116,7 +120,7 @@ int Filesystem::acl_inherit(InodeObj* dir, mode_t* mode, mode_t umask, std::vect
   return 0;
 }
 
-int Filesystem::acl_chmod_locked(InodeObj* in) {
+int Xattr::acl_chmod_locked(InodeObj* in) {
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   auto it = find_attr(attrs, ACL_ACCESS_XATTR);
@@ -128,7 +132,7 @@ int Filesystem::acl_chmod_locked(InodeObj* in) {
   return xattr_store(in, attrs);
 }
 
-int Filesystem::acl_set_access(InodeObj* in, std::vector<Attr>* attrs, const std::string& value) {
+int Xattr::acl_set_access(InodeObj* in, std::vector<Attr>* attrs, const std::string& value) {
   const std::optional<Acl> acl = acl_from_xattr(value);
   if (!acl) return -EINVAL;
   mode_t bits;
@@ -145,7 +149,7 @@ int Filesystem::acl_set_access(InodeObj* in, std::vector<Attr>* attrs, const std
   return xattr_store(in, *attrs);
 }
 
-int Filesystem::kill_caps(InodeObj* in) {
+int Xattr::kill_caps(InodeObj* in) {
   if (in->has_caps == 0) return 0;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
@@ -158,13 +162,13 @@ int Filesystem::kill_caps(InodeObj* in) {
   return 0;
 }
 
-int Filesystem::setxattr(uint64_t ino, const std::string& name, const std::string& value, int flags) {
-  std::unique_lock ex(lock_);
+int Xattr::setxattr(uint64_t ino, const std::string& name, const std::string& value, int flags) {
+  std::unique_lock ex(s_.lock);
   if (name.empty() || name.size() > xattr::NAME_MAX_LEN) return name.empty() ? -EINVAL : -ERANGE;
   if (!known_namespace(name)) return -EOPNOTSUPP;
-  if (int err = maybe_commit()) return err;
+  if (int err = s_.super->maybe_commit()) return err;
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = s_.itable->iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   auto it = find_attr(attrs, name);
@@ -181,11 +185,11 @@ int Filesystem::setxattr(uint64_t ino, const std::string& name, const std::strin
   return xattr_store(in, attrs);
 }
 
-int Filesystem::getxattr(uint64_t ino, const std::string& name, std::string* value) {
+int Xattr::getxattr(uint64_t ino, const std::string& name, std::string* value) {
   if (!known_namespace(name)) return -EOPNOTSUPP;
-  std::unique_lock ex(lock_);
+  std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = s_.itable->iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   for (const Attr& a : attrs)
@@ -196,10 +200,10 @@ int Filesystem::getxattr(uint64_t ino, const std::string& name, std::string* val
   return -ENODATA;
 }
 
-int Filesystem::listxattr(uint64_t ino, std::string* names) {
-  std::unique_lock ex(lock_);
+int Xattr::listxattr(uint64_t ino, std::string* names) {
+  std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = s_.itable->iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   names->clear();
@@ -207,12 +211,12 @@ int Filesystem::listxattr(uint64_t ino, std::string* names) {
   return 0;
 }
 
-int Filesystem::removexattr(uint64_t ino, const std::string& name) {
+int Xattr::removexattr(uint64_t ino, const std::string& name) {
   if (!known_namespace(name)) return -EOPNOTSUPP;
-  std::unique_lock ex(lock_);
-  if (int err = maybe_commit()) return err;
+  std::unique_lock ex(s_.lock);
+  if (int err = s_.super->maybe_commit()) return err;
   InodeObj* in;
-  if (int err = iget(ino, &in)) return err;
+  if (int err = s_.itable->iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == name; });

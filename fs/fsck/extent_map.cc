@@ -1,4 +1,4 @@
-// Extent maps written in a shape the filesystem writes (inode_extents.cc: inline up to four
+// Extent maps written in a shape the filesystem writes (fs/extent_map.cc: inline up to four
 // extents, else a tree; here its leaves packed full), the twin of e2fsck/extents.c's rebuilding of extent trees:
 // the maps pass 1 cut or found in an unusual shape, and directories that grow when lost+found
 // takes entries.

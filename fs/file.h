@@ -1,0 +1,42 @@
+// File data outside the read/write path (file_io.h): opening and closing, attributes
+// (setattr's size, mode, owner and times), block reads for metadata-like callers, truncation,
+// fallocate (preallocation, punch hole, zero range) and SEEK_DATA/SEEK_HOLE.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+
+#include "fs_info.h"
+
+namespace biofs {
+
+// setattr fields (FUSE_SET_ATTR_* values, so the daemon passes its mask through).
+enum : int {
+  SETATTR_MODE = 1 << 0, SETATTR_UID = 1 << 1, SETATTR_GID = 1 << 2, SETATTR_SIZE = 1 << 3,
+  SETATTR_ATIME = 1 << 4, SETATTR_MTIME = 1 << 5, SETATTR_ATIME_NOW = 1 << 7,
+  SETATTR_MTIME_NOW = 1 << 8, SETATTR_CTIME = 1 << 10,
+};
+
+class File {
+ public:
+  explicit File(FsInfo& s) : s_(s) {}
+
+  int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out, bool fsetid);
+  int open(uint64_t ino, bool truncate, bool direct_writer, bool* cache_valid);
+  int release(uint64_t ino, bool direct_writer);
+  int fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len);
+  int64_t lseek(uint64_t ino, uint64_t off, int whence);
+
+  int truncate(InodeObj* in, uint64_t size);
+  int read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf);
+  int zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len);  // within one block
+  // Zeroes the partial blocks at the ends of [off, stop) in place; sets [*first_full,
+  // *last_full) to the whole blocks between them, which the caller unmaps or marks unwritten.
+  int zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_full, uint64_t* last_full);
+
+ private:
+  FsInfo& s_;
+};
+
+}  // namespace biofs

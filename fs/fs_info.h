@@ -1,0 +1,76 @@
+// The mount's shared state, which every part of the filesystem holds a reference to: the
+// device, the superblock, the lock, the in-memory inodes, the allocator, the journal and its
+// metadata cache (the kernel's struct super_block with ext4's ext4_sb_info). It also names
+// the parts (filesystem.h), so that each can reach the others.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "allocator.h"
+#include "block_io.h"
+#include "end_io_work.h"
+#include "format.h"
+#include "fs_lock.h"
+#include "inode_obj.h"
+#include "journal.h"
+#include "meta_cache.h"
+
+namespace biofs {
+
+struct MountOptions {
+  size_t meta_cache_bytes = 256u << 20;
+  unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
+  bool read_only = false;
+  // Called, under the filesystem's lock, when a write drops an inode's set-id bits (a writer
+  // without fsetid): whoever caches the mode (the kernel, over FUSE) must drop its copy.
+  std::function<void(uint64_t ino)> setid_dropped;
+};
+
+class InodeTable;
+class ExtentMap;
+class Dir;
+class Namei;
+class File;
+class FileIo;
+class Xattr;
+class Super;
+
+struct FsInfo {
+  FsInfo(BlockIo& dev, const disk::SuperBlock& super_block, const MountOptions& options)
+      : io(dev), sb(super_block), opts(options), journal(io, sb), cache(io, sb, journal, options.meta_cache_bytes),
+        alloc(cache, sb), bs(super_block.block_size) {}
+  FsInfo(const FsInfo&) = delete;
+  FsInfo& operator=(const FsInfo&) = delete;
+
+  BlockIo& io;
+  disk::SuperBlock sb;
+  MountOptions opts;
+  Journal journal;
+  MetaCache cache;
+  FsAllocator alloc;
+  uint32_t bs;
+  FsLock lock;
+  std::unordered_map<uint64_t, std::unique_ptr<InodeObj>> inodes;
+  int replayed = 0;
+  // A failed commit leaves memory ahead of the disk: from then on nothing more is written
+  // (changes get EROFS) and unmount leaves the superblock dirty, so fsck runs (as ext4's
+  // errors=remount-ro). The disk stays as of the last good commit.
+  int failed = 0;
+  bool mounted = false;
+  std::unique_ptr<EndIoWork> end_io;  // unwritten-extent conversion after the data (writable mounts)
+
+  // The parts (set by Filesystem, which holds them).
+  InodeTable* itable = nullptr;
+  ExtentMap* extents = nullptr;
+  Dir* dirs = nullptr;
+  Namei* namei = nullptr;
+  File* files = nullptr;
+  FileIo* file_io = nullptr;
+  Xattr* xattrs = nullptr;
+  Super* super = nullptr;
+};
+
+}  // namespace biofs

@@ -1,0 +1,44 @@
+// The inodes in memory and on disk (fs/ext4/inode.c, ialloc.c, orphan.c): reading one from the
+// table (checked), writing it back through the journal, creating and freeing it, the orphan
+// list, and the attributes a stat shows.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+
+#include "fs_info.h"
+
+namespace biofs {
+
+class InodeTable {
+ public:
+  explicit InodeTable(FsInfo& s) : s_(s) {}
+
+  int getattr(uint64_t ino, struct stat* st);
+  void forget(uint64_t ino, uint64_t nlookup);
+
+  int iget(uint64_t ino, InodeObj** out);
+  // The inode, taking the exclusive lock for a moment if it is not in memory yet.
+  int iget_shared(std::shared_lock<FsLock>& shared, uint64_t ino, InodeObj** out);
+  // The inode into its table block (dirty); `times_only`: nothing but its times changed, which
+  // fdatasync need not commit.
+  int isave(InodeObj* in, bool times_only = false);
+  int new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out);
+  // nlink 0, no lookups, not open: free everything. nlink 0 but still in use: put it on the
+  // orphan list, so a crash before the last close frees it at the next mount.
+  void maybe_free_inode(InodeObj* in);
+  int orphan_add(InodeObj* in);
+  int orphan_remove(InodeObj* in);
+  int free_orphans();          // at mount: frees what a crash left on the orphan list
+  int save_superblock_journaled();
+  void fill_stat(const InodeObj* in, struct stat* st) const;
+  static void touch(disk::Inode& d, bool a, bool m, bool c);
+
+ private:
+  FsInfo& s_;
+};
+
+}  // namespace biofs

@@ -1,0 +1,333 @@
+// The namespace operations (fs/namei.c, fs/ext4/namei.c): lookup, create, link, unlink,
+// rename, readdir, readlink.
+#include "namei.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "dir.h"
+#include "extent_map.h"
+#include "file.h"
+#include "inode_table.h"
+#include "super.h"
+#include "xattr.h"
+#include "xattr_block.h"
+
+namespace biofs {
+
+using namespace disk;
+
+int Namei::lookup(uint64_t parent, const std::string& name, struct stat* st) {
+  if (name.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  {
+    // The common case touches only memory: the directory's index and the inode are loaded.
+    std::shared_lock shared(s_.lock);
+    auto d = s_.inodes.find(parent);
+    if (d != s_.inodes.end() && S_ISDIR(d->second->d.mode) && d->second->dir) {
+      auto e = d->second->dir->find(name);
+      if (e == d->second->dir->end()) return -ENOENT;
+      if (auto c = s_.inodes.find(e->second.ino); c != s_.inodes.end()) {
+        c->second->nlookup.fetch_add(1, std::memory_order_relaxed);
+        s_.itable->fill_stat(c->second.get(), st);
+        return 0;
+      }
+    }
+  }
+  std::unique_lock ex(s_.lock);
+  InodeObj* dir;
+  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc loc;
+  if (int err = s_.dirs->dir_find(dir, name, &loc)) return err;
+  InodeObj* in;
+  if (int err = s_.itable->iget(loc.ino, &in)) return err == -ESTALE ? -EUCLEAN : err;
+  in->nlookup++;
+  s_.itable->fill_stat(in, st);
+  return 0;
+}
+
+int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid,
+                     dev_t rdev, const std::string* target, struct stat* st, mode_t umask) {
+  std::unique_lock ex(s_.lock);
+  if (name.empty() || name.size() > MAX_NAME_LEN) return name.empty() ? -EINVAL : -ENAMETOOLONG;
+  if (name == "." || name == ".." || name.find('/') != std::string::npos) return -EINVAL;
+  if (int err = s_.super->maybe_commit()) return err;
+  InodeObj* dir;
+  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  if (dir->d.nlink == 0) return -ENOENT;  // removed directory
+  InodeObj::DirLoc loc;
+  int err = s_.dirs->dir_find(dir, name, &loc);
+  if (err == 0) return -EEXIST;
+  if (err != -ENOENT) return err;
+  if (S_ISDIR(mode) && dir->d.nlink >= UINT32_MAX - 1) return -EMLINK;
+  // inode_init_owner(): in a setgid directory the group is the directory's, and a new
+  // directory is setgid too.
+  if (dir->d.mode & S_ISGID) {
+    gid = dir->d.gid;
+    if (S_ISDIR(mode)) mode |= S_ISGID;
+  }
+  std::vector<xattr::Attr> acls;
+  if (!target) {
+    if (int e = s_.xattrs->acl_inherit(dir, &mode, umask, &acls)) return e;
+  }
+  InodeObj* in;
+  if (int e = s_.itable->new_inode(mode, uid, gid, &in)) return e;
+  in->d.nlink = S_ISDIR(mode) ? 2 : 1;
+  in->d.rdev = uint32_t(rdev);
+  if (S_ISDIR(mode)) in->d.parent = parent;
+  in->has_caps = 0;
+  err = acls.empty() ? 0 : s_.xattrs->xattr_store(in, acls);
+  if (target && !err) {
+    in->d.size = target->size();
+    if (target->size() <= sizeof(in->d.inline_data)) {
+      in->d.flags |= INODE_INLINE_DATA;
+      std::memcpy(in->d.inline_data, target->data(), target->size());
+    } else {
+      // A long target is file data in one block (targets are at most PATH_MAX = 4096 bytes).
+      const uint64_t nb = (target->size() + s_.bs - 1) / s_.bs;
+      err = s_.extents->allocate_range(in, 0, nb);
+      if (!err) {
+        IoBuf buf(nb * s_.bs);
+        std::memcpy(buf.data(), target->data(), target->size());
+        uint64_t run;
+        const uint64_t p = s_.extents->map_block(in, 0, &run, nullptr);
+        err = run >= nb ? s_.io.write(p, uint32_t(nb), buf.data()) : -ENOSPC;
+      }
+    }
+  }
+  if (!err) err = s_.extents->save_extents(in);
+  if (!err) err = s_.dirs->dir_add(dir, name, in->ino, dirent_type(mode));
+  if (err) {
+    in->d.nlink = 0;
+    s_.itable->maybe_free_inode(in);
+    return err;
+  }
+  if (S_ISDIR(mode)) dir->d.nlink++;
+  InodeTable::touch(dir->d, false, true, true);
+  if ((err = s_.itable->isave(dir))) return err;
+  in->nlookup++;
+  s_.itable->fill_stat(in, st);
+  return 0;
+}
+
+int Namei::mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
+                 struct stat* st, mode_t umask) {
+  if (S_ISDIR(mode) || S_ISLNK(mode)) return -EINVAL;
+  if (!(mode & S_IFMT)) mode |= S_IFREG;
+  return make_node(parent, name, mode, uid, gid, rdev, nullptr, st, umask);
+}
+
+int Namei::mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st,
+                 mode_t umask) {
+  return make_node(parent, name, S_IFDIR | (mode & 07777), uid, gid, 0, nullptr, st, umask);
+}
+
+int Namei::symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid,
+                   struct stat* st) {
+  if (target.empty() || target.size() >= 4096) return target.empty() ? -ENOENT : -ENAMETOOLONG;
+  return make_node(parent, name, S_IFLNK | 0777, uid, gid, 0, &target, st);
+}
+
+int Namei::readlink(uint64_t ino, std::string* target) {
+  std::unique_lock ex(s_.lock);
+  InodeObj* in;
+  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (!S_ISLNK(in->d.mode)) return -EINVAL;
+  if (in->d.size > symlink_max_size(in->d)) return -EUCLEAN;
+  if (in->d.flags & INODE_INLINE_DATA) {
+    target->assign(in->d.inline_data, in->d.size);
+    return 0;
+  }
+  const uint64_t nb = (in->d.size + s_.bs - 1) / s_.bs;
+  IoBuf buf(nb * s_.bs);
+  if (int err = s_.files->read_blocks(in, 0, nb, buf.data())) return err;
+  target->assign(reinterpret_cast<const char*>(buf.data()), in->d.size);
+  return 0;
+}
+
+int Namei::link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st) {
+  std::unique_lock ex(s_.lock);
+  if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  if (int err = s_.super->maybe_commit()) return err;
+  InodeObj *in, *dir;
+  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (S_ISDIR(in->d.mode)) return -EPERM;
+  if (in->d.nlink >= UINT32_MAX - 1) return -EMLINK;
+  if (int err = s_.itable->iget(newparent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc loc;
+  if (s_.dirs->dir_find(dir, newname, &loc) == 0) return -EEXIST;
+  if (int err = s_.dirs->dir_add(dir, newname, ino, dirent_type(in->d.mode))) return err;
+  in->d.nlink++;
+  InodeTable::touch(in->d, false, false, true);
+  InodeTable::touch(dir->d, false, true, true);
+  if (int err = s_.itable->isave(in)) return err;
+  if (int err = s_.itable->isave(dir)) return err;
+  in->nlookup++;
+  s_.itable->fill_stat(in, st);
+  return 0;
+}
+
+int Namei::remove_entry(uint64_t parent, const std::string& name, bool want_dir) {
+  std::unique_lock ex(s_.lock);
+  if (int err = s_.super->maybe_commit()) return err;
+  InodeObj* dir;
+  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc loc;
+  if (int err = s_.dirs->dir_find(dir, name, &loc)) return err;
+  InodeObj* in;
+  if (int err = s_.itable->iget(loc.ino, &in)) return err;
+  const bool is_dir = S_ISDIR(in->d.mode);
+  if (want_dir && !is_dir) return -ENOTDIR;
+  if (!want_dir && is_dir) return -EISDIR;
+  if (int err = drop_entry(dir, name, in)) return err;
+  InodeTable::touch(dir->d, false, true, true);
+  if (int err = s_.itable->isave(dir)) return err;
+  s_.itable->maybe_free_inode(in);
+  return 0;
+}
+
+int Namei::drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim) {
+  if (S_ISDIR(victim->d.mode) && !s_.dirs->dir_empty(victim)) return -ENOTEMPTY;
+  if (int err = s_.dirs->dir_remove(dir, name)) return err;
+  return drop_links(dir, victim);
+}
+
+int Namei::drop_links(InodeObj* dir, InodeObj* victim) {
+  if (S_ISDIR(victim->d.mode)) {
+    victim->d.nlink = 0;
+    dir->d.nlink--;  // its ".." named `dir`
+  } else {
+    victim->d.nlink--;
+  }
+  InodeTable::touch(victim->d, false, false, true);
+  return s_.itable->isave(victim);
+}
+
+int Namei::unlink(uint64_t parent, const std::string& name) { return remove_entry(parent, name, false); }
+
+int Namei::rmdir(uint64_t parent, const std::string& name) { return remove_entry(parent, name, true); }
+
+int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname,
+                  unsigned flags) {
+  std::unique_lock ex(s_.lock);
+  if (flags & ~unsigned(RENAME_NOREPLACE | RENAME_EXCHANGE)) return -EINVAL;
+  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return -EINVAL;
+  if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  if (int err = s_.super->maybe_commit()) return err;
+  InodeObj *sdir, *ddir, *src, *dst = nullptr;
+  if (int err = s_.itable->iget(parent, &sdir)) return err;
+  if (int err = s_.itable->iget(newparent, &ddir)) return err;
+  if (!S_ISDIR(sdir->d.mode) || !S_ISDIR(ddir->d.mode)) return -ENOTDIR;
+  InodeObj::DirLoc sloc, dloc;
+  if (int err = s_.dirs->dir_find(sdir, name, &sloc)) return err;
+  if (int err = s_.itable->iget(sloc.ino, &src)) return err;
+  int err = s_.dirs->dir_find(ddir, newname, &dloc);
+  if (err && err != -ENOENT) return err;
+  if (!err) {
+    if (flags & RENAME_NOREPLACE) return -EEXIST;
+    if ((err = s_.itable->iget(dloc.ino, &dst))) return err;
+  } else if (flags & RENAME_EXCHANGE) {
+    return -ENOENT;
+  }
+  if (dst == src) return 0;
+  const bool sdir_is = S_ISDIR(src->d.mode);
+  // A directory may not move below itself: walk up from the new parent.
+  if (sdir_is && parent != newparent) {
+    for (uint64_t p = newparent, steps = 0; p != ROOT_INO; steps++) {
+      if (steps > s_.sb.inode_count) return -EUCLEAN;  // damaged parent links that loop
+      if (p == src->ino) return -EINVAL;
+      InodeObj* pi;
+      if ((err = s_.itable->iget(p, &pi))) return err;
+      p = pi->d.parent;
+      if (p == 0) break;
+    }
+  }
+  if (flags & RENAME_EXCHANGE) {
+    const bool ddir_is = S_ISDIR(dst->d.mode);
+    if (ddir_is && parent != newparent) {
+      for (uint64_t p = parent, steps = 0; p != ROOT_INO && p; steps++) {
+        if (steps > s_.sb.inode_count) return -EUCLEAN;
+        if (p == dst->ino) return -EINVAL;
+        InodeObj* pi;
+        if ((err = s_.itable->iget(p, &pi))) return err;
+        p = pi->d.parent;
+      }
+    }
+    // Both names stay where they are and swap inodes: nothing to allocate, nothing half-done.
+    if ((err = s_.dirs->dir_replace(sdir, name, dst->ino, dirent_type(dst->d.mode)))) return err;
+    if ((err = s_.dirs->dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
+    if (sdir_is != ddir_is && parent != newparent) {
+      if (sdir_is) sdir->d.nlink--, ddir->d.nlink++;
+      else sdir->d.nlink++, ddir->d.nlink--;
+    }
+    if (sdir_is) src->d.parent = newparent;
+    if (ddir_is) dst->d.parent = parent;
+    InodeTable::touch(dst->d, false, false, true);
+    if ((err = s_.itable->isave(dst))) return err;
+  } else {
+    // The new name first, made in place over the old target or in free space, so that a
+    // failure (no space for the entry) leaves the namespace as it was; then the old name goes.
+    if (dst) {
+      const bool ddir_is = S_ISDIR(dst->d.mode);
+      if (sdir_is && !ddir_is) return -ENOTDIR;
+      if (!sdir_is && ddir_is) return -EISDIR;
+      if (ddir_is && !s_.dirs->dir_empty(dst)) return -ENOTEMPTY;
+      if ((err = s_.dirs->dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
+    } else if ((err = s_.dirs->dir_add(ddir, newname, src->ino, dirent_type(src->d.mode)))) {
+      return err;
+    }
+    if ((err = s_.dirs->dir_remove(sdir, name))) return err;
+    if (dst && (err = drop_links(ddir, dst))) return err;
+    if (sdir_is && parent != newparent) {
+      sdir->d.nlink--;
+      ddir->d.nlink++;
+      src->d.parent = newparent;
+    }
+  }
+  InodeTable::touch(src->d, false, false, true);
+  InodeTable::touch(sdir->d, false, true, true);
+  InodeTable::touch(ddir->d, false, true, true);
+  if ((err = s_.itable->isave(src)) || (err = s_.itable->isave(sdir)) || (err = s_.itable->isave(ddir))) return err;
+  if (dst && dst->d.nlink == 0) s_.itable->maybe_free_inode(dst);
+  return 0;
+}
+
+int Namei::readdir(uint64_t ino, uint64_t off,
+                   const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn) {
+  std::unique_lock ex(s_.lock);
+  InodeObj* dir;
+  if (int err = s_.itable->iget(ino, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  if (int err = s_.dirs->dir_load(dir)) return err;  // checks every entry of every block (dir.cc)
+  // Offsets: 1 after ".", 2 after "..", then 3 + lblk * block_size + the entry's byte offset
+  // (+1 for the next one), stable while other entries come and go.
+  if (off < 1 && !fn(".", ino, DT_DIR, 1)) return 0;
+  if (off < 2 && !fn("..", dir->d.parent ? dir->d.parent : ino, DT_DIR, 2)) return 0;
+  const uint64_t nblocks = dir->d.size / s_.bs;
+  for (uint64_t lblk = off < 3 ? 0 : (off - 3) / s_.bs; lblk < nblocks; lblk++) {
+    uint64_t run;
+    const uint64_t pblk = s_.extents->map_block(dir, lblk, &run, nullptr);
+    if (!pblk) return -EUCLEAN;
+    Buffer* b;
+    if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
+    for (uint32_t o = sizeof(DirBlock); o < s_.bs;) {
+      const auto* e = reinterpret_cast<const DirEntry*>(b->data.data() + o);
+      if (e->rec_len < sizeof(DirEntry) || o + e->rec_len > s_.bs) return -EUCLEAN;
+      const uint64_t pos = 3 + lblk * s_.bs + o;
+      if (e->ino && pos >= off) {
+        if (!fn(std::string(reinterpret_cast<const char*>(e + 1), e->name_len), e->ino, e->type, pos + 1)) return 0;
+      }
+      o += e->rec_len;
+    }
+  }
+  return 0;
+}
+
+}  // namespace biofs

@@ -1,0 +1,47 @@
+// The namespace operations (fs/namei.c, fs/ext4/namei.c): lookup, create, link, unlink,
+// rename, readdir, readlink.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "fs_info.h"
+
+namespace biofs {
+
+class Namei {
+ public:
+  explicit Namei(FsInfo& s) : s_(s) {}
+
+  int lookup(uint64_t parent, const std::string& name, struct stat* st);  // +1 lookup count
+  int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st,
+            mode_t umask);
+  int mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st,
+            mode_t umask);
+  int symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid, struct stat* st);
+  int readlink(uint64_t ino, std::string* target);
+  int link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st);
+  int unlink(uint64_t parent, const std::string& name);
+  int rmdir(uint64_t parent, const std::string& name);
+  int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname, unsigned flags);
+  int readdir(uint64_t ino, uint64_t off,
+              const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
+
+ private:
+  int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
+                const std::string* symlink_target, struct stat* st, mode_t umask = 0);
+  int remove_entry(uint64_t parent, const std::string& name, bool want_dir);
+  // Removes `name` (naming `victim`) from `dir`: a directory must be empty and loses all its
+  // links (and `dir` the one its ".." held), a file loses one. Saves the victim, not `dir`.
+  int drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim);
+  // The link bookkeeping of losing one name: a directory loses all its links (and `dir` the
+  // one its ".." held), a file one. Saves the victim.
+  int drop_links(InodeObj* dir, InodeObj* victim);
+
+  FsInfo& s_;
+};
+
+}  // namespace biofs

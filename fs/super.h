@@ -1,0 +1,50 @@
+// The mount's lifecycle (fs/ext4/super.c, fs/ext4/fsync.c, jbd2's commit timer): starting a
+// mount (journal replay, orphans), commits (on fsync, when the journal fills, and every
+// commit_interval_s), sync and fsync, statfs, unmount, and the crash hooks of the tests.
+#pragma once
+
+#include <sys/statvfs.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+#include "fs_info.h"
+
+namespace biofs {
+
+class Super {
+ public:
+  explicit Super(FsInfo& s) : s_(s) {}
+
+  // Replays the journal, frees the orphans a crash left, marks the superblock dirty, starts
+  // the commit thread and the end-io worker. 0 or -errno.
+  int start();
+  // Commits, writes the superblock clean (primary and backup), flushes. 0 or -errno.
+  int unmount();
+  // Drops the mount without writing anything more, as a crash would.
+  void crash();
+  // `data_durable`: the file's data writes went out with FUA, so only a commit is left to do.
+  int fsync(uint64_t ino, bool datasync, bool data_durable);
+  int sync();  // commit the running transaction and flush
+  int statfs(struct statvfs* st);
+
+  // Commits when the transaction nears the journal's capacity, or when an operation about to
+  // allocate up to `need_blocks` might not find them while freed blocks wait for a commit
+  // (ext4_should_retry_alloc's forced commit, done before the operation changes anything).
+  int maybe_commit(uint64_t need_blocks = 4);
+  int commit_locked();
+
+ private:
+  int write_superblock(uint32_t state);
+  void commit_thread(std::stop_token stop);
+
+  FsInfo& s_;
+  std::mutex commit_wait_lock_;           // only for commit_wait_'s sleep
+  std::condition_variable_any commit_wait_;
+  std::jthread committer_;  // last: stopped and joined before the members it uses go
+};
+
+}  // namespace biofs
