@@ -12,10 +12,10 @@
 // - One thread covers a queue at a time (blk_cover_claim: the first to claim it).
 // - While a thread covers the queue, the driver's completion thread stands down
 //   (BlkMqOps::set_covered(true)); it takes over before the covering thread sleeps anywhere
-//   but in its ring: sched_submit_work() calls blk_cover_pause(), and the thread covers again
+//   but in its ring: schedule() (schedule.h) calls blk_cover_pause() through sched_submit_work(), and the thread covers again
 //   with blk_cover_resume() when it is back.
 // - The completion thread still looks now and then while it stands down (nvme_driver.h), so
-//   a sleep that skipped sched_submit_work() delays completions, never loses them.
+//   a sleep that skipped schedule() delays completions, never loses them.
 #pragma once
 
 #include "blk_mq.h"
@@ -39,7 +39,7 @@ BlkMqHwCtx* blk_cover_hctx();
 int blk_cover_fd();
 // The thread is back where it waits for completions: it covers its queue again.
 void blk_cover_resume();
-// The thread may sleep elsewhere: the completion thread takes over (sched_submit_work()).
+// The thread may sleep elsewhere: the completion thread takes over (schedule()).
 void blk_cover_pause();
 // Reaps the claimed queue and ends what it found; returns the requests ended.
 int blk_cover_reap();

@@ -54,7 +54,7 @@ thread_local uint8_t tls_backlog = 0;  // one bit per recent request: others wai
 // requests waiting behind it in its ring starts a plug sized for them, and keeps it, as its
 // current plug, until the batch ends (fuse_ring_batch_end(), FuseReactor::Config::batch_end): the batch's bios
 // reach the driver in one queue_rqs() call and take their tags in batches (tag_batch=). Every
-// place that may block flushes it first (sched_submit_work()).
+// sleep dispatches it first (schedule(), blockcore/schedule.h).
 thread_local BlkPlug tls_batch_plug;
 
 void plug_ring_batch(int waiting) {
