@@ -5,6 +5,7 @@
 // short of tags does not deadlock its submitter; many threads sharing fewer poll queues keep
 // their data. Written for ThreadSanitizer too (the `concurrent` label).
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -387,4 +388,30 @@ TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared 
   for (auto& th : ts) th.join();
   CHECK(failures.load() == 0);
   CHECK(dev->nvme()->inflight() == 0);
+}
+
+TEST_CASE("poll queues: a poller dispatches its own plug first (bio_poll), so a polled bio still in it is reaped") {
+  TempPath tmp("plugged-poll");
+  DeviceOptions o = poll_opts(1);
+  o.completion_thread = false;  // only the poller reaps
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", o);
+  BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  IoBuf buf(4096);
+  Ended e;
+  BlkPollGroup g;
+  REQUIRE(blk_poll_group_start(&g, dev->queue()));
+  e.group = &g;
+  auto f = std::async(std::launch::async, [&] {
+    BlkPlug plug;  // a ring batch's plug: kept across the wait
+    blk_start_plug(&plug);
+    submit_bio(polled_bio(*dev, bs, REQ_OP_READ, 0, buf.data(), 4096, &e));
+    blk_poll_group_wait(&g);  // must send the plugged bio before it polls for it
+    blk_finish_plug(&plug);
+  });
+  if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    FAIL_CHECK("the poller polled for a bio it still held in its plug");
+    _exit(1);  // the waiter cannot be woken from here
+  }
+  CHECK(e.done.load() == 1);
+  CHECK(e.status.load() == BLK_STS_OK);
 }
