@@ -112,8 +112,15 @@ void bio_advance(Bio* bio, uint32_t bytes);
 // A chained child passes its first error to its parent, is put, and the parent is ended in
 // turn — iteratively, so long chains do not recurse.
 void bio_endio(Bio* bio);
+// Sets the status a bio ends with (blk_update_request()'s `bio->bi_status = error`). A bio that
+// is a chain's parent may have it written at the same time by a child ending on another thread
+// (__bio_chain_endio), so every write of a status that ends a bio is an atomic store; the
+// status is read after bio_remaining_done()'s acq_rel decrement, which orders all of them.
+inline void bio_set_status(Bio* bio, blk_status_t status) {
+  std::atomic_ref<blk_status_t>(bio->bi_status).store(status, std::memory_order_relaxed);
+}
 inline void bio_io_error(Bio* bio) {
-  bio->bi_status = BLK_STS_IOERR;
+  bio_set_status(bio, BLK_STS_IOERR);
   bio_endio(bio);
 }
 // Makes `parent` complete only after `bio` has: bio's bi_end_io/bi_private must be unset.

@@ -13,7 +13,7 @@ void flush_end_io(Bio* flush) {
   const blk_status_t st = flush->bi_status;
   bio_put(flush);
   if (st != BLK_STS_OK) {
-    data->bi_status = st;
+    bio_set_status(data, st);
     bio_endio(data);
     return;
   }
@@ -28,7 +28,7 @@ bool blk_insert_flush_slow(Bio* bio) {
   if (!q->limits().write_cache) {
     bio->bi_opf &= ~(REQ_PREFLUSH | REQ_FUA);
     if (bio_op(bio) != REQ_OP_FLUSH) return false;
-    bio->bi_status = BLK_STS_OK;
+    bio_set_status(bio, BLK_STS_OK);
     bio_endio(bio);
     return true;
   }

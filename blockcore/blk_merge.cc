@@ -145,7 +145,7 @@ Bio* bio_split_to_limits(Bio* bio, const QueueLimits& lim, unsigned* nr_segs, Bi
   if (split_sectors == 0) return bio;
   Bio* split = split_sectors < 0 ? ERR_PTR<Bio>(split_sectors) : bio_split(bio, split_sectors, GFP_KERNEL, bs);
   if (IS_ERR(split)) {
-    bio->bi_status = errno_to_blk_status(int(PTR_ERR(split)));
+    bio_set_status(bio, errno_to_blk_status(int(PTR_ERR(split))));
     bio_endio(bio);
     return nullptr;
   }

@@ -428,7 +428,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
   // v6.18 blk_mq_submit_bio(): checked before the poll check and the split, and ended with
   // bio_io_error(): no request is made, nothing reaches the driver.
   if (bio_unaligned(bio, q)) [[unlikely]] {
-    bio->bi_status = BLK_STS_IOERR;
+    bio_set_status(bio, BLK_STS_IOERR);
     bio_endio(bio);
     return;
   }
@@ -436,7 +436,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
     // v6.18 blk_mq_submit_bio(): a polled bio on a queue that cannot poll is refused with
     // BLK_STS_NOTSUPP (-EOPNOTSUPP), not quietly turned into an unpolled one.
     if (!blk_mq_can_poll(q)) {
-      bio->bi_status = BLK_STS_NOTSUPP;
+      bio_set_status(bio, BLK_STS_NOTSUPP);
       bio_endio(bio);
       return;
     }
@@ -468,7 +468,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
       rq = blk_mq_get_new_requests(q, plug, issue, counters);
     stage_mark(STAGE_TAG);
     if (!rq) [[unlikely]] {  // REQ_NOWAIT and no tag
-      issue->bi_status = BLK_STS_AGAIN;
+      bio_set_status(issue, BLK_STS_AGAIN);
       bio_endio(issue);
       if (issue == bio) break;
       continue;
@@ -499,7 +499,7 @@ static void blk_mq_end_bios(Request* rq, blk_status_t status) {
   while (bio) {
     Bio* next = bio->bi_next;
     bio->bi_next = nullptr;
-    if (status != BLK_STS_OK) bio->bi_status = status;
+    if (status != BLK_STS_OK) bio_set_status(bio, status);
     bio_endio(bio);
     bio = next;
   }

@@ -188,6 +188,38 @@ TEST_CASE("a chain ended from many threads at once completes the parent exactly 
   }
 }
 
+TEST_CASE("a parent ending with its own error while its children end with theirs on other threads keeps its own") {
+  // blk_update_request() overwrites the parent's status; __bio_chain_endio() writes a child's
+  // only into a status still OK. Whatever the order, the parent's own error is the one left.
+  // Under ThreadSanitizer this is also the check that both writes are atomic.
+  constexpr int kChildren = 64;
+  BioSet bs(4, 0, 0);
+  for (int round = 0; round < 50; round++) {
+    EndCount e;
+    Bio* parent = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
+    parent->bi_end_io = count_end;
+    parent->bi_private = &e;
+    std::vector<Bio*> children;
+    for (int i = 0; i < kChildren; i++) {
+      Bio* c = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
+      bio_chain(c, parent);
+      c->bi_status = BLK_STS_MEDIUM;
+      children.push_back(c);
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++)
+      threads.emplace_back([&, t] {
+        for (int i = t; i < kChildren; i += 4) bio_endio(children[i]);
+      });
+    bio_set_status(parent, BLK_STS_TIMEOUT);
+    bio_endio(parent);
+    for (auto& t : threads) t.join();
+    CHECK(e.calls == 1);
+    CHECK(e.status == BLK_STS_TIMEOUT);
+    bio_put(parent);
+  }
+}
+
 TEST_CASE("v6.18 __bio_clone: a clone copies bi_ioprio and bi_iter, shares bi_io_vec, is BIO_CLONED and owns no vecs") {
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
   Bio* src = bio_alloc_bioset(nullptr, 2, REQ_OP_WRITE | REQ_FUA, GFP_KERNEL, &bs);

@@ -289,6 +289,23 @@ TEST_CASE("a driver error reaches the bio") {
   CHECK(done.errors == 1);
 }
 
+TEST_CASE("v6.18 blk_update_request: a request that succeeds leaves its bio's status alone, so a chained child's error survives") {
+  Queue qu;
+  Done done;
+  Bio* parent = make_read(&qu.bdev, qu.bs, 0, 4096, &done);
+  Bio* child = make_read(&qu.bdev, qu.bs, 8, 4096, nullptr);
+  child->bi_end_io = nullptr;
+  child->bi_private = nullptr;
+  bio_chain(child, parent);
+  qu.driver.fail_with = BLK_STS_MEDIUM;
+  submit_bio(child);  // unplugged: dispatched and failed at once
+  CHECK(done.count == 0);
+  qu.driver.fail_with = BLK_STS_OK;
+  submit_bio(parent);
+  CHECK(done.count == 1);
+  CHECK(done.errors == 1);
+}
+
 TEST_CASE("REQ_NOWAIT with every tag taken ends with BLK_STS_AGAIN instead of waiting") {
   Queue qu({}, 4);
   SbitmapQueue* sbq = tags_of(qu.q.get());
