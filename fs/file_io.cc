@@ -15,6 +15,8 @@
 #include "extent_map.h"
 #include "file.h"
 #include "inode_table.h"
+#include "io_batch.h"
+#include "io_buf.h"
 #include "super.h"
 #include "xattr.h"
 

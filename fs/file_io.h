@@ -11,6 +11,7 @@
 
 #include "fs_info.h"
 #include "inplace_function.h"
+#include "io_batch.h"
 #include "kiocb.h"
 
 namespace biofs {

@@ -7,6 +7,8 @@
 
 #include "block_io.h"
 #include "crc32c.h"
+#include "io_batch.h"
+#include "io_buf.h"
 
 namespace biofs::disk {
 

@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "crc32c.h"
+#include "io_batch.h"
+#include "io_buf.h"
 
 namespace biofs {
 

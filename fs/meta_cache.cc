@@ -1,4 +1,5 @@
 #include "meta_cache.h"
+#include "io_buf.h"
 
 #include <cerrno>
 #include <cstring>

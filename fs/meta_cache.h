@@ -11,6 +11,7 @@
 
 #include "block_io.h"
 #include "format.h"
+#include "io_buf.h"
 #include "journal.h"
 
 namespace biofs {

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "crc32c.h"
+#include "io_batch.h"
+#include "io_buf.h"
 
 namespace biofs {
 

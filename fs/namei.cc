@@ -13,6 +13,7 @@
 #include "extent_map.h"
 #include "file.h"
 #include "inode_table.h"
+#include "io_buf.h"
 #include "super.h"
 #include "xattr.h"
 #include "xattr_block.h"

@@ -11,6 +11,7 @@
 
 #include "file_io.h"
 #include "inode_table.h"
+#include "io_buf.h"
 #include "lib/background_thread.h"
 
 namespace biofs {

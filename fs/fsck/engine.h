@@ -19,6 +19,7 @@
 #include "fs/format.h"
 #include "fs/fsck/fsck.h"
 #include "fs/fsck/read.h"
+#include "fs/io_buf.h"
 
 namespace biofs::fsck {
 

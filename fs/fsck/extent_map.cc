@@ -7,6 +7,7 @@
 
 #include "fs/extent_tree.h"
 #include "fs/fsck/engine.h"
+#include "fs/io_buf.h"
 #include "fs/xattr_block.h"
 
 namespace biofs::fsck {

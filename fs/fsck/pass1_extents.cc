@@ -4,6 +4,7 @@
 // the root makes a new empty one (pass1()).
 #include "fs/extent_tree.h"
 #include "fs/fsck/engine.h"
+#include "fs/io_buf.h"
 
 namespace biofs::fsck {
 

@@ -4,6 +4,7 @@
 // is dropped (the flag cleared; nothing claims the block, so pass 5 frees it) or cut after its
 // last whole entry.
 #include "fs/fsck/engine.h"
+#include "fs/io_buf.h"
 #include "fs/xattr_block.h"
 
 namespace biofs::fsck {

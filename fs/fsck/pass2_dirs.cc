@@ -7,6 +7,7 @@
 
 #include "lib/printable.h"
 #include "fs/fsck/engine.h"
+#include "fs/io_buf.h"
 
 namespace biofs::fsck {
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fs/fsck/engine.h"
+#include "fs/io_buf.h"
 
 namespace biofs::fsck {
 

@@ -1,5 +1,6 @@
 // The inode table and the orphan list, read with their bound and loop checks (read.h).
 #include "fs/fsck/read.h"
+#include "fs/io_buf.h"
 
 #include <algorithm>
 #include <cstring>

@@ -8,6 +8,7 @@
 
 #include "fs/block_io.h"
 #include "fs/format.h"
+#include "fs/io_buf.h"
 
 namespace biofs::fsck {
 

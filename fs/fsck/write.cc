@@ -7,6 +7,8 @@
 #include <ctime>
 
 #include "fs/fsck/engine.h"
+#include "fs/io_batch.h"
+#include "fs/io_buf.h"
 
 namespace biofs::fsck {
 

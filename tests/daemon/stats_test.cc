@@ -10,6 +10,7 @@
 #include "blockcore/brd.h"
 #include "daemon/stats.h"
 #include "fs/block_io.h"
+#include "fs/io_buf.h"
 
 using namespace biofs;
 

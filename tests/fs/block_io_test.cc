@@ -9,6 +9,8 @@
 #include "blockcore/brd.h"
 #include "fs/block_io.h"
 #include "fs/crc32c.h"
+#include "fs/io_batch.h"
+#include "fs/io_buf.h"
 
 using namespace biofs;
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "blockcore/brd.h"
+#include "fs/io_buf.h"
 #include "fs/mkfs.h"
 
 using namespace biofs;

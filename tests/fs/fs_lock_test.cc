@@ -11,6 +11,7 @@
 #include "blockcore/brd.h"
 #include "fs/block_io.h"
 #include "fs/fs_lock.h"
+#include "fs/io_batch.h"
 
 using namespace biofs;
 

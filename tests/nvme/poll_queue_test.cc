@@ -17,6 +17,8 @@
 #include "blockcore/blk_poll.h"
 #include "fs/block_io.h"
 #include "fs/filesystem.h"
+#include "fs/io_batch.h"
+#include "fs/io_buf.h"
 #include "fs/mkfs.h"
 #include "../fs/fs_mount.h"
 #include "nvme_test_util.h"

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "rel_util.h"
+#include "fs/io_batch.h"
+#include "fs/io_buf.h"
 
 using namespace biofs_test;
 

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "rel_util.h"
+#include "fs/io_batch.h"
+#include "fs/io_buf.h"
 
 using namespace biofs_test;
 
