@@ -417,3 +417,29 @@ TEST_CASE("poll queues: a poller dispatches its own plug first (bio_poll), so a 
   CHECK(e.done.load() == 1);
   CHECK(e.status.load() == BLK_STS_OK);
 }
+
+TEST_CASE("v6.18 bio_poll: a poll that does not sleep dispatches the caller's plug first (blk_flush_plug before the driver's poll)") {
+  // Only bio_poll()'s own flush can send the bio here: the poller never sleeps, so schedule()
+  // never dispatches the plug for it.
+  TempPath tmp("plugged-spin");
+  DeviceOptions o = poll_opts(1);
+  o.completion_thread = false;
+  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", o);
+  BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  IoBuf buf(4096);
+  Ended e;
+  BlkPollGroup g;
+  REQUIRE(blk_poll_group_start(&g, dev->queue()));
+  e.group = &g;
+  BlkMqHwCtx* hctx = dev->queue()->map_queue(REQ_POLLED);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  submit_bio(polled_bio(*dev, bs, REQ_OP_READ, 0, buf.data(), 4096, &e));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!e.done.load() && std::chrono::steady_clock::now() < deadline) blk_mq_poll(hctx, false);
+  const bool reaped = e.done.load() == 1;
+  blk_finish_plug(&plug);  // sends it if the poll did not, so the bio ends either way
+  while (!e.done.load()) blk_mq_poll(hctx, false);
+  CHECK(reaped);
+  CHECK(e.status.load() == BLK_STS_OK);
+}
