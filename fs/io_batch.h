@@ -1,5 +1,5 @@
-// IoBatch: the bios of one filesystem operation, built as its blocks are mapped and ending
-// together (blk_next_bio() / bio_chain_and_submit(), block/bio.c, v6.18), under a plug.
+// IoBatch: the bios of one filesystem operation; the kernel twin is blk_next_bio() /
+// bio_chain_and_submit() (block/bio.c, v6.18).
 #pragma once
 
 #include <cstdint>
@@ -20,9 +20,9 @@ class BlockIo;
 // then, so the last one ends only after every other has, carrying the first error any of them
 // saw, and the submitter never holds more than one bio it has not submitted (a bio_set's
 // reserve guarantees progress only so). A plug gathers them until submit() sends the last
-// one: a synchronous batch's own, an asynchronous batch's caller's (or an outer one). wait() returns 0 or -errno. With a
-// callback, the last completion calls it (from whatever thread ended the last bio) instead of
-// anyone waiting; the batch must then outlive that call.
+// one: a synchronous batch's own, an asynchronous batch's caller's (or an outer one).
+// wait() returns 0 or -errno. With a callback, the last completion calls it (from whatever
+// thread ended the last bio) instead of anyone waiting; the batch must then outlive that call.
 class IoBatch {
  public:
   // poll: the group an asynchronous batch is counted in (fs/kiocb.h's ki_poll): its bios go
