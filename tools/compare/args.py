@@ -4,7 +4,7 @@ import os
 import shutil
 import sys
 
-from biofs_tools import PASSTHROUGH_HP_DEFAULT, REPO, parse_size
+from biofs_tools import MIN_PAIRS_95, PASSTHROUGH_HP_DEFAULT, REPO, parse_size
 
 from .fio import CPU_LIST
 from .toggles import toggle_pairs
@@ -83,7 +83,7 @@ def parse_args(argv, doc):
         a.max_repeats = a.repeats
     if a.quick:
         a.engines, a.numjobs, a.qdepths, a.patterns, a.bs = "io_uring", "1", "1,64", "randread,randwrite", "4k"
-        a.repeats, a.runtime, a.file_size = 3, 3, "128M"
+        a.repeats, a.runtime, a.file_size = MIN_PAIRS_95, 2, "128M"  # 5 pairs: a 95% verdict
         a.layer_repeats = a.layer_repeats or 1
         if a.layers == "raw,ext4,bench":
             a.layers = "raw,bench"
