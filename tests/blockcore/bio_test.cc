@@ -160,31 +160,42 @@ TEST_CASE("a chained parent completes once, after every child, with the first er
   bio_put(parent);
 }
 
-TEST_CASE("a chain ended from many threads at once completes the parent exactly once") {
+// One round of a chain ended from several threads: 64 children (child_status(i) set on each)
+// chained to a fresh parent are ended by 4 threads while end_parent ends the parent here.
+// Returns how the parent's end_io saw it.
+template <typename ChildStatus, typename EndParent>
+EndCount end_chain_from_threads(BioSet& bs, blk_opf_t op, ChildStatus child_status, EndParent end_parent) {
   constexpr int kChildren = 64;
+  EndCount e;
+  Bio* parent = bio_alloc_bioset(nullptr, 0, op, GFP_KERNEL, &bs);
+  parent->bi_end_io = count_end;
+  parent->bi_private = &e;
+  std::vector<Bio*> children;
+  for (int i = 0; i < kChildren; i++) {
+    Bio* c = bio_alloc_bioset(nullptr, 0, op, GFP_KERNEL, &bs);
+    bio_chain(c, parent);
+    c->bi_status = child_status(i);
+    children.push_back(c);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++)
+    threads.emplace_back([&, t] {
+      for (int i = t; i < kChildren; i += 4) bio_endio(children[i]);
+    });
+  end_parent(parent);
+  for (auto& t : threads) t.join();
+  bio_put(parent);
+  return e;
+}
+
+TEST_CASE("a chain ended from many threads at once completes the parent exactly once") {
   BioSet bs(4, 0, 0);
   for (int round = 0; round < 50; round++) {
-    EndCount e;
-    Bio* parent = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
-    parent->bi_end_io = count_end;
-    parent->bi_private = &e;
-    std::vector<Bio*> children;
-    for (int i = 0; i < kChildren; i++) {
-      Bio* c = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
-      bio_chain(c, parent);
-      if (i % 7 == 3) c->bi_status = BLK_STS_MEDIUM;
-      children.push_back(c);
-    }
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; t++)
-      threads.emplace_back([&, t] {
-        for (int i = t; i < kChildren; i += 4) bio_endio(children[i]);
-      });
-    bio_endio(parent);
-    for (auto& t : threads) t.join();
+    const EndCount e = end_chain_from_threads(
+        bs, REQ_OP_READ, [](int i) { return i % 7 == 3 ? BLK_STS_MEDIUM : BLK_STS_OK; },
+        [](Bio* parent) { bio_endio(parent); });
     CHECK(e.calls == 1);
     CHECK(e.status == BLK_STS_MEDIUM);
-    bio_put(parent);
   }
 }
 
@@ -192,31 +203,16 @@ TEST_CASE("a parent ending with its own error while its children end with theirs
   // blk_update_request() overwrites the parent's status; __bio_chain_endio() writes a child's
   // only into a status still OK. Whatever the order, the parent's own error is the one left.
   // Under ThreadSanitizer this is also the check that both writes are atomic.
-  constexpr int kChildren = 64;
   BioSet bs(4, 0, 0);
   for (int round = 0; round < 50; round++) {
-    EndCount e;
-    Bio* parent = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
-    parent->bi_end_io = count_end;
-    parent->bi_private = &e;
-    std::vector<Bio*> children;
-    for (int i = 0; i < kChildren; i++) {
-      Bio* c = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
-      bio_chain(c, parent);
-      c->bi_status = BLK_STS_MEDIUM;
-      children.push_back(c);
-    }
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; t++)
-      threads.emplace_back([&, t] {
-        for (int i = t; i < kChildren; i += 4) bio_endio(children[i]);
-      });
-    bio_set_status(parent, BLK_STS_TIMEOUT);
-    bio_endio(parent);
-    for (auto& t : threads) t.join();
+    const EndCount e = end_chain_from_threads(
+        bs, REQ_OP_WRITE, [](int) { return BLK_STS_MEDIUM; },
+        [](Bio* parent) {
+          bio_set_status(parent, BLK_STS_TIMEOUT);
+          bio_endio(parent);
+        });
     CHECK(e.calls == 1);
     CHECK(e.status == BLK_STS_TIMEOUT);
-    bio_put(parent);
   }
 }
 

@@ -392,49 +392,50 @@ TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared 
   CHECK(dev->nvme()->inflight() == 0);
 }
 
-TEST_CASE("poll queues: a poller dispatches its own plug first (bio_poll), so a polled bio still in it is reaped") {
-  TempPath tmp("plugged-poll");
-  DeviceOptions o = poll_opts(1);
-  o.completion_thread = false;  // only the poller reaps
-  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", o);
-  BioSet bs(4, 0, BIOSET_NEED_BVECS);
-  IoBuf buf(4096);
+// A poll-queue device whose completions only a poller reaps, and a polled read's pieces.
+struct PollerOnly {
+  TempPath tmp;
+  std::unique_ptr<Device> dev;
+  BioSet bs{4, 0, BIOSET_NEED_BVECS};
+  IoBuf buf{4096};
   Ended e;
   BlkPollGroup g;
-  REQUIRE(blk_poll_group_start(&g, dev->queue()));
-  e.group = &g;
+  explicit PollerOnly(const char* name) : tmp(name) {
+    DeviceOptions o = poll_opts(1);
+    o.completion_thread = false;  // only the poller reaps
+    dev = open_test_device("emu:" + tmp.path + ",size=8M", o);
+    REQUIRE(blk_poll_group_start(&g, dev->queue()));
+    e.group = &g;
+  }
+  Bio* read_bio() { return polled_bio(*dev, bs, REQ_OP_READ, 0, buf.data(), 4096, &e); }
+};
+
+TEST_CASE("poll queues: a poller dispatches its own plug first (bio_poll), so a polled bio still in it is reaped") {
+  PollerOnly r("plugged-poll");
   auto f = std::async(std::launch::async, [&] {
     BlkPlug plug;  // a ring batch's plug: kept across the wait
     blk_start_plug(&plug);
-    submit_bio(polled_bio(*dev, bs, REQ_OP_READ, 0, buf.data(), 4096, &e));
-    blk_poll_group_wait(&g);  // must send the plugged bio before it polls for it
+    submit_bio(r.read_bio());
+    blk_poll_group_wait(&r.g);  // must send the plugged bio before it polls for it
     blk_finish_plug(&plug);
   });
   if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
     FAIL_CHECK("the poller polled for a bio it still held in its plug");
     _exit(1);  // the waiter cannot be woken from here
   }
-  CHECK(e.done.load() == 1);
-  CHECK(e.status.load() == BLK_STS_OK);
+  CHECK(r.e.done.load() == 1);
+  CHECK(r.e.status.load() == BLK_STS_OK);
 }
 
 TEST_CASE("v6.18 bio_poll: a poll that does not sleep dispatches the caller's plug first (blk_flush_plug before the driver's poll)") {
   // Only bio_poll()'s own flush can send the bio here: the poller never sleeps, so schedule()
   // never dispatches the plug for it.
-  TempPath tmp("plugged-spin");
-  DeviceOptions o = poll_opts(1);
-  o.completion_thread = false;
-  auto dev = open_test_device("emu:" + tmp.path + ",size=8M", o);
-  BioSet bs(4, 0, BIOSET_NEED_BVECS);
-  IoBuf buf(4096);
-  Ended e;
-  BlkPollGroup g;
-  REQUIRE(blk_poll_group_start(&g, dev->queue()));
-  e.group = &g;
-  BlkMqHwCtx* hctx = dev->queue()->map_queue(REQ_POLLED);
+  PollerOnly r("plugged-spin");
+  Ended& e = r.e;
+  BlkMqHwCtx* hctx = r.dev->queue()->map_queue(REQ_POLLED);
   BlkPlug plug;
   blk_start_plug(&plug);
-  submit_bio(polled_bio(*dev, bs, REQ_OP_READ, 0, buf.data(), 4096, &e));
+  submit_bio(r.read_bio());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!e.done.load() && std::chrono::steady_clock::now() < deadline) blk_mq_poll(hctx, false);
   const bool reaped = e.done.load() == 1;
