@@ -264,14 +264,14 @@ void EmuQueue::queue_rw(NvmeIod* iod) {
   const bool write = c.opcode == nvme_cmd_write;
   const uint64_t off = slba << lba_shift_;
   if (cache_) {
-    if (write && !(c.cdw12 & NVME_RW_FUA) && !ns_->host_fault_every()) {
-      cache_->insert(off, iod->vecs, iod->nr_vecs, iod->data_len);
+    if (write && !(c.cdw12 & NVME_RW_FUA) && !ns_->host_fault_every() &&
+        cache_->insert(off, iod->vecs, iod->nr_vecs, iod->data_len)) {
       iod->xfer = EMU_XFER_NONE;
       return complete_in_submit(iod, NVME_SC_SUCCESS);
     }
     if (cache_->dirty()) {
       if (write) {
-        cache_->wait_written_back();  // a FUA write lands after what the cache holds
+        cache_->wait_written_back();  // a FUA write, or one larger than the cache, lands after what it holds
       } else if (const EmuWriteCache::Overlay o = cache_->overlapping(off, bytes); !o.entries.empty()) {
         return cached_read(iod, off, o);
       }

@@ -1,5 +1,6 @@
 #include "emu_write_cache.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,25 +17,28 @@
 
 namespace biofs {
 
-// One accepted write: its data, page-aligned so the writer can use O_DIRECT.
-struct EmuCachedWrite {
-  uint64_t off = 0, len = 0;
-  uint64_t seq = 0;  // acceptance order, from 1
-  uint8_t* data = nullptr;
-  ~EmuCachedWrite() { std::free(data); }
-};
-
 EmuWriteCache::EmuWriteCache(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align,
                              uint64_t capacity)
     : name_(name),
       direct_fd_(direct_fd),
       buffered_fd_(buffered_fd),
       off_mask_(direct_fd >= 0 ? off_align - 1 : 0),
-      capacity_(capacity) {
-  io_uring_params p{};
-  p.flags = IORING_SETUP_CLAMP;
-  if (std::string err = uring_init(&ring_, WRITEBACK_BATCH, &p, 0, name_ + " write cache"); !err.empty())
+      capacity_(std::max<uint64_t>((capacity + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1), SPAN_ALIGN)) {
+  void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    throw std::runtime_error(name_ + " write cache: cannot map " + std::to_string(capacity_ >> 10) +
+                             " KiB: " + std::strerror(errno));
+  ring_ = static_cast<uint8_t*>(p);
+  // Every page now, so no write faults one in later (huge pages where the system gives them).
+  madvise(ring_, capacity_, MADV_HUGEPAGE);
+  if (madvise(ring_, capacity_, MADV_POPULATE_WRITE) != 0)  // before Linux 5.14: touch each page
+    for (uint64_t i = 0; i < capacity_; i += SPAN_ALIGN) ring_[i] = 0;
+  io_uring_params params{};
+  params.flags = IORING_SETUP_CLAMP;
+  if (std::string err = uring_init(&uring_, WRITEBACK_BATCH, &params, 0, name_ + " write cache"); !err.empty()) {
+    munmap(ring_, capacity_);
     throw std::runtime_error(err);
+  }
   // The emulated device's thread, "other" in biofs-compare's roles.
   writer_ = start_background_thread("biofs-wcache", [this](std::stop_token stop) { writer_loop(stop); });
 }
@@ -43,32 +47,50 @@ EmuWriteCache::~EmuWriteCache() {
   hold_writeback(false);
   wait_written_back();
   stop_background_thread(writer_);
-  io_uring_queue_exit(&ring_);
+  io_uring_queue_exit(&uring_);
+  munmap(ring_, capacity_);
 }
 
-void EmuWriteCache::insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_t len) {
-  auto e = std::make_shared<EmuCachedWrite>();
-  e->off = off;
-  e->len = len;
-  const size_t alloc = (len + 4095) & ~size_t(4095);
-  e->data = static_cast<uint8_t*>(std::aligned_alloc(4096, alloc ? alloc : 4096));
-  if (!e->data) throw std::bad_alloc();
-  copy_from_iovecs(e->data, vecs, nr);
+uint64_t EmuWriteCache::span_at_head(uint64_t len) const {
+  const uint64_t need = (len + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1);
+  const uint64_t pos = head_ % capacity_;
+  const uint64_t span = pos + need > capacity_ ? need + (capacity_ - pos) : need;  // skips the ring's end
+  return head_ - tail_ + span <= capacity_ ? span : 0;
+}
+
+bool EmuWriteCache::insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_t len) {
   std::unique_lock lk(mu_);
-  if (bytes_ && bytes_ + len > capacity_) {  // an entry larger than the cache still goes in, alone
-    stats_.full_waits++;
-    room_cv_.wait(lk, [&] { return !bytes_ || bytes_ + len <= capacity_; });
+  if (len > capacity_) {
+    stats_.too_large++;
+    return false;
   }
-  e->seq = ++accepted_;
-  bytes_ += len;
+  uint64_t span = span_at_head(len);
+  if (!span) {
+    stats_.full_waits++;
+    room_cv_.wait(lk, [&] { return (span = span_at_head(len)) != 0; });
+  }
+  EmuCachedWrite& e = spans_.emplace_back();
+  e.off = off;
+  e.len = len;
+  e.span = span;
+  head_ += span;
+  const uint64_t need = (len + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1);
+  e.data = ring_ + (head_ - need) % capacity_;
+  lk.unlock();
+  copy_from_iovecs(e.data, vecs, nr);  // the span is this write's alone until it is published
+  lk.lock();
+  e.seq = ++accepted_;
   if (len > max_len_) max_len_ = len;
-  fifo_.push_back(e);
-  by_off_.emplace(off, e);
+  dirty_bytes_ += len;
+  fifo_.push_back(&e);
+  by_off_.emplace(off, &e);
   stats_.writes++;
+  stats_.bytes += len;
   nr_entries_.fetch_add(1, std::memory_order_release);
   const bool was_idle = fifo_.size() == 1;
   lk.unlock();
   if (was_idle) work_cv_.notify_one();
+  return true;
 }
 
 EmuWriteCache::Overlay EmuWriteCache::overlapping(uint64_t off, uint64_t len) {
@@ -76,18 +98,43 @@ EmuWriteCache::Overlay EmuWriteCache::overlapping(uint64_t off, uint64_t len) {
   std::lock_guard lk(mu_);
   const uint64_t from = off > max_len_ ? off - max_len_ : 0;
   for (auto it = by_off_.lower_bound(from); it != by_off_.end() && it->first < off + len; ++it) {
-    const EmuCachedWrite& e = *it->second;
-    if (e.off + e.len > off) o.entries.push_back(it->second);
+    EmuCachedWrite& e = *it->second;
+    if (e.off + e.len > off) {
+      e.pins++;
+      o.entries.push_back(&e);
+    }
   }
   if (!o.entries.empty()) {
+    o.cache_ = this;
     stats_.read_hits++;
-    std::sort(o.entries.begin(), o.entries.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
+    std::sort(o.entries.begin(), o.entries.end(), [](const auto* a, const auto* b) { return a->seq < b->seq; });
   }
   return o;
 }
 
+EmuWriteCache::Overlay::~Overlay() {
+  if (cache_) cache_->unpin(entries);
+}
+
+void EmuWriteCache::unpin(const std::vector<const EmuCachedWrite*>& entries) {
+  {
+    std::lock_guard lk(mu_);
+    for (const EmuCachedWrite* e : entries) const_cast<EmuCachedWrite*>(e)->pins--;
+    release_spans();
+  }
+  room_cv_.notify_all();
+}
+
+void EmuWriteCache::release_spans() {
+  while (!spans_.empty() && spans_.front().on_media && !spans_.front().pins) {
+    tail_ += spans_.front().span;
+    spans_.pop_front();
+  }
+  if (spans_.empty()) head_ = tail_ = 0;  // an empty ring starts again at its beginning
+}
+
 void EmuWriteCache::apply(const Overlay& o, uint64_t off, uint64_t len, const iovec* vecs, unsigned nr) {
-  for (const auto& e : o.entries) {  // oldest first: the newest write wins
+  for (const EmuCachedWrite* e : o.entries) {  // oldest first: the newest write wins
     const uint64_t lo = std::max(off, e->off), hi = std::min(off + len, e->off + e->len);
     // Copy [lo, hi) of the device into the read's vecs at position lo - off.
     uint64_t pos = 0;
@@ -103,7 +150,7 @@ void EmuWriteCache::apply(const Overlay& o, uint64_t off, uint64_t len, const io
 
 bool EmuWriteCache::covers(const Overlay& o, uint64_t off, uint64_t len) {
   std::vector<std::pair<uint64_t, uint64_t>> spans;
-  for (const auto& e : o.entries) spans.emplace_back(e->off, e->off + e->len);
+  for (const EmuCachedWrite* e : o.entries) spans.emplace_back(e->off, e->off + e->len);
   std::sort(spans.begin(), spans.end());
   uint64_t reached = off;
   for (auto [lo, hi] : spans) {
@@ -139,7 +186,12 @@ void EmuWriteCache::hold_writeback(bool hold) {
 
 uint64_t EmuWriteCache::dirty_bytes() const {
   std::lock_guard lk(mu_);
-  return bytes_;
+  return dirty_bytes_;
+}
+
+uint64_t EmuWriteCache::ring_bytes() const {
+  std::lock_guard lk(mu_);
+  return head_ - tail_;
 }
 
 EmuWriteCacheStats EmuWriteCache::stats() const {
@@ -151,35 +203,39 @@ EmuWriteCacheStats EmuWriteCache::stats() const {
 // one image (a later write's bytes replace an earlier one's; adjacent writes become one
 // vectored write, as a drive's cache coalesces), and retires them.
 void EmuWriteCache::writer_loop(std::stop_token stop) {
-  std::vector<std::shared_ptr<EmuCachedWrite>> batch;
+  std::vector<EmuCachedWrite*> batch;
   for (;;) {
     batch.clear();
     {
       std::unique_lock lk(mu_);
       work_cv_.wait(lk, stop, [&] { return !held_ && !fifo_.empty(); });
       if (fifo_.empty()) return;  // stop asked, and nothing left
-      for (const auto& e : fifo_) {
+      for (EmuCachedWrite* e : fifo_) {
         if (batch.size() == WRITEBACK_BATCH) break;
         batch.push_back(e);
       }
     }
     const int err = write_batch(batch);
-    std::lock_guard lk(mu_);
-    for (const auto& e : batch) {
-      fifo_.pop_front();  // the batch is the FIFO's head
-      auto [lo, hi] = by_off_.equal_range(e->off);
-      for (auto it = lo; it != hi; ++it)
-        if (it->second == e) {
-          by_off_.erase(it);
-          break;
-        }
-      bytes_ -= e->len;
+    {
+      std::lock_guard lk(mu_);
+      for (EmuCachedWrite* e : batch) {
+        fifo_.pop_front();  // the batch is the FIFO's head
+        auto [lo, hi] = by_off_.equal_range(e->off);
+        for (auto it = lo; it != hi; ++it)
+          if (it->second == e) {
+            by_off_.erase(it);
+            break;
+          }
+        e->on_media = true;
+        dirty_bytes_ -= e->len;
+      }
+      on_media_ = batch.back()->seq;
+      stats_.written_back += batch.size();
+      stats_.batches++;
+      if (err && !error_) error_ = err;
+      nr_entries_.fetch_sub(batch.size(), std::memory_order_release);
+      release_spans();
     }
-    on_media_ = batch.back()->seq;
-    stats_.written_back += batch.size();
-    stats_.batches++;
-    if (err && !error_) error_ = err;
-    nr_entries_.fetch_sub(batch.size(), std::memory_order_release);
     room_cv_.notify_all();
   }
 }
@@ -218,10 +274,10 @@ void put_piece(PieceMap* m, uint64_t off, uint64_t len, const uint8_t* data) {
 // One vectored write per run of adjacent pieces, all at once through the writer's ring; one
 // that the host refuses for now (io-wq could not start, -EAGAIN, -EINTR) or that comes back
 // short is done again with plain pwrite calls. 0, or the first hard error.
-int EmuWriteCache::write_batch(const std::vector<std::shared_ptr<EmuCachedWrite>>& batch) {
+int EmuWriteCache::write_batch(const std::vector<EmuCachedWrite*>& batch) {
   if (int err = inject_err_.exchange(0, std::memory_order_relaxed)) return err;
   PieceMap pieces;
-  for (const auto& e : batch) put_piece(&pieces, e->off, e->len, e->data);
+  for (const EmuCachedWrite* e : batch) put_piece(&pieces, e->off, e->len, e->data);
   struct Run {
     uint64_t off = 0, len = 0;
     std::vector<iovec> vecs;
@@ -238,26 +294,26 @@ int EmuWriteCache::write_batch(const std::vector<std::shared_ptr<EmuCachedWrite>
     const Run& r = runs[i];
     bool direct = direct_fd_ >= 0 && !((r.off | r.len) & off_mask_);
     for (const iovec& v : r.vecs) direct = direct && !((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & off_mask_);
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&uring_);
     while (!sqe) {
-      io_uring_submit(&ring_);
-      sqe = io_uring_get_sqe(&ring_);
+      io_uring_submit(&uring_);
+      sqe = io_uring_get_sqe(&uring_);
     }
     io_uring_prep_writev(sqe, direct ? direct_fd_ : buffered_fd_, r.vecs.data(), unsigned(r.vecs.size()), r.off);
     io_uring_sqe_set_data64(sqe, i);
   }
   unsigned left = unsigned(runs.size());
-  int ret = io_uring_submit_and_wait(&ring_, left);
+  int ret = io_uring_submit_and_wait(&uring_, left);
   while (left && (ret >= 0 || ret == -EINTR || ret == -EAGAIN || ret == -EBUSY)) {
     io_uring_cqe* cqe;
     unsigned head, seen = 0;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
+    io_uring_for_each_cqe(&uring_, head, cqe) {
       res[cqe->user_data] = cqe->res;
       seen++;
     }
-    io_uring_cq_advance(&ring_, seen);
+    io_uring_cq_advance(&uring_, seen);
     left -= seen;
-    if (left) ret = io_uring_submit_and_wait(&ring_, left);
+    if (left) ret = io_uring_submit_and_wait(&uring_, left);
   }
   int first_err = 0;
   for (size_t i = 0; i < runs.size(); i++) {

@@ -12,13 +12,27 @@
 // results.md, "The tar cliff"), while a drive that advertises a volatile cache answers from
 // its DRAM. `vwc=through` keeps the old form: a write completes when the host has it.
 //
+// The cache's memory is one region of `capacity` bytes, mapped and touched once when the
+// cache is made, and used as a ring in the order writes arrive, as a drive's write buffer is:
+// a write takes the next free span after the newest one, and the writer frees spans from the
+// oldest as it puts them on the media. Before, each write had a heap block of its own; a
+// 128 KiB block is an mmap/munmap pair in glibc, so every cached byte paid a page fault on the
+// submitting thread and every retired write a TLB shootdown of every CPU (issue 50: 1 MiB
+// writes at a tenth of vwc=through's speed, at 6 ms of daemon CPU each).
+//
 // Rules (tests/nvme/emu_write_cache_test.cc):
 //  - insert() copies the data; the caller's memory is free when it returns. It blocks while
-//    the cache holds `capacity` bytes (a full cache runs at the media's speed).
+//    the ring has no room for it (a full cache runs at the media's speed). A write larger than
+//    the whole cache is not taken (insert() returns false): the caller writes it through,
+//    after wait_written_back().
+//  - The ring costs no allocation, page fault or system call per write: the daemon's page
+//    faults per byte written do not grow with the bytes written (tests/fs/fuse_fio_test.cc).
+//  - A span is reused only once its write is on the media and no read still copies from it.
 //  - Overlapping writes reach the media in the order they were accepted: within a write-back
 //    batch the later write's bytes replace the earlier one's before anything is written, and
 //    batches run one after the other.
-//  - read_overlay() after a media read makes the read see every write accepted before it.
+//  - overlapping() before a media read and apply() after it make the read see every write
+//    accepted before it.
 //  - wait_written_back() returns once every write accepted before it is on the media;
 //    take_error() then tells the first write-back error since it was last asked (a volatile
 //    cache reports a lost write at the next Flush, as a drive does).
@@ -32,22 +46,31 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <string>
-#include <memory>
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace biofs {
 
-struct EmuCachedWrite;  // one accepted write (emu_write_cache.cc)
+// One accepted write: where it goes and its span of the cache's ring.
+struct EmuCachedWrite {
+  uint64_t off = 0, len = 0;  // on the device
+  uint64_t seq = 0;           // acceptance order, from 1; 0 while its data is still copied in
+  uint8_t* data = nullptr;    // in the ring, page-aligned so the writer can use O_DIRECT
+  uint64_t span = 0;          // ring bytes it holds: len rounded up to a page, and any gap it skipped at the ring's end
+  unsigned pins = 0;          // reads that will still copy from it
+  bool on_media = false;
+};
 
 struct EmuWriteCacheStats {
   uint64_t writes = 0;        // writes accepted into the cache
+  uint64_t bytes = 0;         // bytes copied into the cache (one copy per byte written)
   uint64_t written_back = 0;  // writes the writer put on the media
   uint64_t batches = 0;       // write-back batches (one io_uring_enter each, at most 32 writes)
   uint64_t full_waits = 0;    // inserts that waited for room
+  uint64_t too_large = 0;     // writes larger than the cache, refused by insert()
   uint64_t read_hits = 0;     // reads that overlapped cached data
   uint64_t waits = 0;         // wait_written_back() calls that found the cache dirty
 };
@@ -55,24 +78,38 @@ struct EmuWriteCacheStats {
 class EmuWriteCache {
  public:
   static constexpr unsigned WRITEBACK_BATCH = 32;  // writes in flight to the media at once
+  static constexpr uint64_t SPAN_ALIGN = 4096;     // each write's span starts on a page
 
   // `direct_fd` may be -1 (no O_DIRECT); `off_align` is its offset and length alignment.
-  // Throws std::runtime_error naming `name` when the writer's ring cannot be set up.
+  // Throws std::runtime_error naming `name` when the ring's memory or the writer's io_uring
+  // cannot be set up.
   EmuWriteCache(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align, uint64_t capacity);
   ~EmuWriteCache();  // writes everything back, then stops the writer
   EmuWriteCache(const EmuWriteCache&) = delete;
   EmuWriteCache& operator=(const EmuWriteCache&) = delete;
 
-  // Accepts a write of `len` bytes at byte offset `off`, gathered from `vecs`.
-  void insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_t len);
+  // Accepts a write of `len` bytes at byte offset `off`, gathered from `vecs`; false (nothing
+  // taken) when `len` exceeds the whole cache.
+  bool insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_t len);
   // Whether any write is cached: one relaxed load, so reads of a clean cache pay nothing more.
   bool dirty() const { return nr_entries_.load(std::memory_order_acquire) != 0; }
 
   // A read of [off, off + len) into `vecs`: the entries it overlaps, taken BEFORE the media
   // read (a write retired between a media read and a later lookup would be missed), then laid
-  // over its result in acceptance order.
-  struct Overlay {
-    std::vector<std::shared_ptr<const EmuCachedWrite>> entries;
+  // over its result in acceptance order. The overlay pins their spans until it is destroyed.
+  class Overlay {
+   public:
+    Overlay() = default;
+    Overlay(Overlay&& o) noexcept : cache_(o.cache_), entries(std::move(o.entries)) { o.cache_ = nullptr; }
+    Overlay& operator=(Overlay&&) = delete;
+    ~Overlay();
+
+   private:
+    friend class EmuWriteCache;
+    EmuWriteCache* cache_ = nullptr;
+
+   public:
+    std::vector<const EmuCachedWrite*> entries;  // oldest first
   };
   Overlay overlapping(uint64_t off, uint64_t len);
   static void apply(const Overlay& o, uint64_t off, uint64_t len, const iovec* vecs, unsigned nr);
@@ -90,26 +127,33 @@ class EmuWriteCache {
   void fail_next_writeback(int neg_errno) { inject_err_.store(neg_errno, std::memory_order_relaxed); }
 
   uint64_t capacity() const { return capacity_; }
-  uint64_t dirty_bytes() const;
+  uint64_t dirty_bytes() const;  // bytes accepted and not yet on the media
+  uint64_t ring_bytes() const;   // ring bytes held: dirty spans, pinned ones, skipped gaps
   EmuWriteCacheStats stats() const;
 
  private:
   void writer_loop(std::stop_token stop);
-  int write_batch(const std::vector<std::shared_ptr<EmuCachedWrite>>& batch);
+  int write_batch(const std::vector<EmuCachedWrite*>& batch);
+  uint64_t span_at_head(uint64_t len) const;  // the span a write of `len` takes now; 0: no room
+  void release_spans();                       // frees the oldest spans that are written and unpinned
+  void unpin(const std::vector<const EmuCachedWrite*>& entries);
 
   const std::string name_;
   const int direct_fd_, buffered_fd_;
   const uint32_t off_mask_;
-  const uint64_t capacity_;
-  io_uring ring_{};
+  const uint64_t capacity_;  // the ring's size: the capacity asked for, rounded up to a page
+  uint8_t* ring_ = nullptr;
+  io_uring uring_{};
 
   mutable std::mutex mu_;
   std::condition_variable_any work_cv_;  // the writer: entries arrived, or stop
   std::condition_variable room_cv_;   // inserters and drainers: entries left the cache
-  std::deque<std::shared_ptr<EmuCachedWrite>> fifo_;               // acceptance order
-  std::multimap<uint64_t, std::shared_ptr<EmuCachedWrite>> by_off_;  // for read lookups
+  std::deque<EmuCachedWrite> spans_;  // ring order: every write that holds ring bytes
+  std::deque<EmuCachedWrite*> fifo_;  // acceptance order: the writes not yet on the media
+  std::multimap<uint64_t, EmuCachedWrite*> by_off_;  // the same writes, for read lookups
+  uint64_t head_ = 0, tail_ = 0;  // ring positions, ever growing: [tail_, head_) is held
   uint64_t max_len_ = 0;      // the longest entry ever cached (bounds the overlap lookup)
-  uint64_t bytes_ = 0;        // bytes in the cache
+  uint64_t dirty_bytes_ = 0;  // bytes accepted and not yet on the media
   uint64_t accepted_ = 0;     // sequence numbers: writes accepted so far
   uint64_t on_media_ = 0;     // the writes [1, on_media_] are all on the media
   int error_ = 0;             // first write-back error since take_error()

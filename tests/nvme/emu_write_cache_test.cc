@@ -47,7 +47,7 @@ std::vector<uint8_t> filled(size_t len, uint8_t v) { return std::vector<uint8_t>
 
 void insert(EmuWriteCache& c, uint64_t off, std::vector<uint8_t>& data) {
   iovec v{data.data(), data.size()};
-  c.insert(off, &v, 1, data.size());
+  REQUIRE(c.insert(off, &v, 1, data.size()));
 }
 
 // What a read of [off, off + len) returns, in the namespace's order: the cached writes it
