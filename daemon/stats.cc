@@ -94,8 +94,9 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
     const EmuWriteCacheStats& w = device->write_cache;
     if (device->write_cache_bytes)
       j["device"]["write_cache"] = {{"bytes", device->write_cache_bytes}, {"writes", w.writes},
-                                    {"written_back", w.written_back}, {"batches", w.batches},
-                                    {"full_waits", w.full_waits}, {"read_hits", w.read_hits}, {"waits", w.waits}};
+                                    {"bytes_cached", w.bytes}, {"written_back", w.written_back},
+                                    {"batches", w.batches}, {"full_waits", w.full_waits},
+                                    {"too_large", w.too_large}, {"read_hits", w.read_hits}, {"waits", w.waits}};
   }
 
   const BioSetStats bs = io.bio_set().stats();

@@ -26,7 +26,7 @@
 //    the whole cache is not taken (insert() returns false): the caller writes it through,
 //    after wait_written_back().
 //  - The ring costs no allocation, page fault or system call per write: the daemon's page
-//    faults per byte written do not grow with the bytes written (tests/fs/fuse_fio_test.cc).
+//    faults per byte written do not grow with the bytes written (tests/fs/fuse_mount_test.cc).
 //  - A span is reused only once its write is on the media and no read still copies from it.
 //  - Overlapping writes reach the media in the order they were accepted: within a write-back
 //    batch the later write's bytes replace the earlier one's before anything is written, and
