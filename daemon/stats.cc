@@ -96,7 +96,8 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
       j["device"]["write_cache"] = {{"bytes", device->write_cache_bytes}, {"writes", w.writes},
                                     {"bytes_cached", w.bytes}, {"written_back", w.written_back},
                                     {"batches", w.batches}, {"full_waits", w.full_waits},
-                                    {"too_large", w.too_large}, {"read_hits", w.read_hits}, {"waits", w.waits}};
+                                    {"too_large", w.too_large}, {"read_hits", w.read_hits}, {"waits", w.waits},
+                                    {"waiter_batches", w.waiter_batches}};
   }
 
   const BioSetStats bs = io.bio_set().stats();

@@ -87,9 +87,10 @@ bool EmuWriteCache::insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_
   stats_.writes++;
   stats_.bytes += len;
   nr_entries_.fetch_add(1, std::memory_order_release);
-  const bool was_idle = fifo_.size() == 1;
+  e.accepted_at = std::chrono::steady_clock::now();
+  const bool wake = writer_asleep_ || backlog_full();
   lk.unlock();
-  if (was_idle) work_cv_.notify_one();
+  if (wake) work_cv_.notify_one();
   return true;
 }
 
@@ -160,12 +161,25 @@ bool EmuWriteCache::covers(const Overlay& o, uint64_t off, uint64_t len) {
   return reached >= off + len;
 }
 
+// A waiter that finds no batch being written writes the next ones back itself, as fsync writes
+// a file's dirty pages from the caller's own context (filemap_write_and_wait_range) rather than
+// waking the flusher and sleeping: a flush then costs no hand-off to the writer and back.
 void EmuWriteCache::wait_written_back() {
   std::unique_lock lk(mu_);
   const uint64_t target = accepted_;
-  if (on_media_ < target) {
-    stats_.waits++;
-    room_cv_.wait(lk, [&] { return on_media_ >= target; });
+  if (on_media_ >= target) return;
+  stats_.waits++;
+  std::vector<EmuCachedWrite*> batch;
+  while (on_media_ < target) {
+    if (!take_batch(&batch)) {
+      room_cv_.wait(lk);
+      continue;
+    }
+    stats_.waiter_batches++;
+    lk.unlock();
+    const int err = write_batch(batch);
+    lk.lock();
+    retire_batch(batch, err);
   }
 }
 
@@ -180,6 +194,15 @@ void EmuWriteCache::hold_writeback(bool hold) {
   {
     std::lock_guard lk(mu_);
     held_ = hold;
+  }
+  work_cv_.notify_all();
+  room_cv_.notify_all();  // waiters may write back themselves now
+}
+
+void EmuWriteCache::hold_writer_thread(bool hold) {
+  {
+    std::lock_guard lk(mu_);
+    writer_held_ = hold;
   }
   work_cv_.notify_all();
 }
@@ -199,45 +222,82 @@ EmuWriteCacheStats EmuWriteCache::stats() const {
   return stats_;
 }
 
-// Takes up to WRITEBACK_BATCH writes from the head of the FIFO, writes them to the media as
-// one image (a later write's bytes replace an earlier one's; adjacent writes become one
-// vectored write, as a drive's cache coalesces), and retires them.
-void EmuWriteCache::writer_loop(std::stop_token stop) {
-  std::vector<EmuCachedWrite*> batch;
-  for (;;) {
-    batch.clear();
-    {
-      std::unique_lock lk(mu_);
-      work_cv_.wait(lk, stop, [&] { return !held_ && !fifo_.empty(); });
-      if (fifo_.empty()) return;  // stop asked, and nothing left
-      for (EmuCachedWrite* e : fifo_) {
-        if (batch.size() == WRITEBACK_BATCH) break;
-        batch.push_back(e);
-      }
-    }
-    const int err = write_batch(batch);
-    {
-      std::lock_guard lk(mu_);
-      for (EmuCachedWrite* e : batch) {
-        fifo_.pop_front();  // the batch is the FIFO's head
-        auto [lo, hi] = by_off_.equal_range(e->off);
-        for (auto it = lo; it != hi; ++it)
-          if (it->second == e) {
-            by_off_.erase(it);
-            break;
-          }
-        e->on_media = true;
-        dirty_bytes_ -= e->len;
-      }
-      on_media_ = batch.back()->seq;
-      stats_.written_back += batch.size();
-      stats_.batches++;
-      if (err && !error_) error_ = err;
-      nr_entries_.fetch_sub(batch.size(), std::memory_order_release);
-      release_spans();
-    }
-    room_cv_.notify_all();
+// Takes up to WRITEBACK_BATCH writes from the head of the FIFO for the caller to write back,
+// unless the writer is held, the FIFO is empty or another batch is being written (batches run
+// one after the other). Under mu_.
+bool EmuWriteCache::take_batch(std::vector<EmuCachedWrite*>* batch) {
+  batch->clear();
+  if (held_ || writing_ || fifo_.empty()) return false;
+  for (EmuCachedWrite* e : fifo_) {
+    if (batch->size() == WRITEBACK_BATCH) break;
+    batch->push_back(e);
   }
+  writing_ = true;
+  return true;
+}
+
+// The batch is on the media (or failed with err): its writes leave the FIFO and the lookups,
+// their spans are freed where no read pins them, and whoever waits is told. Under mu_.
+void EmuWriteCache::retire_batch(const std::vector<EmuCachedWrite*>& batch, int err) {
+  for (EmuCachedWrite* e : batch) {
+    fifo_.pop_front();  // the batch is the FIFO's head
+    auto [lo, hi] = by_off_.equal_range(e->off);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == e) {
+        by_off_.erase(it);
+        break;
+      }
+    e->on_media = true;
+    dirty_bytes_ -= e->len;
+  }
+  on_media_ = batch.back()->seq;
+  stats_.written_back += batch.size();
+  stats_.batches++;
+  if (err && !error_) error_ = err;
+  nr_entries_.fetch_sub(batch.size(), std::memory_order_release);
+  release_spans();
+  writing_ = false;
+  room_cv_.notify_all();
+  if (!fifo_.empty()) work_cv_.notify_one();
+}
+
+bool EmuWriteCache::backlog_full() const {
+  return fifo_.size() >= WRITEBACK_BATCH || dirty_bytes_ >= capacity_ / 4;
+}
+
+// Writes the cache back in batches, each as one image (a later write's bytes replace an earlier
+// one's; adjacent writes become one vectored write, as a drive's cache coalesces). It starts at
+// once when the cache holds a batch's worth or a quarter of its bytes, else when the oldest
+// write has waited WRITEBACK_DELAY, so a flush that follows a write within that time writes it
+// back on its own thread (wait_written_back) and wakes nobody. While writes keep coming the
+// writer wakes once a delay to look; after IDLE_SLEEP with an empty cache it sleeps until a
+// write arrives.
+void EmuWriteCache::writer_loop(std::stop_token stop) {
+  using clock = std::chrono::steady_clock;
+  std::vector<EmuCachedWrite*> batch;
+  std::unique_lock lk(mu_);
+  auto busy_at = clock::now();  // when the cache was last seen holding anything
+  while (!stop.stop_requested()) {
+    if (fifo_.empty() && clock::now() - busy_at > IDLE_SLEEP) {
+      writer_asleep_ = true;
+      work_cv_.wait(lk, stop, [&] { return !fifo_.empty(); });
+      writer_asleep_ = false;
+      continue;
+    }
+    const auto due = (fifo_.empty() ? clock::now() : fifo_.front()->accepted_at) + WRITEBACK_DELAY;
+    work_cv_.wait_until(lk, stop, due, [&] { return !writer_held_ && backlog_full(); });
+    if (fifo_.empty()) continue;
+    busy_at = clock::now();
+    if (!backlog_full() && busy_at < fifo_.front()->accepted_at + WRITEBACK_DELAY) continue;  // a newer head
+    if (writer_held_ || !take_batch(&batch)) {  // held, or a waiter is writing: its retire wakes us
+      work_cv_.wait(lk, stop, [&] { return !held_ && !writer_held_ && !writing_; });
+      continue;
+    }
+    lk.unlock();
+    const int err = write_batch(batch);
+    lk.lock();
+    retire_batch(batch, err);
+  }  // stop asked: the destructor wrote everything back first
 }
 
 namespace {

@@ -33,7 +33,10 @@
 //    batches run one after the other.
 //  - overlapping() before a media read and apply() after it make the read see every write
 //    accepted before it.
-//  - wait_written_back() returns once every write accepted before it is on the media;
+//  - Write-back starts at once on a backlog (a batch's worth of writes, or a quarter of the
+//    cache), else once the oldest write has waited WRITEBACK_DELAY.
+//  - wait_written_back() returns once every write accepted before it is on the media, and
+//    writes batches back itself while no other batch is being written (as fsync does);
 //    take_error() then tells the first write-back error since it was last asked (a volatile
 //    cache reports a lost write at the next Flush, as a drive does).
 #pragma once
@@ -42,6 +45,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -62,6 +66,7 @@ struct EmuCachedWrite {
   uint64_t span = 0;          // ring bytes it holds: len rounded up to a page, and any gap it skipped at the ring's end
   unsigned pins = 0;          // reads that will still copy from it
   bool on_media = false;
+  std::chrono::steady_clock::time_point accepted_at;
 };
 
 struct EmuWriteCacheStats {
@@ -73,12 +78,16 @@ struct EmuWriteCacheStats {
   uint64_t too_large = 0;     // writes larger than the cache, refused by insert()
   uint64_t read_hits = 0;     // reads that overlapped cached data
   uint64_t waits = 0;         // wait_written_back() calls that found the cache dirty
+  uint64_t waiter_batches = 0;  // batches written back by such a caller itself, not the writer
 };
 
 class EmuWriteCache {
  public:
   static constexpr unsigned WRITEBACK_BATCH = 32;  // writes in flight to the media at once
   static constexpr uint64_t SPAN_ALIGN = 4096;     // each write's span starts on a page
+  // The writer starts on a write that has waited this long, sooner on a backlog (writer_loop).
+  static constexpr std::chrono::microseconds WRITEBACK_DELAY{2000};
+  static constexpr std::chrono::milliseconds IDLE_SLEEP{100};  // an empty cache this long: the writer sleeps
 
   // `direct_fd` may be -1 (no O_DIRECT); `off_align` is its offset and length alignment.
   // Throws std::runtime_error naming `name` when the ring's memory or the writer's io_uring
@@ -123,6 +132,9 @@ class EmuWriteCache {
 
   // Tests: while held, the writer takes nothing from the cache (so its state can be seen).
   void hold_writeback(bool hold);
+  // Tests: while held, the background writer takes nothing, but wait_written_back() still
+  // writes back on its caller's thread.
+  void hold_writer_thread(bool hold);
   // Tests: the next write-back batch fails with `neg_errno` and writes nothing (a media error).
   void fail_next_writeback(int neg_errno) { inject_err_.store(neg_errno, std::memory_order_relaxed); }
 
@@ -133,6 +145,9 @@ class EmuWriteCache {
 
  private:
   void writer_loop(std::stop_token stop);
+  bool backlog_full() const;
+  bool take_batch(std::vector<EmuCachedWrite*>* batch);
+  void retire_batch(const std::vector<EmuCachedWrite*>& batch, int err);
   int write_batch(const std::vector<EmuCachedWrite*>& batch);
   uint64_t span_at_head(uint64_t len) const;  // the span a write of `len` takes now; 0: no room
   void release_spans();                       // frees the oldest spans that are written and unpinned
@@ -146,7 +161,7 @@ class EmuWriteCache {
   io_uring uring_{};
 
   mutable std::mutex mu_;
-  std::condition_variable_any work_cv_;  // the writer: entries arrived, or stop
+  std::condition_variable_any work_cv_;  // the writer: a backlog, a write into an idle cache, or stop
   std::condition_variable room_cv_;   // inserters and drainers: entries left the cache
   std::deque<EmuCachedWrite> spans_;  // ring order: every write that holds ring bytes
   std::deque<EmuCachedWrite*> fifo_;  // acceptance order: the writes not yet on the media
@@ -158,6 +173,9 @@ class EmuWriteCache {
   uint64_t on_media_ = 0;     // the writes [1, on_media_] are all on the media
   int error_ = 0;             // first write-back error since take_error()
   bool held_ = false;
+  bool writer_held_ = false;
+  bool writer_asleep_ = false;  // the writer waits for a write, with no deadline
+  bool writing_ = false;      // a batch is being written back (by the writer or a waiter)
   EmuWriteCacheStats stats_;
   std::atomic<uint64_t> nr_entries_{0};
   std::atomic<int> inject_err_{0};

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +168,27 @@ TEST_CASE("write cache: wait_written_back returns only once every accepted write
   c.wait_written_back();
   CHECK_FALSE(c.dirty());
   for (int i = 0; i < 100; i++) CHECK(all_equal(f.read(off_t(i) * 65536, 65536), uint8_t(i + 1)));
+}
+
+TEST_CASE("write cache: a flush with no batch being written writes the cache back on its own thread") {
+  // As fsync writes a file's dirty pages from its caller's context: no hand-off to the writer
+  // thread and back. With that thread held, only the waiter can write anything.
+  ScratchFile f(1 << 20);
+  EmuWriteCache c("test", f.direct, f.fd, 512, 1 << 20);
+  c.hold_writer_thread(true);
+  auto a = filled(8192, 0xC1), b = filled(4096, 0xC2);
+  insert(c, 0, a);
+  insert(c, 65536, b);
+  auto flushed = std::async(std::launch::async, [&] { c.wait_written_back(); });
+  const bool done = flushed.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  c.hold_writer_thread(false);  // so a waiter that only sleeps still ends
+  flushed.wait();
+  CHECK(done);
+  CHECK(c.stats().waiter_batches == c.stats().batches);
+  CHECK(c.stats().batches >= 1);
+  CHECK_FALSE(c.dirty());
+  CHECK(all_equal(f.read(0, 8192), 0xC1));
+  CHECK(all_equal(f.read(65536, 4096), 0xC2));
 }
 
 TEST_CASE("write cache: a write the media refuses is reported once, by the next take_error") {
