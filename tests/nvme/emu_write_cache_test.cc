@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,6 +156,49 @@ TEST_CASE("write cache: a full cache makes the writer wait for room, never drops
   CHECK(c.stats().full_waits == 1);
   CHECK(all_equal(f.read(65536, 4096), 0x77));
   CHECK(all_equal(f.read(0, 16384), 0x5A));
+}
+
+TEST_CASE("write cache: a span a read still copies from is not reused, even once its write is on the media") {
+  ScratchFile f(1 << 20);
+  EmuWriteCache c("test", f.direct, f.fd, 512, 16384);  // a ring of two 8 KiB spans
+  auto a = filled(8192, 0xA1), b = filled(8192, 0xB2);
+  insert(c, 0, a);
+  std::optional<EmuWriteCache::Overlay> o(c.overlapping(0, 8192));  // a read pins A's span
+  REQUIRE(o->entries.size() == 1);
+  c.wait_written_back();  // A is on the media: only the pin holds its span
+  insert(c, 65536, b);
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    auto d = filled(8192, 0xC3);
+    insert(c, 131072, d);  // the ring's next span is A's
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK_FALSE(done.load());
+  std::vector<uint8_t> got(8192, 0);
+  iovec v{got.data(), got.size()};
+  EmuWriteCache::apply(*o, 0, 8192, &v, 1);
+  CHECK(all_equal(got, 0xA1));  // still A's bytes
+  o.reset();  // the read is done: A's span is free
+  t.join();
+  c.wait_written_back();
+  CHECK(all_equal(f.read(131072, 8192), 0xC3));
+  CHECK(c.ring_bytes() <= 16384);
+}
+
+TEST_CASE("write cache: a write larger than the whole cache is refused, and nothing of it is cached") {
+  ScratchFile f(1 << 20);
+  EmuWriteCache c("test", f.direct, f.fd, 512, 16384);
+  auto big = filled(16384 + 4096, 0xEE);
+  iovec v{big.data(), big.size()};
+  CHECK_FALSE(c.insert(0, &v, 1, big.size()));
+  CHECK(c.stats().too_large == 1);
+  CHECK(c.stats().writes == 0);
+  CHECK_FALSE(c.dirty());
+  auto fits = filled(16384, 0xEF);  // the whole cache is still one write's
+  insert(c, 0, fits);
+  c.wait_written_back();
+  CHECK(all_equal(f.read(0, 16384), 0xEF));
 }
 
 TEST_CASE("write cache: wait_written_back returns only once every accepted write is on the media") {

@@ -44,6 +44,7 @@ import compare.state  # noqa: E402
 import compare.stats  # noqa: E402
 import compare.summary  # noqa: E402
 import compare.toggles  # noqa: E402
+import write_matrix  # noqa: E402
 
 
 def parse_compare_args(argv):
@@ -1003,7 +1004,8 @@ class Mount(unittest.TestCase):
             lines = f.read().splitlines()
         self.assertEqual(lines[0], workload.CSV_HEADER)
         rows = [workload.parse_csv_row(l) for l in lines[1:]]
-        fss = ["biofs", "ext4"] + (["hp"] if shutil.which("passthrough_hp") else [])
+        have_hp = shutil.which("passthrough_hp") or os.access(biofs_tools.PASSTHROUGH_HP_DEFAULT, os.X_OK)
+        fss = ["biofs", "ext4"] + (["hp"] if have_hp else [])
         steps = workload.steps_for(True)
         self.assertEqual(sorted((r["fs"], r["step"]) for r in rows), sorted((fs, s) for fs in fss for s in steps))
         for r in rows:
@@ -1064,6 +1066,53 @@ class Mount(unittest.TestCase):
         self.assertEqual(t[0], "| store | image | into | biofs s | hp s | biofs/hp | biofs CPU s | hp CPU s |")
         self.assertTrue(t[2].startswith("| disk | 4G | new | 3.00 | 3.00 | 1.00x"), t[2])
         self.assertTrue(t[3].startswith("| disk | 32G | new | 2.00 | 4.00 | 0.50x"), t[3])
+
+    def test_write_matrix_end_to_end_on_biofs_and_a_raw_file(self):
+        # Every cell on both targets, each with a rate and I/Os, the daemon's CPU for biofs only.
+        out = os.path.join(self.tmp, "wm-out")
+        p = subprocess.run([os.path.join(TOOLS, "biofs-workload"), "--write-matrix", "--rounds", "1",
+                            "--targets", "biofs,raw", "--cell-seconds", "1", "--file-size", "64M",
+                            "--image-size", "256M", "--bin", BIN, "--out", out, "--work", self.tmp],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        with open(os.path.join(out, "writes.csv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], write_matrix.CSV_HEADER)
+        rows = list(csv.DictReader(lines))
+        self.assertEqual(sorted((r["target"], r["cell"]) for r in rows),
+                         sorted((t, c) for t in ("biofs", "raw") for c in write_matrix.CELLS))
+        for r in rows:
+            self.assertEqual(r["exit_status"], "0", r)
+            self.assertGreater(float(r["mb_s"]), 0, r)
+            self.assertGreater(int(r["ios"]), 0, r)
+            self.assertEqual(r["daemon_cpu_s"] != "", r["target"] == "biofs", r)
+        with open(os.path.join(out, "writes.md")) as f:
+            md = f.read()
+        self.assertIn("| seq 1M io_uring QD8 |", md)
+        self.assertIn("biofs/raw", md)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["mnt", "wm-out"])  # its temp dirs are gone
+
+
+class WriteMatrixMath(unittest.TestCase):
+    def test_fio_result_reads_the_write_side(self):
+        report = {"jobs": [{"write": {"bw_bytes": 2_000_000_000, "total_ios": 1900, "lat_ns": {"mean": 4_100_000}},
+                            "read": {"bw_bytes": 7, "total_ios": 1}}]}
+        self.assertEqual(write_matrix.fio_result(json.dumps(report)), (2000.0, 4.1, 1900))
+
+    def test_table_gives_medians_ratios_and_cpu_per_io(self):
+        rows = []
+        for rnd, (b, t) in enumerate([(400, 200), (300, 100), (500, 150)], 1):
+            rows.append(dict(target="biofs", round=rnd, cell="seq 1M psync QD1", mb_s=b, lat_ms=1.0, ios=1000,
+                             cpu=0.2 * rnd, status=0))
+            rows.append(dict(target="biofs-through", round=rnd, cell="seq 1M psync QD1", mb_s=t, lat_ms=2.0,
+                             ios=500, cpu=0.5, status=0))
+        rows.append(dict(target="biofs", round=4, cell="seq 1M psync QD1", mb_s=1, lat_ms=9.0, ios=1, cpu=9.0,
+                         status=1))  # a failed run counts for nothing
+        t = write_matrix.table(rows, ["biofs", "biofs-through"])
+        self.assertEqual(t[0], "| cell | biofs MB/s | biofs-through MB/s | biofs/biofs-through | biofs lat ms | "
+                               "biofs-through lat ms | biofs CPU ms/IO | biofs-through CPU ms/IO |")
+        self.assertEqual(t[2], "| seq 1M psync QD1 | 400 | 150 | 2.67x | 1.00 | 2.00 | 0.400 | 1.000 |")
+        self.assertEqual(len(t), 3)  # cells without rows are left out
 
 
 if __name__ == "__main__":
