@@ -147,8 +147,15 @@ BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, Allocator
     }
     if (cache_slot_ < 0)
       throw std::runtime_error("biofs: more than 64 bio sets with a per-CPU cache at once");
+    cache_mode_.store(flags_ & BIOSET_CACHE_HOME ? BioCache::home : BioCache::on, std::memory_order_relaxed);
   }
-  if ((flags_ & BIOSET_TRIM_IDLE) && has_cache()) bio_cache_trim_register(this);
+  if ((flags_ & BIOSET_TRIM_IDLE) && has_cache_slot()) bio_cache_trim_register(this);
+}
+
+bool BioSet::set_cache_mode(BioCache mode) {
+  if (!has_cache_slot()) return mode == BioCache::off;
+  cache_mode_.store(mode, std::memory_order_relaxed);
+  return true;
 }
 
 BioSet::~BioSet() {
@@ -237,7 +244,7 @@ static bool membarrier_ready() {
 }
 
 uint64_t BioSet::trim_idle_caches() {
-  if (!has_cache() || !membarrier_ready()) return 0;
+  if (!has_cache_slot() || !membarrier_ready()) return 0;  // also a cache switched off: it empties
   std::lock_guard guard(g_cache_lock);
   uint64_t freed = 0;
   for (auto& c : caches_) {
@@ -274,7 +281,7 @@ static void bio_alloc_cache_splice(BioAllocCache* cache) {
 }
 
 void BioSet::prune_this_thread_cache() {
-  if (!has_cache()) return;
+  if (!has_cache_slot()) return;
   BioAllocCache* cache = this_thread_cache();
   if (!cache_enter(cache)) return;  // a trimmer is emptying it right now
   bio_alloc_cache_empty(cache);

@@ -33,6 +33,7 @@
 #include "bio.h"
 #include "bio_alloc_cache.h"
 #include "mempool.h"
+#include "toggles.h"
 
 namespace biofs {
 
@@ -62,8 +63,16 @@ class BioSet {
   BioSet(const BioSet&) = delete;
   BioSet& operator=(const BioSet&) = delete;
 
-  bool has_cache() const { return cache_slot_ >= 0; }
-  bool puts_home() const { return flags_ & BIOSET_CACHE_HOME; }  // rule 4's earlier form
+  // Whether allocations use the cache now (rule 1): the set has one and its mode is not off.
+  bool has_cache() const { return cache_mode() != BioCache::off; }
+  bool puts_home() const { return cache_mode() == BioCache::home; }  // rule 4's earlier form
+  BioCache cache_mode() const { return cache_mode_.load(std::memory_order_relaxed); }
+  // The `bio_cache` toggle, live: the next allocation takes the new mode. A bio allocated from
+  // the cache still goes back to one when put (rule 2: its flag decides), and the idle-domain
+  // trimmer gives what an unused cache holds back to the mempool. Only a set made with
+  // BIOSET_PERCPU_CACHE has a cache to switch on: false for any other mode on one without.
+  bool set_cache_mode(BioCache mode);
+  bool has_cache_slot() const { return cache_slot_ >= 0; }
   unsigned front_pad() const { return front_pad_; }
   Allocator& allocator() { return allocator_; }
   Mempool& bio_pool() { return bio_pool_; }
@@ -109,6 +118,7 @@ class BioSet {
   Allocator allocator_;
   const unsigned front_pad_;
   const unsigned flags_;
+  std::atomic<BioCache> cache_mode_{BioCache::off};
   Mempool bio_pool_;
   std::unique_ptr<Mempool> bvec_pool_;  // BIO_MAX_VECS tables; only with BIOSET_NEED_BVECS
   int cache_slot_ = -1;                 // index into each thread's cache slots, -1: no cache

@@ -75,7 +75,11 @@ void BlkMqOps::queue_rqs(RqList* rqs) {
 }
 
 RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, Toggles toggles)
-    : limits_(limits), toggles_(toggles), ops_(ops), queue_depth_(set.queue_depth), bio_split_(4, 0, 0),
+    : limits_(limits),
+      bio_cache_(toggles.bio_cache),
+      tag_batch_(toggles.tag_batch),
+      split_check_(toggles.split_check),
+      ops_(ops), queue_depth_(set.queue_depth), bio_split_(4, 0, 0),
       bio_flush_(4, 0, 0) {
   if (std::string err = blk_validate_limits(limits_); !err.empty())
     throw std::invalid_argument("queue limits: " + err);
@@ -236,7 +240,7 @@ static Request* blk_mq_alloc_requests(BlkMqAllocData* data, bool loop) {
 // blk_mq_get_new_requests(): the tag_batch toggle lives here.
 static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio, QueueCounters* counters) {
   BlkMqAllocData data{q, q->map_queue(bio->bi_opf), bio->bi_opf, 1, nullptr, counters};
-  const TagBatch mode = q->toggles().tag_batch;
+  const TagBatch mode = q->tag_batch();  // once: a live change takes the next call
   RqList unused;
   data.cached_rqs = &unused;
   if (plug && mode != TagBatch::off) {
@@ -453,7 +457,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
   for (;;) {
     unsigned nr_segs = 1;
     Bio* issue = bio;
-    if (bio_may_need_split(bio, q->limits(), q->toggles().split_check)) {
+    if (bio_may_need_split(bio, q->limits(), q->split_check())) {
       SplitCounters sc;
       issue = bio_split_to_limits(bio, q->limits(), &nr_segs, &q->bio_split(), &sc);
       counters->split_checks += sc.checks;

@@ -114,7 +114,19 @@ class RequestQueue {
   RequestQueue& operator=(const RequestQueue&) = delete;
 
   const QueueLimits& limits() const { return limits_; }
-  const Toggles& toggles() const { return toggles_; }
+  // The toggles are live: set_toggles() takes effect for the next bio, as a write to a queue's
+  // sysfs attribute does; each is read with one relaxed load where it is used, and a call that
+  // reads one reads it once. bio_cache is only reported here: bio sets hold their own mode.
+  Toggles toggles() const {
+    return Toggles{bio_cache_.load(std::memory_order_relaxed), tag_batch(), split_check()};
+  }
+  void set_toggles(const Toggles& t) {
+    bio_cache_.store(t.bio_cache, std::memory_order_relaxed);
+    tag_batch_.store(t.tag_batch, std::memory_order_relaxed);
+    split_check_.store(t.split_check, std::memory_order_relaxed);
+  }
+  TagBatch tag_batch() const { return tag_batch_.load(std::memory_order_relaxed); }
+  SplitCheck split_check() const { return split_check_.load(std::memory_order_relaxed); }
   BlkMqOps* ops() const { return ops_; }
   unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }  // poll queues included
   unsigned nr_poll_queues() const { return nr_poll_; }
@@ -130,7 +142,9 @@ class RequestQueue {
 
  private:
   QueueLimits limits_;
-  Toggles toggles_;
+  std::atomic<BioCache> bio_cache_;
+  std::atomic<TagBatch> tag_batch_;
+  std::atomic<SplitCheck> split_check_;
   BlkMqOps* ops_;
   std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
   unsigned nr_default_ = 0, nr_poll_ = 0;

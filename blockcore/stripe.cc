@@ -9,7 +9,8 @@ StripeTarget::StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_se
     : children_(std::move(children)),
       chunk_sectors_(chunk_sectors),
       chunk_shift_(unsigned(__builtin_ctz(chunk_sectors ? chunk_sectors : 1))),
-      clone_set_(64, 0, bio_cache_flags(bio_cache)) {
+      clone_set_(64, 0, BIOSET_PERCPU_CACHE) {  // a cache slot always: bio_cache is live
+  clone_set_.set_cache_mode(bio_cache);
   if (children_.empty()) throw std::invalid_argument("stripe: no child devices");
   if (!chunk_sectors || (chunk_sectors & (chunk_sectors - 1)))
     throw std::invalid_argument("stripe: chunk of " + std::to_string(chunk_sectors) +

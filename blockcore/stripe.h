@@ -20,6 +20,7 @@ class StripeTarget {
   StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache = BioCache::on);
   BlockDevice* bdev() { return &bdev_; }
   uint64_t clones() const { return clones_.load(std::memory_order_relaxed); }
+  BioSet& clone_set() { return clone_set_; }  // its cache follows bio_cache, live (daemon/live_toggles.h)
 
   // Which child and which sector a device sector maps to (exposed for tests).
   unsigned map_sector(sector_t sector, sector_t* child_sector) const;

@@ -73,7 +73,7 @@ bool decide_data_request(FuseContext* ctx, fuse_req_t req, size_t size, BlkPollG
   if (request_on_ring(req, &waiting)) {
     tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
     receiver_free = (others == 0 && tls_backlog == 0) || ctx->want_uring;  // libfuse's ring: HeldReply waits anyway
-    if (ctx->ring_plug) plug_ring_batch(waiting);
+    if (ctx->ring_plug.load(std::memory_order_relaxed)) plug_ring_batch(waiting);
   } else {
     receiver_free = others + 1 < ctx->threads;
   }

@@ -1,5 +1,7 @@
 #include "fuse_ops.h"
 
+#include "live_toggles.h"
+
 #include "data_requests.h"
 #include "fuse_compat.h"
 #include "fuse_reactor.h"
@@ -370,6 +372,14 @@ bool acl_refused(fuse_req_t req, const char* name) {
 }
 
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  if (ino == STATS_INO && std::string_view(name) == SET_XATTR) {  // a live toggle (live_toggles.h): root only
+    if (fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EPERM);
+    LiveToggles* live = CTX(req)->live;
+    std::string why;
+    const int err = live ? live->set(std::string_view(value, size), &why) : -EOPNOTSUPP;
+    if (err) fprintf(stderr, "biofs: %s: %s\n", SET_XATTR, why.c_str());
+    return (void)fuse_reply_err(req, -err);
+  }
   if (acl_refused(req, name)) return (void)fuse_reply_err(req, EOPNOTSUPP);
   fuse_reply_err(req, -FS(req)->setxattr(ino, name, std::string(value, size), flags));
 }
@@ -416,7 +426,8 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     if (!fuse.reactor_error.empty()) contract.unavailable.push_back(fuse.reactor_error);
     if (!fuse.reactor_fixed_error.empty())
       contract.unavailable.push_back("the reactor's fixed buffers: " + fuse.reactor_fixed_error);
-    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr, &contract), size);
+    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr, &contract, ctx->live),
+                       size);
   }
   std::string v;
   const int err = FS(req)->getxattr(ino, name, &v);

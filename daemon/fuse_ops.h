@@ -34,7 +34,11 @@ struct FuseContext {
   bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
   const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
   const FuseReactor* reactor = nullptr;   // fuse_uring=on: the reactor (fuse_reactor.h), for the stats
-  bool ring_plug = true;                  // fuse_uring_plug=: a plug across each ring batch
+  // fuse_uring_plug= and fuse_uring_hot=, live (live_toggles.h): a plug across each ring batch;
+  // the reactor decodes READ and WRITE itself.
+  std::atomic<bool> ring_plug{true};
+  std::atomic<bool> ring_hot{true};
+  class LiveToggles* live = nullptr;  // `setfattr -n user.biofs.set` (live_toggles.h), from main
   // What the stack under the mount will do (devices/io_contract.h), from main, for the stats;
   // the reactor's refusals are added when the stats are read.
   IoContract contract;

@@ -373,6 +373,7 @@ void Queue::handle(Entry* e) {
 // write's data all in the payload, a read's room there); false: libfuse takes it.
 bool Queue::hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz) {
   if (!r->cfg.hot_request) return false;
+  if (r->cfg.hot_enabled && !r->cfg.hot_enabled->load(std::memory_order_relaxed)) return false;
   if (in->opcode == FUSE_READ) {
     if (reinterpret_cast<const fuse_read_in*>(e->hdr->op_in)->size > e->payload_size) return false;
   } else if (in->opcode == FUSE_WRITE) {

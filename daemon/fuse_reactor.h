@@ -70,6 +70,9 @@ class FuseReactor {
     // READ and WRITE decoded by the reactor itself, straight from the ring entry, and answered
     // with reply_hot() (libfuse never sees them); nullptr: libfuse decodes them as the rest.
     void (*hot_request)(void* userdata, const HotRequest& r) = nullptr;
+    // While this is false (it may change under I/O: fuse_uring_hot, live), READ and WRITE go to
+    // libfuse like every other request. nullptr: always true.
+    const std::atomic<bool>* hot_enabled = nullptr;
   };
 
   // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/fuse_ops.h"
+#include "daemon/live_toggles.h"
 #include "daemon/daemon_switches.h"
 #include "daemon/fuse_reactor.h"
 #include "devices/io_contract.h"
@@ -164,6 +165,9 @@ int main(int argc, char** argv) {
     notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
              "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
   ctx.ring_plug = opts.fuse_uring_plug;
+  ctx.ring_hot = opts.fuse_uring_hot;
+  LiveToggles live(dev.get(), &io.bio_set(), &ctx);
+  ctx.live = &live;
   ctx.contract = io_contract(*dev, dopts);
   if (!transport_note.empty()) ctx.contract.unavailable.push_back(transport_note);
   if (opts.verbose) {
@@ -216,10 +220,11 @@ int main(int argc, char** argv) {
   if (reactor_wanted) {
     FuseReactor::Config rc;
     rc.depth = opts.fuse_uring_qd;
-    rc.batch_end = ctx.ring_plug ? fuse_ring_batch_end : nullptr;
+    rc.batch_end = fuse_ring_batch_end;  // ends the batch's plug, when fuse_uring_plug made one
     rc.sched_idle = ctx.ring_sched_idle;
     if (opts.fuse_uring_cover) rc.device_queue = dev->bdev()->queue;
-    if (opts.fuse_uring_hot) rc.hot_request = fuse_hot_request;
+    rc.hot_request = fuse_hot_request;
+    rc.hot_enabled = &ctx.ring_hot;  // fuse_uring_hot=, live
     rc.userdata = &ctx;
     if (Status s = FuseReactor::attach(se, fuse_session_fd(se), rc, &reactor); !s.ok()) {
       fuse_session_unmount(se);

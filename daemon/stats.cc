@@ -2,6 +2,8 @@
 // RequestQueue::counters(), the per-thread block statistics and /proc/self/statm.
 #include "stats.h"
 
+#include "live_toggles.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -47,7 +49,8 @@ uint64_t mono_s() {
 
 }  // namespace
 
-std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* device, const IoContract* contract) {
+std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* device, const IoContract* contract,
+                       const LiveToggles* live) {
   Json j;
   j["version"] = 1;
   j["pid"] = uint64_t(getpid());
@@ -175,6 +178,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
     for (unsigned i = 0; room && i < STAT_HIST_BUCKETS; i++)
       if (h.buckets[i]) buckets.push_back({stat_hist_lower(i), h.buckets[i]});
   }
+  if (live) j["live"] = live->stats();  // last: its keys repeat the toggles' names
   return j.dump() + "\n";
 }
 

@@ -56,7 +56,8 @@ struct FuseStats {
 // Bio cache, queue (tags, splits, plugs), I/O counts and bytes, clones, the daemon's resident
 // size and the per-stage histograms (count, p50, p99 and the non-empty buckets) as JSON; with
 // `fuse`, a "fuse" object after "rss_bytes"; with `device`, a "device" object after it.
+// With `live`, a "live" object: each live toggle's value and changes (live_toggles.h).
 std::string stats_json(BlockIo& io, const FuseStats* fuse = nullptr, const DeviceStats* device = nullptr,
-                       const IoContract* contract = nullptr);
+                       const IoContract* contract = nullptr, const class LiveToggles* live = nullptr);
 
 }  // namespace biofs

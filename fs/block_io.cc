@@ -7,7 +7,10 @@ namespace biofs {
 BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, BioCache bio_cache)
     : bdev_(bdev),
       block_size_(block_size),
-      bs_(64, 0, BIOSET_NEED_BVECS | bio_cache_flags(bio_cache) | (bio_cache != BioCache::off ? BIOSET_TRIM_IDLE : 0u)) {}
+      // A cache slot always, so the bio_cache toggle can change on a mounted filesystem.
+      bs_(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE | BIOSET_TRIM_IDLE) {
+  bs_.set_cache_mode(bio_cache);
+}
 
 int BlockIo::read(uint64_t blk, uint32_t count, void* buf) {
   IoBatch b(this);

@@ -368,18 +368,6 @@ TEST_CASE("fuse: O_DSYNC, O_SYNC and RWF_DSYNC direct overwrites reach the devic
   }
 }
 
-namespace {
-
-// A number inside the stats' object `object` ("io", "write_cache"), by key; -1 if absent.
-long long stat_in(const std::string& stats, const std::string& object, const std::string& key) {
-  const size_t at = stats.find("\"" + object + "\":{");
-  if (at == std::string::npos) return -1;
-  const std::string inner = stats.substr(at, stats.find('}', at) - at);
-  return stat_number(inner, key);
-}
-
-}  // namespace
-
 
 TEST_CASE("fuse: tar -x into a new directory on emu:IMG,vwc waits on no host write (the tar cliff)") {
   // The cause of the cliff: through FUSE without the kernel's write-back cache every write(2)

@@ -211,6 +211,14 @@ inline long long stat_number(const std::string& stats, const std::string& key) {
   return at == std::string::npos ? -1 : std::atoll(stats.c_str() + at + key.size() + 3);
 }
 
+// A number inside the stats' object `object` ("io", "write_cache", "reactor"), by key; -1 if absent.
+inline long long stat_in(const std::string& stats, const std::string& object, const std::string& key) {
+  const size_t at = stats.find("\"" + object + "\":{");
+  if (at == std::string::npos) return -1;
+  const std::string inner = stats.substr(at, stats.find('}', at) - at);
+  return stat_number(inner, key);
+}
+
 // A boolean in the stats JSON, by key ("inline": true -> true); REQUIREs that it is there.
 inline bool stat_flag(const std::string& stats, const std::string& key) {
   const bool yes = stats.find("\"" + key + "\":true") != std::string::npos;
