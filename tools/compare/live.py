@@ -1,0 +1,259 @@
+"""biofs-compare --live: a live toggle's two values interleaved inside one run (issue 44 §2).
+
+    biofs-compare --live --toggle NAME=A,B [--image PATH --image-size SIZE | --device DEV]
+                  [--cells io_uring/64/randread,...] [--pairs 40] [--window 0.5] [--settle 0.1]
+                  [--file-size 256M] [--mount-opts OPTS] [--bin DIR] [--out DIR] [--seed N]
+
+One mount and one fio per cell (ENGINE/QDEPTH/PATTERN, 4 KiB direct, time-based). While fio
+runs, the toggle flips between A and B (daemon/live_toggles.h, `user.biofs.set`) in --pairs
+pairs of windows, each pair's order drawn at random (fixed seed); after each flip a --settle gap
+whose I/Os are not counted, then a --window whose I/Os the daemon counts (its stats' device
+reads + writes) and whose daemon CPU is summed over its threads (/proc/PID/task/*/schedstat, ns).
+Neighbouring windows share the machine's drift, so a pair's ratio cancels most of it.
+
+Verdict per cell, for IOPS and CPU per I/O: B/A is the geometric mean of the pairs' ratios; its
+interval is a moving-block bootstrap over the pairs in run order (blocks of ceil(pairs^(1/3))
+neighbouring pairs, so a slow stretch of the machine moves whole blocks, not single pairs) at
+95% / k, where k is the number of intervals the run prints (Bonferroni: the chance that any of
+them misses is at most 5%). Written to --out: live.csv (one row per window) and live.md (the
+verdicts), printed at the end. Toggles that cannot change live are refused by the daemon in one
+line; use the remount mode (biofs-compare without --live) for them.
+"""
+import argparse
+import math
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+
+from biofs_tools import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, daemon_pid, log, parse_size, read_stats,
+                         read_thread_cpu, run, umount)
+
+from .toggles import toggle_pairs
+
+LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns"
+
+
+# ---- pure helpers (tests/tools import these) ------------------------------------------------------
+
+def pair_orders(pairs, seed):
+    """For each pair, the order its two windows run in: ("A", "B") or ("B", "A"), at random."""
+    rng = random.Random(seed)
+    return [("A", "B") if rng.random() < 0.5 else ("B", "A") for _ in range(pairs)]
+
+
+def block_length(n):
+    return max(1, math.ceil(n ** (1.0 / 3.0)))
+
+
+def block_ratio_ci(a, b, intervals=1, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED):
+    """B/A in percent over pairs in run order: the geometric mean of b[i]/a[i] minus 1, and its
+    moving-block bootstrap interval at 95% / intervals (Bonferroni). Returns (est, lo, hi, n);
+    lo and hi None with fewer than 3 pairs."""
+    logs = [math.log(y / x) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
+    n = len(logs)
+    if not n:
+        return None, None, None, 0
+    pct = lambda m: (math.exp(m) - 1.0) * 100.0  # noqa: E731
+    est = pct(sum(logs) / n)
+    if n < 3:
+        return est, None, None, n
+    L = block_length(n)
+    starts = n - L + 1
+    rng = random.Random(seed)
+    means = []
+    for _ in range(resamples):
+        s, k = 0.0, 0
+        while k < n:
+            i = rng.randrange(starts)
+            for j in range(i, min(i + L, i + n - k)):
+                s += logs[j]
+                k += 1
+        means.append(s / n)
+    means.sort()
+    alpha = 0.05 / max(1, intervals)
+    lo = means[max(0, int(math.floor(alpha / 2 * resamples)))]
+    hi = means[min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)]
+    return est, pct(lo), pct(hi), n
+
+
+def window_rates(rows):
+    """{pair: {side: (IOPS, CPU ns per I/O)}} from live.csv rows of one cell."""
+    out = {}
+    for r in rows:
+        if r["ios"] and r["seconds"]:
+            cpu = r["cpu_ns"] / r["ios"] if r["cpu_ns"] is not None else None
+            out.setdefault(r["pair"], {})[r["side"]] = (r["ios"] / r["seconds"], cpu)
+    return out
+
+
+def live_verdicts(rows, cells, intervals):
+    """[(cell, metric, est, lo, hi, n)] for IOPS and CPU/IO of each cell, pairs in run order."""
+    out = []
+    for cell in cells:
+        rates = window_rates([r for r in rows if r["cell"] == cell])
+        pairs = [rates[p] for p in sorted(rates) if "A" in rates[p] and "B" in rates[p]]
+        for m, metric in ((0, "IOPS"), (1, "CPU/IO")):
+            a = [p["A"][m] for p in pairs]
+            b = [p["B"][m] for p in pairs]
+            out.append((cell, metric) + block_ratio_ci(a, b, intervals))
+    return out
+
+
+def verdict_line(est, lo, hi, n):
+    if est is None:
+        return "no data"
+    if lo is None:
+        return f"{est:+.2f}% ({n} pairs: too few for an interval)"
+    if lo > 0 or hi < 0:
+        return f"effect {est:+.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
+    return f"no effect larger than {max(abs(lo), abs(hi)):.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+def daemon_cpu_ns(pid):
+    return sum(ns for (_, _, ns, _) in read_thread_cpu(pid).values())
+
+
+def device_ios(mnt):
+    io = read_stats(mnt)["io"]
+    return io["reads"] + io["writes"]
+
+
+def set_toggle(mnt, name, value):
+    try:
+        os.setxattr(mnt, "user.biofs.set", f"{name}={value}".encode())
+    except OSError as e:
+        why = read_stats(mnt, missing_ok=True).get("live", {}).get("last_refusal") or e.strerror
+        raise RuntimeError(f"{name}={value} cannot be set live: {why}") from None
+
+
+def run_cell(cfg, cell, orders, emit):
+    engine, qd, pattern = cell.split("/")
+    total = len(orders) * 2 * (cfg.window + cfg.settle) + 30
+    path = os.path.join(cfg.mnt, "live.dat")
+    run(["fio", "--name=lay", f"--filename={path}", f"--size={cfg.file_size}", "--rw=write", "--bs=1M",
+         "--direct=1", "--ioengine=psync"], timeout=600)
+    fio = subprocess.Popen(["fio", "--name=live", f"--filename={path}", f"--size={cfg.file_size}",
+                            f"--rw={pattern}", "--bs=4k", "--direct=1", f"--ioengine={engine}",
+                            f"--iodepth={qd}", "--time_based", f"--runtime={int(total)}", "--norandommap",
+                            "--randrepeat=0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # fio starts and reaches its depth
+        values = {"A": cfg.a, "B": cfg.b}
+        for pair, order in enumerate(orders, 1):
+            for side in order:
+                set_toggle(cfg.mnt, cfg.name, values[side])
+                time.sleep(cfg.settle)
+                ios0, cpu0, t0 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid), time.monotonic()
+                time.sleep(cfg.window)
+                ios1, cpu1, t1 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid), time.monotonic()
+                emit(dict(cell=cell, pair=pair, side=side, value=values[side], seconds=t1 - t0, ios=ios1 - ios0,
+                          cpu_ns=cpu1 - cpu0))
+            if fio.poll() is not None:
+                raise RuntimeError(f"fio ended early: {fio.stderr.read()[-300:]}")
+    finally:
+        fio.send_signal(signal.SIGINT)
+        try:
+            fio.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            fio.kill()
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="biofs-compare --live", description=__doc__.split("\n")[0])
+    p.add_argument("--toggle", default="bio_cache")
+    p.add_argument("--image", default="/tmp/biofs-live.img")
+    p.add_argument("--image-size", default="1G")
+    p.add_argument("--device", default=None, help="default emu:IMAGE")
+    p.add_argument("--cells", default="io_uring/64/randread,io_uring/1/randread,io_uring/64/randwrite,io_uring/1/randwrite")
+    p.add_argument("--pairs", type=int, default=40)
+    p.add_argument("--window", type=float, default=0.5)
+    p.add_argument("--settle", type=float, default=0.1)
+    p.add_argument("--file-size", default="256M")
+    p.add_argument("--mount-opts", default="")
+    p.add_argument("--bin", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "build", "bin"))
+    p.add_argument("--out", default="biofs-live-out")
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args(argv)
+    name, _, pair = a.toggle.partition("=")
+    if pair:
+        a.a, a.b = pair.split(",", 1)
+    else:
+        known = toggle_pairs(a.bin)
+        if name not in known:
+            p.error(f"--toggle {name}: no default pair (give NAME=A,B)")
+        a.a, a.b = known[name][:2]
+    a.name = name
+    a.cells = [c for c in a.cells.split(",") if c]
+    if a.pairs < 3:
+        p.error("--pairs: at least 3")
+    return a
+
+
+def main(argv):
+    cfg = parse_args(argv)
+    os.makedirs(cfg.out, exist_ok=True)
+    cfg.mnt = tempfile.mkdtemp(prefix="biofs-live-mnt.")
+    made_image = False
+    if not cfg.device:
+        if not os.path.exists(cfg.image):
+            with open(cfg.image, "wb") as f:
+                f.truncate(parse_size(cfg.image_size))
+            made_image = True
+        cfg.device = f"emu:{cfg.image}"
+    rows = []
+    csv_path = os.path.join(cfg.out, "live.csv")
+    with open(csv_path, "w") as f:
+        f.write(LIVE_CSV_HEADER + "\n")
+
+    def emit(r):
+        rows.append(r)
+        with open(csv_path, "a") as f:
+            f.write(f"{r['cell']},{r['pair']},{r['side']},{r['value']},{r['seconds']:.6f},{r['ios']},{r['cpu_ns']}\n")
+
+    t0 = time.monotonic()
+    try:
+        if made_image:
+            run([os.path.join(cfg.bin, "mkfs.biofs"), "-q", cfg.image])
+        for i, cell in enumerate(cfg.cells):
+            opts = [f"{cfg.name}={cfg.a}"] + ([cfg.mount_opts] if cfg.mount_opts else [])
+            run([os.path.join(cfg.bin, "biofs"), cfg.device, cfg.mnt, "-o", ",".join(opts)], timeout=60)
+            cfg.pid = daemon_pid(cfg.mnt, ("biofs",))
+            try:
+                log(f"biofs-compare --live: {cell}: {cfg.pairs} pairs of {cfg.window} s windows, {cfg.name}={cfg.a},{cfg.b}")
+                run_cell(cfg, cell, pair_orders(cfg.pairs, cfg.seed + i), emit)
+            finally:
+                umount(cfg.mnt)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        log(f"biofs-compare --live: {e}")
+        return 1
+    finally:
+        os.rmdir(cfg.mnt) if os.path.isdir(cfg.mnt) and not os.path.ismount(cfg.mnt) else None
+        if made_image:
+            os.unlink(cfg.image)
+    k = 2 * len(cfg.cells)
+    lines = [f"# biofs-compare --live: {cfg.name}={cfg.a} (A) vs {cfg.b} (B)", "",
+             f"Mode: live (one mount and one fio per cell; {cfg.pairs} pairs of {cfg.window} s windows in random "
+             f"order, {cfg.settle} s settle after each flip). Device `{cfg.device}`, 4 KiB direct I/O. B/A: the "
+             f"geometric mean of the pairs' ratios; intervals: moving-block bootstrap (blocks of "
+             f"{block_length(cfg.pairs)} pairs) at 95%/{k} each (Bonferroni over the {k} intervals below). "
+             f"{time.monotonic() - t0:.0f} s.", "",
+             "| cell | IOPS A | IOPS B | IOPS B/A | CPU/IO A | CPU/IO B | CPU/IO B/A |", "|" + " --- |" * 7]
+    for cell in cfg.cells:
+        rates = window_rates([r for r in rows if r["cell"] == cell])
+        med = lambda side, m: sorted(v[side][m] for v in rates.values() if side in v and v[side][m] is not None)  # noqa: E731
+        mid = lambda xs: xs[len(xs) // 2] if xs else None  # noqa: E731
+        v = {metric: verdict_line(*rest) for c, metric, *rest in live_verdicts(rows, [cell], k)}
+        ia, ib, ca, cb = mid(med("A", 0)), mid(med("B", 0)), mid(med("A", 1)), mid(med("B", 1))
+        f = lambda x, d: f"{x:.{d}f}" if x is not None else "-"  # noqa: E731
+        lines.append(f"| {cell} | {f(ia, 0)} | {f(ib, 0)} | {v['IOPS']} | {f(ca and ca / 1000, 2)} us | "
+                     f"{f(cb and cb / 1000, 2)} us | {v['CPU/IO']} |")
+    with open(os.path.join(cfg.out, "live.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
