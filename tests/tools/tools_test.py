@@ -31,6 +31,7 @@ import compare.args  # noqa: E402
 import compare.cells  # noqa: E402
 import compare.costs  # noqa: E402
 import compare.counters  # noqa: E402
+import compare.live  # noqa: E402
 import compare.csv_files  # noqa: E402
 import compare.fio  # noqa: E402
 import compare.histograms  # noqa: E402
@@ -1113,6 +1114,60 @@ class WriteMatrixMath(unittest.TestCase):
                                "biofs-through lat ms | biofs CPU ms/IO | biofs-through CPU ms/IO |")
         self.assertEqual(t[2], "| seq 1M psync QD1 | 400 | 150 | 2.67x | 1.00 | 2.00 | 0.400 | 1.000 |")
         self.assertEqual(len(t), 3)  # cells without rows are left out
+
+
+class LiveInterleaving(unittest.TestCase):
+    def test_pair_orders_are_random_both_ways_and_the_same_for_a_seed(self):
+        o = compare.live.pair_orders(200, 3)
+        self.assertEqual(o, compare.live.pair_orders(200, 3))
+        self.assertEqual(set(o), {("A", "B"), ("B", "A")})
+        self.assertTrue(60 < sum(1 for x in o if x == ("A", "B")) < 140)
+        self.assertNotEqual(o, compare.live.pair_orders(200, 4))
+
+    def test_block_ratio_ci_finds_a_steady_effect_and_contains_none_where_there_is_none(self):
+        rng = __import__("random").Random(5)
+        a = [100.0 * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(40)]
+        b = [x * 1.05 * (1 + 0.01 * rng.gauss(0, 1)) for x in a]
+        est, lo, hi, n = compare.live.block_ratio_ci(a, b)
+        self.assertEqual(n, 40)
+        self.assertAlmostEqual(est, 5.0, delta=1.0)
+        self.assertLess(lo, est)
+        self.assertGreater(hi, est)
+        self.assertGreater(lo, 0)
+        same = [x * (1 + 0.01 * rng.gauss(0, 1)) for x in a]
+        _, lo0, hi0, _ = compare.live.block_ratio_ci(a, same)
+        self.assertLess(lo0, 0)
+        self.assertGreater(hi0, 0)
+
+    def test_block_ratio_ci_widens_with_the_number_of_intervals(self):
+        rng = __import__("random").Random(9)
+        a = [100.0 for _ in range(30)]
+        b = [100.0 * (1 + 0.02 * rng.gauss(0, 1)) for _ in range(30)]
+        _, lo1, hi1, _ = compare.live.block_ratio_ci(a, b, intervals=1)
+        _, lo8, hi8, _ = compare.live.block_ratio_ci(a, b, intervals=8)
+        self.assertGreater(hi8 - lo8, hi1 - lo1)
+        self.assertEqual(compare.live.block_ratio_ci(a[:2], b[:2])[1:3], (None, None))
+
+    def test_block_bootstrap_keeps_neighbouring_pairs_together(self):
+        # A run whose second half is slower on side B only: a block bootstrap must see the
+        # halves as the units of variation, so its interval is wider than one of shuffled pairs.
+        a = [100.0] * 40
+        b = [101.0] * 20 + [97.0] * 20
+        _, lo, hi, _ = compare.live.block_ratio_ci(a, b)
+        shuffled = b[::2] + b[1::2]
+        _, lo_s, hi_s, _ = compare.live.block_ratio_ci(a, [shuffled[(i * 7) % 40] for i in range(40)])
+        self.assertGreater(hi - lo, hi_s - lo_s)
+
+    def test_live_verdicts_pair_the_windows_of_each_pair(self):
+        rows = []
+        for pair in range(1, 11):
+            rows.append(dict(cell="c", pair=pair, side="A", value="off", seconds=0.5, ios=1000, cpu_ns=4_000_000))
+            rows.append(dict(cell="c", pair=pair, side="B", value="on", seconds=0.5, ios=1100, cpu_ns=4_000_000))
+        v = compare.live.live_verdicts(rows, ["c"], 2)
+        self.assertEqual([x[1] for x in v], ["IOPS", "CPU/IO"])
+        self.assertAlmostEqual(v[0][2], 10.0, places=6)
+        self.assertAlmostEqual(v[1][2], (4000 / 1100 / (4000 / 1000) - 1) * 100, places=6)
+        self.assertEqual(v[0][5], 10)
 
 
 if __name__ == "__main__":
