@@ -233,7 +233,8 @@ def main(argv):
         log(f"biofs-compare --live: {e}")
         return 1
     finally:
-        os.rmdir(cfg.mnt) if os.path.isdir(cfg.mnt) and not os.path.ismount(cfg.mnt) else None
+        if os.path.isdir(cfg.mnt) and not os.path.ismount(cfg.mnt):
+            os.rmdir(cfg.mnt)
         if made_image:
             os.unlink(cfg.image)
     k = 2 * len(cfg.cells)
