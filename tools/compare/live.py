@@ -3,6 +3,7 @@
     biofs-compare --live --toggle NAME=A,B [--image PATH --image-size SIZE | --device DEV]
                   [--cells io_uring/64/randread,...] [--pairs 40] [--window 0.5] [--settle 0.1]
                   [--file-size 256M] [--mount-opts OPTS] [--bin DIR] [--out DIR] [--seed N]
+                  [--fio-cpus LIST]
 
 One mount and one fio per cell (ENGINE/QDEPTH/PATTERN, 4 KiB direct, time-based). While fio
 runs, the toggle flips between A and B (daemon/live_toggles.h, `user.biofs.set`) in --pairs
@@ -140,7 +141,8 @@ def run_cell(cfg, cell, orders, emit):
     fio = subprocess.Popen(["fio", "--name=live", f"--filename={path}", f"--size={cfg.file_size}",
                             f"--rw={pattern}", "--bs=4k", "--direct=1", f"--ioengine={engine}",
                             f"--iodepth={qd}", "--time_based", f"--runtime={int(total)}", "--norandommap",
-                            "--randrepeat=0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            "--randrepeat=0"] + ([f"--cpus_allowed={cfg.fio_cpus}"] if cfg.fio_cpus else []),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(1.0)  # fio starts and reaches its depth
         values = {"A": cfg.a, "B": cfg.b}
@@ -179,6 +181,7 @@ def parse_args(argv):
         os.path.abspath(__file__)))), "build", "bin"))
     p.add_argument("--out", default="biofs-live-out")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--fio-cpus", default="", help="fio's CPUs (fio --cpus_allowed), e.g. 0")
     a = p.parse_args(argv)
     name, _, pair = a.toggle.partition("=")
     if pair:
