@@ -28,6 +28,7 @@ def header_lines(cfg, verdicts):
                 f"(at most {cfg.max_repeats} pairs" + (f", budget {cfg.budget:g} s" if cfg.budget else "") + ")."
                 ) if cfg.resolution is not None else ""
     return [f"# biofs-compare: {cfg.toggle}={a} (A, IOPS) vs {cfg.toggle}={b} (B, IOPS_new)", "",
+            "Mode: remount (a fresh mount per side and run; `--live` flips a live toggle inside one run). "
             f"device `{cfg.device}`, {io_mode(cfg)} I/O, {cfg.repeats} repeats "
             f"of {cfg.runtime} s, file {cfg.file_size} per job"
             + (f", fio's jobs on CPUs {fio_cpus(cfg)}" if fio_cpus(cfg) else "") +
