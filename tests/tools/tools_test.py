@@ -32,6 +32,7 @@ import compare.cells  # noqa: E402
 import compare.costs  # noqa: E402
 import compare.counters  # noqa: E402
 import compare.live  # noqa: E402
+import compare.profile  # noqa: E402
 import compare.csv_files  # noqa: E402
 import compare.fio  # noqa: E402
 import compare.histograms  # noqa: E402
@@ -1168,6 +1169,76 @@ class LiveInterleaving(unittest.TestCase):
         self.assertAlmostEqual(v[0][2], 10.0, places=6)
         self.assertAlmostEqual(v[1][2], (4000 / 1100 / (4000 / 1000) - 1) * 100, places=6)
         self.assertEqual(v[0][5], 10)
+
+
+# A recorded sample set, in `perf script -F comm,tid,period,ip,sym,dso`'s form (trimmed stacks).
+PERF_SCRIPT = """swapper     0     250000 
+\tffffffff82242055 pvm_safe_halt_hc ([kernel.kallsyms])
+\tffffffff813d0ab4 do_idle ([kernel.kallsyms])
+
+fio 100     250000 
+\t           5a10 td_io_queue (/usr/bin/fio)
+\t           2724a __libc_start_call_main (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+fio 100     250000 
+\tffffffff816aa000 fuse_uring_send_in_task ([kernel.kallsyms])
+\tffffffff816ab000 io_handle_tw_list ([kernel.kallsyms])
+\t           5a10 io_u_queued_complete (/usr/bin/fio)
+
+fio 100     250000 
+\tffffffff816bb000 io_submit_sqes ([kernel.kallsyms])
+\tffffffff8223c951 do_syscall_64 ([kernel.kallsyms])
+
+fio 100     250000 
+\tffffffff816dbe87 vfs_read ([kernel.kallsyms])
+\tffffffff8223c951 do_syscall_64 ([kernel.kallsyms])
+
+fuse-reactor-0 200     250000 
+\tffffffff81111000 iomap_dio_rw ([kernel.kallsyms])
+\tffffffff816bb000 io_submit_sqes ([kernel.kallsyms])
+\t           f8000 syscall (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t          1a2b3c biofs::(anonymous namespace)::EmuQueue::submit (/opt/biofs/bin/biofs)
+\t          1a2b00 biofs::blk_mq_submit_bio_plug (/opt/biofs/bin/biofs)
+
+fuse-reactor-0 200     250000 
+\tffffffff82247fc4 __schedule ([kernel.kallsyms])
+\tffffffff82248b73 schedule ([kernel.kallsyms])
+\t          1a0000 biofs::FuseReactor::run (/opt/biofs/bin/biofs)
+
+fuse-reactor-0 200     250000 
+\t          1b0000 biofs::sbitmap_queue_get_batch (/opt/biofs/bin/biofs)
+\t          1a0000 biofs::FuseReactor::run (/opt/biofs/bin/biofs)
+
+fuse-reactor-0 200     250000 
+\t          1c0000 biofs::FileIo::Dio::map (/opt/biofs/bin/biofs)
+
+biofs-wcache 300     250000 
+\tffffffff81111000 iomap_dio_rw ([kernel.kallsyms])
+
+kworker/0:1 12     250000 
+\tffffffff81222000 process_one_work ([kernel.kallsyms])
+"""
+
+
+class Profile(unittest.TestCase):
+    def test_parse_reads_every_sample_with_its_period_and_frames(self):
+        s = compare.profile.parse_perf_script(PERF_SCRIPT)
+        self.assertEqual(len(s), 11)
+        self.assertEqual(s[0][0], "swapper")
+        self.assertEqual(s[0][1], 250000)
+        self.assertEqual(s[5][2][3], ("biofs::(anonymous namespace)::EmuQueue::submit", "/opt/biofs/bin/biofs"))
+
+    def test_each_sample_goes_to_the_layer_its_stack_names(self):
+        layers = [compare.profile.classify(c, f) for c, _, f in compare.profile.parse_perf_script(PERF_SCRIPT)]
+        self.assertEqual(layers, ["idle", "application", "fuse_client", "io_uring", "kernel",
+                                  "device",      # the daemon's kernel work counts for the user frame that asked
+                                  "sched", "blockcore", "fs", "device", "other"])
+
+    def test_layer_ns_sums_every_period_once(self):
+        ns = compare.profile.layer_ns(compare.profile.parse_perf_script(PERF_SCRIPT))
+        self.assertEqual(sum(ns.values()), 11 * 250000)
+        self.assertEqual(ns["device"], 2 * 250000)
+        self.assertEqual(set(ns), set(compare.profile.LAYERS))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     biofs-compare --live --toggle NAME=A,B [--image PATH --image-size SIZE | --device DEV]
                   [--cells io_uring/64/randread,...] [--pairs 40] [--window 0.5] [--settle 0.1]
                   [--file-size 256M] [--mount-opts OPTS] [--bin DIR] [--out DIR] [--seed N]
-                  [--fio-cpus LIST]
+                  [--fio-cpus LIST] [--profile SECONDS]
 
 One mount and one fio per cell (ENGINE/QDEPTH/PATTERN, 4 KiB direct, time-based). While fio
 runs, the toggle flips between A and B (daemon/live_toggles.h, `user.biofs.set`) in --pairs
@@ -17,7 +17,9 @@ interval is a moving-block bootstrap over the pairs in run order (blocks of ceil
 neighbouring pairs, so a slow stretch of the machine moves whole blocks, not single pairs) at
 95% / k, where k is the number of intervals the run prints (Bonferroni: the chance that any of
 them misses is at most 5%). Written to --out: live.csv (one row per window) and live.md (the
-verdicts), printed at the end. Toggles that cannot change live are refused by the daemon in one
+verdicts), printed at the end. --profile S: after a cell's windows, S seconds of `perf record
+-e cpu-clock -a -g` per side, every sample on every CPU given to a layer (compare/profile.py:
+how), as ns per I/O in profile.csv and live.md. Toggles that cannot change live are refused by the daemon in one
 line; use the remount mode (biofs-compare without --live) for them.
 """
 import argparse
@@ -32,9 +34,11 @@ import time
 from biofs_tools import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, daemon_pid, log, parse_size, read_stats,
                          read_thread_cpu, run, umount)
 
+from . import profile
 from .toggles import toggle_pairs
 
 LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns"
+PROFILE_CSV_HEADER = "cell,side,value,ios," + ",".join(f"{k}_ns" for k in profile.LAYERS)
 
 
 # ---- pure helpers (tests/tools import these) ------------------------------------------------------
@@ -113,6 +117,20 @@ def verdict_line(est, lo, hi, n):
     return f"no effect larger than {max(abs(lo), abs(hi)):.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
 
 
+def profile_table(rows, cfg):
+    """live.md's per-layer lines: ns per I/O of every layer, A beside B, per cell."""
+    if not rows:
+        return []
+    out = ["", f"Where the time goes, every CPU ({cfg.profile:g} s of perf cpu-clock samples per side after the "
+                "windows; ns per I/O; idle included, so a row sums to the CPUs' time per I/O; compare/profile.py "
+                "says how each sample was assigned):", "",
+           "| cell | side | " + " | ".join(profile.LAYERS) + " |", "|" + " --- |" * (len(profile.LAYERS) + 2)]
+    for r in rows:
+        per = [f"{r['layers'][k] / r['ios']:.0f}" if r["ios"] else "-" for k in profile.LAYERS]
+        out.append(f"| {r['cell']} | {r['value']} | " + " | ".join(per) + " |")
+    return out
+
+
 # ---- the run --------------------------------------------------------------------------------------
 
 def daemon_cpu_ns(pid):
@@ -132,7 +150,7 @@ def set_toggle(mnt, name, value):
         raise RuntimeError(f"{name}={value} cannot be set live: {why}") from None
 
 
-def run_cell(cfg, cell, orders, emit):
+def run_cell(cfg, cell, orders, emit, emit_profile):
     engine, qd, pattern = cell.split("/")
     total = len(orders) * 2 * (cfg.window + cfg.settle) + 30
     path = os.path.join(cfg.mnt, "live.dat")
@@ -157,6 +175,18 @@ def run_cell(cfg, cell, orders, emit):
                           cpu_ns=cpu1 - cpu0))
             if fio.poll() is not None:
                 raise RuntimeError(f"fio ended early: {fio.stderr.read()[-300:]}")
+        if cfg.profile:
+            for side in ("A", "B"):
+                set_toggle(cfg.mnt, cfg.name, values[side])
+                time.sleep(cfg.settle)
+                ios0 = device_ios(cfg.mnt)
+                samples = profile.record(cfg.profile, os.path.join(cfg.out, "perf.data"))
+                ios1 = device_ios(cfg.mnt)
+                if samples is None:
+                    log("biofs-compare --live: perf record failed (is perf installed, and may it see every CPU?)")
+                    break
+                emit_profile(dict(cell=cell, side=side, value=values[side], ios=ios1 - ios0,
+                                  layers=profile.layer_ns(samples)))
     finally:
         fio.send_signal(signal.SIGINT)
         try:
@@ -182,6 +212,8 @@ def parse_args(argv):
     p.add_argument("--out", default="biofs-live-out")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--fio-cpus", default="", help="fio's CPUs (fio --cpus_allowed), e.g. 0")
+    p.add_argument("--profile", type=float, default=0,
+                   help="after the windows, SECONDS of perf cpu-clock samples per side, by layer (compare/profile.py)")
     a = p.parse_args(argv)
     name, _, pair = a.toggle.partition("=")
     if pair:
@@ -219,6 +251,18 @@ def main(argv):
         with open(csv_path, "a") as f:
             f.write(f"{r['cell']},{r['pair']},{r['side']},{r['value']},{r['seconds']:.6f},{r['ios']},{r['cpu_ns']}\n")
 
+    prof_rows = []
+    prof_path = os.path.join(cfg.out, "profile.csv")
+    if cfg.profile:
+        with open(prof_path, "w") as f:
+            f.write(PROFILE_CSV_HEADER + "\n")
+
+    def emit_profile(r):
+        prof_rows.append(r)
+        with open(prof_path, "a") as f:
+            f.write(f"{r['cell']},{r['side']},{r['value']},{r['ios']}," +
+                    ",".join(str(r["layers"][k]) for k in profile.LAYERS) + "\n")
+
     t0 = time.monotonic()
     try:
         if made_image:
@@ -229,7 +273,7 @@ def main(argv):
             cfg.pid = daemon_pid(cfg.mnt, ("biofs",))
             try:
                 log(f"biofs-compare --live: {cell}: {cfg.pairs} pairs of {cfg.window} s windows, {cfg.name}={cfg.a},{cfg.b}")
-                run_cell(cfg, cell, pair_orders(cfg.pairs, cfg.seed + i), emit)
+                run_cell(cfg, cell, pair_orders(cfg.pairs, cfg.seed + i), emit, emit_profile)
             finally:
                 umount(cfg.mnt)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
@@ -257,6 +301,7 @@ def main(argv):
         f = lambda x, d: f"{x:.{d}f}" if x is not None else "-"  # noqa: E731
         lines.append(f"| {cell} | {f(ia, 0)} | {f(ib, 0)} | {v['IOPS']} | {f(ca and ca / 1000, 2)} us | "
                      f"{f(cb and cb / 1000, 2)} us | {v['CPU/IO']} |")
+    lines += profile_table(prof_rows, cfg)
     with open(os.path.join(cfg.out, "live.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
