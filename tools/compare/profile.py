@@ -27,7 +27,9 @@ LAYERS = ("application", "kernel", "fuse_client", "io_uring", "transport", "fs",
 # A user-space frame of the daemon: checked in this order, the first rule that matches decides.
 _USER_RULES = [
     ("sched", re.compile(r"pthread_cond_(wait|timedwait|signal|broadcast)|__futex")),
-    ("device", re.compile(r"\bEmu[A-Z]\w*|emu_|biofs::copy_(from|to)_iovecs")),
+    # In the daemon only the emulated namespace (and its write cache) reads and writes files with
+    # plain system calls: its inline commands on a file in memory (nvme/emu_ns.h).
+    ("device", re.compile(r"\bEmu[A-Z]\w*|emu_|biofs::copy_(from|to)_iovecs|^(__libc_)?p(read|write)v?(64)?(v2)?$")),
     ("nvme", re.compile(r"\bNvme[A-Z]\w*|\bnvme_")),
     ("fs", re.compile(r"\b(Filesystem|FileIo|Inode\w*|Extent\w*|Journal|IoBatch|BlockIo|Kiocb|Super|Namei|Dir)\b")),
     ("blockcore", re.compile(r"\bbio_|\bblk_|sbitmap|\bBioSet\b|\bRequestQueue\b|\bRequest\b|bvec_|submit_bio")),
