@@ -51,8 +51,10 @@ EmuWriteCache::~EmuWriteCache() {
   munmap(ring_, capacity_);
 }
 
+static uint64_t span_bytes(uint64_t len) { return (len + EmuWriteCache::SPAN_ALIGN - 1) & ~(EmuWriteCache::SPAN_ALIGN - 1); }
+
 uint64_t EmuWriteCache::span_at_head(uint64_t len) const {
-  const uint64_t need = (len + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1);
+  const uint64_t need = span_bytes(len);
   const uint64_t pos = head_ % capacity_;
   const uint64_t span = pos + need > capacity_ ? need + (capacity_ - pos) : need;  // skips the ring's end
   return head_ - tail_ + span <= capacity_ ? span : 0;
@@ -74,8 +76,7 @@ bool EmuWriteCache::insert(uint64_t off, const iovec* vecs, unsigned nr, uint64_
   e.len = len;
   e.span = span;
   head_ += span;
-  const uint64_t need = (len + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1);
-  e.data = ring_ + (head_ - need) % capacity_;
+  e.data = ring_ + (head_ - span_bytes(len)) % capacity_;  // after any gap skipped at the ring's end
   lk.unlock();
   copy_from_iovecs(e.data, vecs, nr);  // the span is this write's alone until it is published
   lk.lock();

@@ -23,7 +23,8 @@ import re
 import subprocess
 import time
 
-from biofs_tools import LoopExt4, PassthroughHp, log, median, run, umount, wait_gone, daemon_pid
+from biofs_tools import (LoopExt4, PassthroughHp, daemon_pid, log, median, read_process_cpu_ns, run, umount,
+                         wait_gone)
 
 CSV_HEADER = "target,round,cell,mb_s,lat_ms,ios,daemon_cpu_s,exit_status"
 TARGETS = ("biofs", "biofs-through", "hp", "ext4", "raw")
@@ -87,14 +88,9 @@ def table(rows, targets):
 
 
 def proc_cpu(pid):
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            rest = f.read().rsplit(")", 1)[1].split()
-        return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
+    """The daemon's utime + stime in seconds, or None (no daemon, or gone)."""
+    ns = read_process_cpu_ns(pid) if pid is not None else None
+    return ns / 1e9 if ns is not None else None
 
 
 class Target:

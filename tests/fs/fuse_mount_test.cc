@@ -369,6 +369,17 @@ TEST_CASE("fuse: O_DSYNC, O_SYNC and RWF_DSYNC direct overwrites reach the devic
 }
 
 
+namespace {
+
+// Whether `dir` is on tmpfs or ramfs: there the emulated namespace keeps no write cache.
+bool in_memory(const std::string& dir) {
+  struct statfs sfs;
+  REQUIRE(statfs(dir.c_str(), &sfs) == 0);
+  return sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
+}
+
+}  // namespace
+
 TEST_CASE("fuse: tar -x into a new directory on emu:IMG,vwc waits on no host write (the tar cliff)") {
   // The cause of the cliff: through FUSE without the kernel's write-back cache every write(2)
   // waits for the device, and each device write was a host O_DIRECT write, so tar paid the host
@@ -378,9 +389,7 @@ TEST_CASE("fuse: tar -x into a new directory on emu:IMG,vwc waits on no host wri
     return;
   }
   FuseScratch s(256 << 20);
-  struct statfs sfs;
-  REQUIRE(statfs(s.dir.c_str(), &sfs) == 0);
-  if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) {
+  if (in_memory(s.dir)) {
     MESSAGE("skipped: the image is in memory, where the emulated namespace runs every command inline and "
             "keeps no write cache (nvme/emu_ns.h); the cliff is a disk's");
     return;
@@ -442,9 +451,7 @@ TEST_CASE("fuse: 1 MiB direct writes on emu:IMG,vwc are copied once into the cac
     return;
   }
   FuseScratch s(512 << 20);
-  struct statfs sfs;
-  REQUIRE(statfs(s.dir.c_str(), &sfs) == 0);
-  if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) {
+  if (in_memory(s.dir)) {
     MESSAGE("skipped: the image is in memory, where the emulated namespace keeps no write cache (nvme/emu_ns.h)");
     return;
   }
