@@ -118,10 +118,10 @@ class BioSet {
   Allocator allocator_;
   const unsigned front_pad_;
   const unsigned flags_;
-  std::atomic<BioCache> cache_mode_{BioCache::off};
   Mempool bio_pool_;
   std::unique_ptr<Mempool> bvec_pool_;  // BIO_MAX_VECS tables; only with BIOSET_NEED_BVECS
   int cache_slot_ = -1;                 // index into each thread's cache slots, -1: no cache
+  std::atomic<BioCache> cache_mode_{BioCache::off};  // in cache_slot_'s padding: the layout is the one before it
   uint64_t cache_gen_ = 0;              // unique per set: tells a slot's owner set apart
   std::vector<std::unique_ptr<BioAllocCache>> caches_;  // guarded by the global cache lock
   std::unique_ptr<std::atomic<BioAllocCache*>[]> cpu_caches_;  // one per configured CPU
