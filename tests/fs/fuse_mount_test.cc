@@ -472,7 +472,13 @@ TEST_CASE("fuse: 1 MiB direct writes on emu:IMG,vwc are copied once into the cac
     const long long cached_bytes = stat_in(after, "write_cache", "bytes_cached") - stat_in(before, "write_cache", "bytes_cached");
     INFO("daemon page faults " << faults << " for " << pages << " pages written; bytes copied into the cache " << cached_bytes);
     CHECK(cached_bytes == 96ll << 20);  // every byte copied in once, none twice
-    CHECK(faults < pages / 16);         // a fault per page with a heap block per write
+#ifndef BIOFS_SANITIZER_BUILD
+    CHECK(faults < pages / 16);  // a fault per page with a heap block per write
+#else
+    // A sanitizer's allocator maps each large block afresh, and the daemon's per-I/O buffers
+    // (fs/io_buf.cc) come from it in these builds instead of TBB's: the faults say nothing here.
+    MESSAGE("fault count not checked in a sanitizer build: " << faults << " for " << pages << " pages");
+#endif
     CHECK_MESSAGE(run("cmp -n " + std::to_string(96 << 20) + " " + file + " /dev/zero", &out) == 0, out);
     unmount(s.mnt, pid);
   }
