@@ -1225,27 +1225,101 @@ kworker/0:1 12     250000
 """
 
 
+# What `addr2line -i -a -e biofs` prints for three addresses of the daemon: a block-layer helper
+# inlined into the reactor (innermost first), an fs/ function that calls into a std header, and an
+# address it has no line for.
+ADDR2LINE = """0x00000000001b0000
+/src/biofs/blockcore/sbitmap.cc:120
+/src/biofs/daemon/fuse_reactor.cc:297
+0x00000000001c0000
+/usr/include/c++/12/bits/stl_vector.h:1123
+/src/biofs/fs/file_io.cc:40 (discriminator 2)
+0x00000000001d0000
+??:0
+"""
+
+
+def sample(comm, *frames, pid=None):
+    return compare.profile.Sample(comm, pid, 250000, [compare.profile.Frame(s, d, ip) for s, d, ip in frames])
+
+
 class Profile(unittest.TestCase):
-    def test_parse_reads_every_sample_with_its_period_and_frames(self):
-        s = compare.profile.parse_perf_script(PERF_SCRIPT)
+    P = compare.profile
+
+    def test_parse_reads_every_sample_with_its_period_frames_and_addresses(self):
+        s = self.P.parse_perf_script(PERF_SCRIPT)
         self.assertEqual(len(s), 12)
-        self.assertEqual(s[0][0], "swapper")
-        self.assertEqual(s[0][1], 250000)
-        self.assertEqual(s[5][2][3], ("biofs::(anonymous namespace)::EmuQueue::submit", "/opt/biofs/bin/biofs"))
+        self.assertEqual((s[0].comm, s[0].period), ("swapper", 250000))
+        self.assertEqual(s[5].frames[3], ("biofs::(anonymous namespace)::EmuQueue::submit", "/opt/biofs/bin/biofs",
+                                          0x1a2b3c))
+        with_pid = self.P.parse_perf_script("fuse-reactor-0  9720/9729      250000 \n\tffff81 schedule ([kernel])\n")
+        self.assertEqual(with_pid[0].pid, 9720)
 
     def test_each_sample_goes_to_the_layer_its_stack_names(self):
-        layers = [compare.profile.classify(c, f) for c, _, f in compare.profile.parse_perf_script(PERF_SCRIPT)]
+        samples = self.P.parse_perf_script(PERF_SCRIPT)
+        layers = [self.P.classify(x, x.comm.startswith(("biofs", "fuse")), x.comm.startswith("fio")) for x in samples]
         self.assertEqual(layers, ["idle", "application", "fuse_client", "io_uring", "kernel",
-                                  "device",      # the daemon's kernel work counts for the user frame that asked
+                                  "device",      # the emulated namespace's host I/O under io_uring
                                   "sched", "blockcore", "fs", "device",
                                   "device",      # an inline command's preadv, its caller's frame lost
                                   "other"])
 
-    def test_layer_ns_sums_every_period_once(self):
-        ns = compare.profile.layer_ns(compare.profile.parse_perf_script(PERF_SCRIPT))
+    def test_addr2line_gives_each_address_its_tree_files_innermost_first(self):
+        files = self.P.parse_addr2line(ADDR2LINE, "/src/biofs")
+        self.assertEqual(files[0x1b0000], ["blockcore/sbitmap.cc", "daemon/fuse_reactor.cc"])
+        self.assertEqual(files[0x1c0000], ["/usr/include/c++/12/bits/stl_vector.h", "fs/file_io.cc"])
+        self.assertEqual(files[0x1d0000], [])
+
+    def test_a_daemon_frame_goes_by_its_innermost_source_file_in_the_tree(self):
+        files = self.P.parse_addr2line(ADDR2LINE, "/src/biofs")
+        bin_ = "/src/biofs/build/bin/biofs"
+        sources = {(bin_, ip): f for ip, f in files.items()}
+        reactor = ("biofs::(anonymous namespace)::Queue::run", bin_)
+        # The symbol says the reactor; the line says an sbitmap helper inlined into it.
+        self.assertEqual(self.P.classify(sample("fuse-reactor-0", reactor + (0x1b0000,)), True, False, sources),
+                         "blockcore")
+        self.assertEqual(self.P.classify(sample("fuse-reactor-0", reactor + (0x1b0000,)), True, False), "transport")
+        # A std header names no layer: the fs/ file that inlined it does.
+        self.assertEqual(self.P.classify(sample("fuse-reactor-0", ("std::vector::size", bin_, 0x1c0000)), True, False,
+                                         sources), "fs")
+        # No line: the symbol's rules, then the thread.
+        self.assertEqual(self.P.classify(sample("fuse-reactor-0", ("biofs::NvmeDriver::reap", bin_, 0x1d0000)), True,
+                                         False, sources), "nvme")
+        self.assertEqual(self.P.classify(sample("biofs-wcache", ("memcpy", "/lib/libc.so.6", 5)), True, False), "device")
+        # The ring's user-space half.
+        ring = sample("fuse-reactor-0", ("do_syscall_64", "[kernel.kallsyms]", 1), ("[unknown]", "/lib/liburing.so.2", 2))
+        self.assertEqual(self.P.classify(ring, True, False), "io_uring")
+
+    def test_source_files_name_layers(self):
+        self.assertEqual([self.P.layer_of_source(f) for f in ("nvme/emu_ns.cc", "nvme/nvme_driver.cc",
+                                                               "blockcore/brd.cc", "blockcore/blk_mq.cc", "fs/dir.cc",
+                                                               "daemon/stats.cc", "/usr/include/x.h")],
+                         ["device", "nvme", "device", "blockcore", "fs", "transport", None])
+
+    def test_the_daemon_kernel_side_by_what_it_does(self):
+        k = "[kernel.kallsyms]"
+        fuse = sample("fuse-reactor-0", ("_copy_from_iter", k, 1), ("fuse_uring_commit_fetch", k, 2),
+                      ("io_uring_cmd", k, 3))
+        host = sample("biofs-cq", ("filemap_read", k, 1), ("io_issue_sqe", k, 2))
+        self.assertEqual(self.P.classify(fuse, True, False), "fuse_client")
+        self.assertEqual(self.P.classify(host, True, False), "device")
+        # The same kernel frames on a thread of neither side are nobody's.
+        self.assertEqual(self.P.classify(host, False, False), "other")
+
+    def test_layer_ns_sums_every_period_once_and_knows_the_daemon_by_pid(self):
+        ns = self.P.layer_ns(self.P.parse_perf_script(PERF_SCRIPT))
         self.assertEqual(sum(ns.values()), 12 * 250000)
         self.assertEqual(ns["device"], 3 * 250000)
-        self.assertEqual(set(ns), set(compare.profile.LAYERS))
+        self.assertEqual(set(ns), set(self.P.LAYERS))
+        odd_name = [sample("worker", ("biofs::blk_mq_submit_bio", "/b", 1), pid=7)]
+        self.assertEqual(self.P.layer_ns(odd_name, daemon_pid=7)["blockcore"], 250000)
+        self.assertEqual(self.P.layer_ns(odd_name, daemon_pid=8)["other"], 250000)
+
+    def test_block_share_is_of_the_busy_cpu(self):
+        layers = {k: 0 for k in self.P.LAYERS}
+        layers.update(blockcore=100, fs=300, idle=10_000)
+        self.assertAlmostEqual(compare.live.block_share(layers), 25.0)
+        self.assertIsNone(compare.live.block_share({k: 0 for k in self.P.LAYERS}))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ from . import profile
 from .toggles import toggle_pairs
 
 LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns"
-PROFILE_CSV_HEADER = "cell,side,value,ios," + ",".join(f"{k}_ns" for k in profile.LAYERS)
+PROFILE_CSV_HEADER = "cell,side,value,ios,daemon_cpu_ns,daemon_sampled_ns," + ",".join(f"{k}_ns" for k in profile.LAYERS)
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # ---- pure helpers (tests/tools import these) ------------------------------------------------------
@@ -117,17 +118,32 @@ def verdict_line(est, lo, hi, n):
     return f"no effect larger than {max(abs(lo), abs(hi)):.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
 
 
+def block_share(layers):
+    """The block layer's share of the CPU an I/O costs (every layer but idle), percent; None
+    with no samples."""
+    busy = sum(ns for k, ns in layers.items() if k != "idle")
+    return 100.0 * layers["blockcore"] / busy if busy else None
+
+
 def profile_table(rows, cfg):
-    """live.md's per-layer lines: ns per I/O of every layer, A beside B, per cell."""
+    """live.md's per-layer lines: ns per I/O of every layer, A beside B, per cell; the block
+    layer's share; the daemon's sampled CPU against its measured CPU (the check that the
+    samples add up)."""
     if not rows:
         return []
     out = ["", f"Where the time goes, every CPU ({cfg.profile:g} s of perf cpu-clock samples per side after the "
                 "windows; ns per I/O; idle included, so a row sums to the CPUs' time per I/O; compare/profile.py "
-                "says how each sample was assigned):", "",
-           "| cell | side | " + " | ".join(profile.LAYERS) + " |", "|" + " --- |" * (len(profile.LAYERS) + 2)]
+                "says how each sample was assigned). block %: blockcore's share of the busy CPU (all but idle); "
+                "daemon sampled/measured: the daemon's samples against its threads' CPU time over the same "
+                "seconds (schedstat):", "",
+           "| cell | side | " + " | ".join(profile.LAYERS) + " | block % | daemon sampled/measured |",
+           "|" + " --- |" * (len(profile.LAYERS) + 4)]
     for r in rows:
         per = [f"{r['layers'][k] / r['ios']:.0f}" if r["ios"] else "-" for k in profile.LAYERS]
-        out.append(f"| {r['cell']} | {r['value']} | " + " | ".join(per) + " |")
+        share = block_share(r["layers"])
+        fit = r["daemon_sampled_ns"] / r["daemon_cpu_ns"] if r["daemon_cpu_ns"] else None
+        out.append(f"| {r['cell']} | {r['value']} | " + " | ".join(per) +
+                   f" | {'-' if share is None else f'{share:.1f}'} | {'-' if fit is None else f'{fit:.3f}'} |")
     return out
 
 
@@ -179,14 +195,16 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
             for side in ("A", "B"):
                 set_toggle(cfg.mnt, cfg.name, values[side])
                 time.sleep(cfg.settle)
-                ios0 = device_ios(cfg.mnt)
+                ios0, cpu0 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid)
                 samples = profile.record(cfg.profile, os.path.join(cfg.out, "perf.data"))
-                ios1 = device_ios(cfg.mnt)
+                ios1, cpu1 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid)
                 if samples is None:
                     log("biofs-compare --live: perf record failed (is perf installed, and may it see every CPU?)")
                     break
-                emit_profile(dict(cell=cell, side=side, value=values[side], ios=ios1 - ios0,
-                                  layers=profile.layer_ns(samples)))
+                sources = profile.resolve_sources(samples, profile.daemon_binaries(samples, cfg.pid), REPO_ROOT)
+                emit_profile(dict(cell=cell, side=side, value=values[side], ios=ios1 - ios0, daemon_cpu_ns=cpu1 - cpu0,
+                                  layers=profile.layer_ns(samples, cfg.pid, sources=sources),
+                                  daemon_sampled_ns=sum(x.period for x in samples if x.pid == cfg.pid)))
     finally:
         fio.send_signal(signal.SIGINT)
         try:
@@ -260,7 +278,7 @@ def main(argv):
     def emit_profile(r):
         prof_rows.append(r)
         with open(prof_path, "a") as f:
-            f.write(f"{r['cell']},{r['side']},{r['value']},{r['ios']}," +
+            f.write(f"{r['cell']},{r['side']},{r['value']},{r['ios']},{r['daemon_cpu_ns']},{r['daemon_sampled_ns']}," +
                     ",".join(str(r["layers"][k]) for k in profile.LAYERS) + "\n")
 
     t0 = time.monotonic()
