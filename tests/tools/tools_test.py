@@ -1254,6 +1254,9 @@ class Profile(unittest.TestCase):
                                           0x1a2b3c))
         with_pid = self.P.parse_perf_script("fuse-reactor-0  9720/9729      250000 \n\tffff81 schedule ([kernel])\n")
         self.assertEqual(with_pid[0].pid, 9720)
+        self.assertIsNone(with_pid[0].time)
+        timed = self.P.parse_perf_script("fio  100/101  12345.678901:     250000 \n\t5a10 td_io_queue (/usr/bin/fio)\n")
+        self.assertEqual((timed[0].pid, timed[0].time, timed[0].period), (100, 12345.678901, 250000))
 
     def test_each_sample_goes_to_the_layer_its_stack_names(self):
         samples = self.P.parse_perf_script(PERF_SCRIPT)

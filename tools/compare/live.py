@@ -19,7 +19,7 @@ neighbouring pairs, so a slow stretch of the machine moves whole blocks, not sin
 them misses is at most 5%). Written to --out: live.csv (one row per window) and live.md (the
 verdicts), printed at the end. --profile S: after a cell's windows, S seconds of `perf record
 -e cpu-clock -a -g` per side, every sample on every CPU given to a layer (compare/profile.py:
-how), as ns per I/O in profile.csv and live.md. Toggles that cannot change live are refused by the daemon in one
+how), as ns per I/O in profile.csv, live.md and profile.png (a stacked bar per side). Toggles that cannot change live are refused by the daemon in one
 line; use the remount mode (biofs-compare without --live) for them.
 """
 import argparse
@@ -35,6 +35,7 @@ from biofs_tools import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, daemon_pid, log, p
                          read_thread_cpu, run, umount)
 
 from . import profile
+from .profile_plot import plot_profile
 from .toggles import toggle_pairs
 
 LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns"
@@ -195,12 +196,12 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
             for side in ("A", "B"):
                 set_toggle(cfg.mnt, cfg.name, values[side])
                 time.sleep(cfg.settle)
-                ios0, cpu0 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid)
-                samples = profile.record(cfg.profile, os.path.join(cfg.out, "perf.data"))
-                ios1, cpu1 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid)
-                if samples is None:
+                got = profile.record_window(cfg.profile, os.path.join(cfg.out, "perf.data"),
+                                            lambda: (device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid)))
+                if got is None:
                     log("biofs-compare --live: perf record failed (is perf installed, and may it see every CPU?)")
                     break
+                samples, (ios0, cpu0), (ios1, cpu1) = got
                 sources = profile.resolve_sources(samples, profile.daemon_binaries(samples, cfg.pid), REPO_ROOT)
                 emit_profile(dict(cell=cell, side=side, value=values[side], ios=ios1 - ios0, daemon_cpu_ns=cpu1 - cpu0,
                                   layers=profile.layer_ns(samples, cfg.pid, sources=sources),
@@ -320,6 +321,7 @@ def main(argv):
         lines.append(f"| {cell} | {f(ia, 0)} | {f(ib, 0)} | {v['IOPS']} | {f(ca and ca / 1000, 2)} us | "
                      f"{f(cb and cb / 1000, 2)} us | {v['CPU/IO']} |")
     lines += profile_table(prof_rows, cfg)
+    plot_profile(prof_rows, cfg.out, f"biofs {cfg.name}={cfg.a} / {cfg.b}: where an I/O's CPU goes ({cfg.device})")
     with open(os.path.join(cfg.out, "live.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -28,12 +28,13 @@ import collections
 import os
 import re
 import subprocess
+import time
 
 LAYERS = ("application", "kernel", "fuse_client", "io_uring", "transport", "fs", "blockcore", "nvme", "device",
           "sched", "idle", "other")
 DAEMON_LAYERS = ("transport", "fs", "blockcore", "nvme", "device")
 
-Sample = collections.namedtuple("Sample", "comm pid period frames")  # frames: [Frame] leaf first
+Sample = collections.namedtuple("Sample", "comm pid period frames time", defaults=(None,))  # frames: leaf first
 Frame = collections.namedtuple("Frame", "sym dso ip")
 
 # A source file of the tree → its layer; the first prefix that matches decides.
@@ -122,7 +123,8 @@ def classify(sample, is_daemon, is_app, sources=None):
 
 
 def parse_perf_script(text):
-    """[Sample] from `perf script -F comm,pid,tid,period,ip,sym,dso` (pid/tid may be absent)."""
+    """[Sample] from `perf script -F comm,pid,tid,time,period,ip,sym,dso` (pid/tid and time may
+    be absent; time in seconds)."""
     samples, cur = [], None
     for line in text.splitlines():
         if not line.strip():
@@ -133,9 +135,10 @@ def parse_perf_script(text):
         if not line[0].isspace():
             f = line.split()
             period = int(f[-1]) if f[-1].isdigit() else 0
-            ids = f[1:-1]
+            ids = [x for x in f[1:-1] if not x.endswith(":")]
+            stamp = [float(x[:-1]) for x in f[1:-1] if x.endswith(":")]
             pid = int(ids[0].split("/")[0]) if ids and ids[0].split("/")[0].isdigit() else None
-            cur = Sample(f[0], pid, period, [])
+            cur = Sample(f[0], pid, period, [], stamp[0] if stamp else None)
             continue
         if cur is None:
             continue
@@ -207,17 +210,32 @@ def daemon_binaries(samples, daemon_pid):
             if f.dso and not _is_kernel(f.dso) and ".so" not in f.dso and f.dso.startswith("/")}
 
 
-def record(seconds, path):
-    """perf record -e cpu-clock -a -g for `seconds` into path; the parsed samples, or None
-    where perf is missing or refuses."""
+def record_window(seconds, path, read_counters, lead=1.0):
+    """`perf record -e cpu-clock -a -g` on CLOCK_MONOTONIC around a window of `seconds`: perf
+    starts, after `lead` seconds read_counters() is called, the window runs, read_counters()
+    again. Returns (samples inside the window, counters before, counters after), or None where
+    perf is missing or refuses. Only the window's samples count, so they and the counters cover
+    the same time (perf's own start and end are outside it)."""
     try:
-        p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-a", "-g", "-o", path, "--", "sleep",
-                            str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                           timeout=seconds + 60)
-        if p.returncode != 0:
+        p = subprocess.Popen(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-a", "-g",
+                              "-o", path, "--", "sleep", str(lead + seconds + 0.5)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError:
+        return None
+    time.sleep(lead)
+    before, t0 = read_counters(), time.monotonic()
+    time.sleep(seconds)
+    after, t1 = read_counters(), time.monotonic()
+    try:
+        if p.wait(timeout=lead + seconds + 60) != 0:
             return None
-        s = subprocess.run(["perf", "script", "-i", path, "-F", "comm,pid,tid,period,ip,sym,dso"],
+        s = subprocess.run(["perf", "script", "-i", path, "-F", "comm,pid,tid,time,period,ip,sym,dso"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired):
+        p.kill()
         return None
-    return parse_perf_script(s.stdout)
+    finally:
+        for f in (path, path + ".old"):  # tens of MB each: the samples are what is kept
+            if os.path.exists(f):
+                os.unlink(f)
+    return [x for x in parse_perf_script(s.stdout) if x.time is None or t0 <= x.time <= t1], before, after
