@@ -39,7 +39,7 @@ from .profile_plot import plot_profile
 from .toggles import toggle_pairs
 
 LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns"
-PROFILE_CSV_HEADER = "cell,side,value,ios,daemon_cpu_ns,daemon_sampled_ns," + ",".join(f"{k}_ns" for k in profile.LAYERS)
+PROFILE_CSV_HEADER = "cell,side,value,ios,busy_ns,daemon_cpu_ns,daemon_sampled_ns," + ",".join(f"{k}_ns" for k in profile.LAYERS)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -135,16 +135,18 @@ def profile_table(rows, cfg):
     out = ["", f"Where the time goes, every CPU ({cfg.profile:g} s of perf cpu-clock samples per side after the "
                 "windows; ns per I/O; idle included, so a row sums to the CPUs' time per I/O; compare/profile.py "
                 "says how each sample was assigned). block %: blockcore's share of the busy CPU (all but idle); "
-                "daemon sampled/measured: the daemon's samples against its threads' CPU time over the same "
-                "seconds (schedstat):", "",
-           "| cell | side | " + " | ".join(profile.LAYERS) + " | block % | daemon sampled/measured |",
-           "|" + " --- |" * (len(profile.LAYERS) + 4)]
+                "sampled/measured: the busy samples against every CPU's busy time over the same seconds "
+                "(/proc/stat), and the daemon's samples against its threads' CPU time (schedstat):", "",
+           "| cell | side | " + " | ".join(profile.LAYERS) + " | block % | sampled/measured | daemon's |",
+           "|" + " --- |" * (len(profile.LAYERS) + 5)]
     for r in rows:
         per = [f"{r['layers'][k] / r['ios']:.0f}" if r["ios"] else "-" for k in profile.LAYERS]
         share = block_share(r["layers"])
-        fit = r["daemon_sampled_ns"] / r["daemon_cpu_ns"] if r["daemon_cpu_ns"] else None
+        ratio = lambda a, b: f"{a / b:.3f}" if b else "-"  # noqa: E731
+        busy = sum(ns for k, ns in r["layers"].items() if k != "idle")
         out.append(f"| {r['cell']} | {r['value']} | " + " | ".join(per) +
-                   f" | {'-' if share is None else f'{share:.1f}'} | {'-' if fit is None else f'{fit:.3f}'} |")
+                   f" | {'-' if share is None else f'{share:.1f}'} | {ratio(busy, r['busy_ns'])} | "
+                   f"{ratio(r['daemon_sampled_ns'], r['daemon_cpu_ns'])} |")
     return out
 
 
@@ -152,6 +154,13 @@ def profile_table(rows, cfg):
 
 def daemon_cpu_ns(pid):
     return sum(ns for (_, _, ns, _) in read_thread_cpu(pid).values())
+
+
+def busy_cpu_ns():
+    """Every CPU's busy time (/proc/stat: all but idle and iowait), ns."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 def device_ios(mnt):
@@ -197,13 +206,14 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
                 set_toggle(cfg.mnt, cfg.name, values[side])
                 time.sleep(cfg.settle)
                 got = profile.record_window(cfg.profile, os.path.join(cfg.out, "perf.data"),
-                                            lambda: (device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid)))
+                                            lambda: (device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid), busy_cpu_ns()))
                 if got is None:
                     log("biofs-compare --live: perf record failed (is perf installed, and may it see every CPU?)")
                     break
-                samples, (ios0, cpu0), (ios1, cpu1) = got
+                samples, (ios0, cpu0, busy0), (ios1, cpu1, busy1) = got
                 sources = profile.resolve_sources(samples, profile.daemon_binaries(samples, cfg.pid), REPO_ROOT)
                 emit_profile(dict(cell=cell, side=side, value=values[side], ios=ios1 - ios0, daemon_cpu_ns=cpu1 - cpu0,
+                                  busy_ns=busy1 - busy0,
                                   layers=profile.layer_ns(samples, cfg.pid, sources=sources),
                                   daemon_sampled_ns=sum(x.period for x in samples if x.pid == cfg.pid)))
     finally:
@@ -279,7 +289,7 @@ def main(argv):
     def emit_profile(r):
         prof_rows.append(r)
         with open(prof_path, "a") as f:
-            f.write(f"{r['cell']},{r['side']},{r['value']},{r['ios']},{r['daemon_cpu_ns']},{r['daemon_sampled_ns']}," +
+            f.write(f"{r['cell']},{r['side']},{r['value']},{r['ios']},{r['busy_ns']},{r['daemon_cpu_ns']},{r['daemon_sampled_ns']}," +
                     ",".join(str(r["layers"][k]) for k in profile.LAYERS) + "\n")
 
     t0 = time.monotonic()
