@@ -150,6 +150,7 @@ Bio* bio_split_to_limits(Bio* bio, const QueueLimits& lim, unsigned* nr_segs, Bi
     return nullptr;
   }
   bio_chain(split, bio);
+  split->bi_opf |= REQ_NOMERGE;  // v6.18 bio_submit_split(): no chance to merge the split piece
   counters->splits++;
   return split;
 }

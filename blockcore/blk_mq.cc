@@ -5,6 +5,7 @@
 #include "blk_cover.h"
 #include "blk_flush.h"
 #include "blk_poll.h"
+#include "blk_rq_merge.h"
 #include "schedule.h"
 
 #include <sched.h>
@@ -34,6 +35,9 @@ QueueCounters& QueueCounters::operator+=(const QueueCounters& o) {
   split_checks += o.split_checks;
   splits += o.splits;
   tag_waits += o.tag_waits;
+  read_merges += o.read_merges;
+  write_merges += o.write_merges;
+  discard_merges += o.discard_merges;
   tag_calls += o.tag_calls;
   tag_batch_calls += o.tag_batch_calls;
   tags += o.tags;
@@ -79,6 +83,7 @@ RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps
       bio_cache_(toggles.bio_cache),
       tag_batch_(toggles.tag_batch),
       split_check_(toggles.split_check),
+      nomerges_(toggles.nomerges),
       ops_(ops), queue_depth_(set.queue_depth), bio_split_(4, 0, 0),
       bio_flush_(4, 0, 0) {
   if (std::string err = blk_validate_limits(limits_); !err.empty())
@@ -129,6 +134,9 @@ void RequestQueue::add_counters(const QueueCounters& c) {
   if (c.split_checks) split_checks_.fetch_add(c.split_checks, std::memory_order_relaxed);
   if (c.splits) splits_.fetch_add(c.splits, std::memory_order_relaxed);
   if (c.tag_waits) tag_waits_.fetch_add(c.tag_waits, std::memory_order_relaxed);
+  if (c.read_merges) read_merges_.fetch_add(c.read_merges, std::memory_order_relaxed);
+  if (c.write_merges) write_merges_.fetch_add(c.write_merges, std::memory_order_relaxed);
+  if (c.discard_merges) discard_merges_.fetch_add(c.discard_merges, std::memory_order_relaxed);
 }
 
 QueueCounters RequestQueue::counters() const {
@@ -138,6 +146,9 @@ QueueCounters RequestQueue::counters() const {
   c.split_checks = split_checks_.load(std::memory_order_relaxed);
   c.splits = splits_.load(std::memory_order_relaxed);
   c.tag_waits = tag_waits_.load(std::memory_order_relaxed);
+  c.read_merges = read_merges_.load(std::memory_order_relaxed);
+  c.write_merges = write_merges_.load(std::memory_order_relaxed);
+  c.discard_merges = discard_merges_.load(std::memory_order_relaxed);
   for (const auto& hctx : hctxs_) {
     const SbitmapStats s = sbitmap_queue_stats(hctx->tags->bitmap_tags.get());
     c.tag_calls += s.alloc_calls();
@@ -167,6 +178,7 @@ static Request* blk_mq_rq_ctx_init(BlkMqAllocData* data, int tag, unsigned cpu) 
   rq->bio = rq->biotail = nullptr;
   rq->rq_next = nullptr;
   rq->status = BLK_STS_OK;
+  rq->rq_flags = 0;
   rq->alloc_cpu = uint16_t(cpu);
   return rq;
 }
@@ -385,14 +397,15 @@ static unsigned blk_plug_max_rq_count(const BlkPlug* plug) {
 //  - `last` is rq_list_peek(&plug->mq_list), the list's head: the OLDEST request in the plug
 //    (the first one added since the last flush), not the one added just before rq;
 //  - a plug that holds requests is flushed before rq joins it when it holds
-//    blk_plug_max_rq_count() requests or when `last` is BLK_PLUG_FLUSH_SIZE (128 KiB) or more
-//    (the kernel skips the size test for a queue with QUEUE_FLAG_NOMERGES; biofs has no such
-//    flag, so the test always applies);
+//    blk_plug_max_rq_count() requests or, unless the queue has QUEUE_FLAG_NOMERGES
+//    (nomerges=2, `nomerges` here), when `last` is BLK_PLUG_FLUSH_SIZE (128 KiB) or more; with
+//    merging a sequential stream grows `last` to that size by merges, and the next request
+//    then flushes it;
 //  - after a flush `last` is NULL, so rq alone never marks the plug as multiple_queues.
-static void blk_add_rq_to_plug(BlkPlug* plug, Request* rq) {
+static void blk_add_rq_to_plug(BlkPlug* plug, Request* rq, bool nomerges) {
   Request* last = plug->mq_list.peek();
-  if (plug->rq_count &&
-      (plug->rq_count >= blk_plug_max_rq_count(plug) || blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE)) {
+  if (plug->rq_count && (plug->rq_count >= blk_plug_max_rq_count(plug) ||
+                         (!nomerges && blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE))) {
     blk_mq_flush_plug_list(plug);
     last = nullptr;
   }
@@ -454,6 +467,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
     return;
   QueueCounters local;
   QueueCounters* counters = plug ? plug_counters(plug, q) : &local;
+  const bool nomerges = q->nomerges() == NoMerges::none;  // blk_queue_nomerges(), read once
   for (;;) {
     unsigned nr_segs = 1;
     Bio* issue = bio;
@@ -464,6 +478,13 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
       counters->splits += sc.splits;
       stage_mark(STAGE_SPLIT);
       if (!issue) break;  // ended with an error
+    }
+    // v6.18 blk_mq_attempt_bio_merge(): into the plug's last request of this queue (blk_rq_merge.h).
+    // blk_mq_sched_bio_merge() has nothing to look at: no elevator, no software queues.
+    if (plug && plug->rq_count && !nomerges && bio_mergeable(issue) &&
+        blk_attempt_plug_merge(plug, q, issue, nr_segs, counters)) {
+      if (issue == bio) break;
+      continue;
     }
     Request* rq = plug ? blk_mq_peek_cached_request(plug, q, issue->bi_opf) : nullptr;
     if (rq)
@@ -480,7 +501,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
     blk_mq_bio_to_request(rq, issue, nr_segs);
     counters->requests++;
     if (plug) {
-      blk_add_rq_to_plug(plug, rq);
+      blk_add_rq_to_plug(plug, rq, nomerges);
     } else {
       RqList one;
       one.add_tail(rq);

@@ -77,6 +77,11 @@ struct QueueCounters {
   uint64_t split_checks = 0;   // bios that took the full split walk
   uint64_t splits = 0;
   uint64_t tag_waits = 0;      // allocations that had to wait for a free tag
+  // Bios merged into a request instead of making one (blk_account_io_merge_bio), by the
+  // request's op_stat_group(), as /sys/block/*/stat's read, write and discard merge columns.
+  uint64_t read_merges = 0;
+  uint64_t write_merges = 0;
+  uint64_t discard_merges = 0;
   // Filled in by RequestQueue::counters() from the tag maps:
   uint64_t tag_calls = 0;      // sbitmap get calls (single and batch)
   uint64_t tag_batch_calls = 0;
@@ -118,15 +123,18 @@ class RequestQueue {
   // sysfs attribute does; each is read with one relaxed load where it is used, and a call that
   // reads one reads it once. bio_cache is only reported here: bio sets hold their own mode.
   Toggles toggles() const {
-    return Toggles{bio_cache_.load(std::memory_order_relaxed), tag_batch(), split_check()};
+    return Toggles{bio_cache_.load(std::memory_order_relaxed), tag_batch(), split_check(), nomerges()};
   }
   void set_toggles(const Toggles& t) {
     bio_cache_.store(t.bio_cache, std::memory_order_relaxed);
     tag_batch_.store(t.tag_batch, std::memory_order_relaxed);
     split_check_.store(t.split_check, std::memory_order_relaxed);
+    nomerges_.store(t.nomerges, std::memory_order_relaxed);
   }
   TagBatch tag_batch() const { return tag_batch_.load(std::memory_order_relaxed); }
   SplitCheck split_check() const { return split_check_.load(std::memory_order_relaxed); }
+  // The sysfs `nomerges` (toggles.h): blk_queue_nomerges() is nomerges() == NoMerges::none.
+  NoMerges nomerges() const { return nomerges_.load(std::memory_order_relaxed); }
   BlkMqOps* ops() const { return ops_; }
   unsigned nr_hw_queues() const { return unsigned(hctxs_.size()); }  // poll queues included
   unsigned nr_poll_queues() const { return nr_poll_; }
@@ -145,6 +153,7 @@ class RequestQueue {
   std::atomic<BioCache> bio_cache_;
   std::atomic<TagBatch> tag_batch_;
   std::atomic<SplitCheck> split_check_;
+  std::atomic<NoMerges> nomerges_;
   BlkMqOps* ops_;
   std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
   unsigned nr_default_ = 0, nr_poll_ = 0;
@@ -152,6 +161,7 @@ class RequestQueue {
   BioSet bio_split_;
   BioSet bio_flush_;
   std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};
+  std::atomic<uint64_t> read_merges_{0}, write_merges_{0}, discard_merges_{0};
 };
 
 // The block device a bio is aimed at (bi_bdev): a blk-mq queue, or a bio-based driver such as

@@ -82,6 +82,15 @@ inline constexpr blk_opf_t REQ_POLLED = 1u << (REQ_OP_BITS + 6);
 // The bio was allocated as cache-eligible: its final put returns it to a per-CPU (here:
 // per-thread) bio cache instead of the mempool. See bio_set.h for the rules.
 inline constexpr blk_opf_t REQ_ALLOC_CACHE = 1u << (REQ_OP_BITS + 7);
+// v6.18 __REQ_NOMERGE: never merge a bio into this request nor this bio into one. Set on the
+// front piece of every split (bio_submit_split) and on a request a merge failed a limit for
+// (req_set_nomerge).
+inline constexpr blk_opf_t REQ_NOMERGE = 1u << (REQ_OP_BITS + 8);
+// REQ_FAILFAST_MASK: biofs has one failfast bit where the kernel has three (DEV, TRANSPORT, DRIVER).
+inline constexpr blk_opf_t REQ_FAILFAST_MASK = REQ_FAILFAST;
+// REQ_NOMERGE_FLAGS (include/linux/blk_types.h, v6.18): a bio or request with any of these
+// never merges.
+inline constexpr blk_opf_t REQ_NOMERGE_FLAGS = REQ_NOMERGE | REQ_PREFLUSH | REQ_FUA;
 
 inline constexpr req_op bio_op_of(blk_opf_t opf) { return static_cast<req_op>(opf & REQ_OP_MASK); }
 inline constexpr bool op_is_write(blk_opf_t opf) { return (opf & 1u) != 0; }

@@ -21,8 +21,9 @@ struct alignas(64) Request {
   uint32_t __data_len;        // bytes
   uint16_t nr_phys_segments;
   blk_status_t status;        // carried through a completion batch
+  uint8_t rq_flags;           // RQF_* (req_flags_t): RQF_MIXED_MERGE
   uint16_t alloc_cpu;         // sbitmap slot of the allocating thread: the tag's hint on free
-  Bio* bio;                   // first bio; more follow through bi_next up to biotail
+  Bio* bio;                   // first bio; merged ones follow through bi_next up to biotail
   Bio* biotail;
   Request* rq_next;           // list link (plug, cache, completion batch)
   uint64_t start_time_ns;     // set when the request is dispatched, for the stage histograms
@@ -30,9 +31,13 @@ struct alignas(64) Request {
   // The driver's per-request area (tag set cmd_size bytes) follows: blk_mq_rq_to_pdu().
 };
 
+// req_flags_t bits (include/linux/blk-mq.h, v6.18): the one of them biofs needs.
+inline constexpr uint8_t RQF_MIXED_MERGE = 1u << 0;  // merged bios differ in their failfast flags
+
 inline void* blk_mq_rq_to_pdu(Request* rq) { return rq + 1; }
 inline sector_t blk_rq_pos(const Request* rq) { return rq->__sector; }
 inline uint32_t blk_rq_bytes(const Request* rq) { return rq->__data_len; }
+inline uint32_t blk_rq_sectors(const Request* rq) { return rq->__data_len >> SECTOR_SHIFT; }
 inline req_op req_op_of(const Request* rq) { return bio_op_of(rq->cmd_flags); }
 
 struct RqList {  // struct rq_list

@@ -32,6 +32,14 @@ const char* tag_batch_name(TagBatch mode) {
 
 const char* split_check_name(SplitCheck mode) { return mode == SplitCheck::fast ? "fast" : "iter"; }
 
+const char* nomerges_name(NoMerges mode) {
+  switch (mode) {
+    case NoMerges::simple: return "1";
+    case NoMerges::none: return "2";
+    default: return "0";
+  }
+}
+
 const std::vector<ToggleInfo>& toggle_table() {
   static const std::vector<ToggleInfo> table = {
       {"bio_cache", "on|off|home", "off", "on",
@@ -55,6 +63,14 @@ const std::vector<ToggleInfo>& toggle_table() {
          return false;
        },
        [](const Toggles& t) { return split_check_name(t.split_check); }},
+      // A: no merging (2), B: the kernel's default (0), as `biofs-compare --toggle nomerges=2,0`.
+      {"nomerges", "0|1|2", "2", "0",
+       [](Toggles* t, std::string_view v) {
+         for (NoMerges m : {NoMerges::all, NoMerges::simple, NoMerges::none})
+           if (v == nomerges_name(m)) return t->nomerges = m, true;
+         return false;
+       },
+       [](const Toggles& t) { return nomerges_name(t.nomerges); }},
   };
   return table;
 }

@@ -42,10 +42,22 @@ enum class SplitCheck : uint8_t {
   iter,  // the iterator's current vec covers the whole bio and fits: that commit's check
 };
 
+// nomerges=: the queue's sysfs `nomerges` (block/blk-sysfs.c, v6.18), what bio merging a queue
+// tries (blk_rq_merge.h). The kernel's values and meanings:
+enum class NoMerges : uint8_t {
+  all = 0,     // every merge: the plug merge (blk_attempt_plug_merge), the default
+  simple = 1,  // QUEUE_FLAG_NOXMERGES: only an elevator's extended (hash) merges stop. biofs, as a
+               // v6.18 queue with no elevator ("none", NVMe's default), has none of those, so the
+               // plug merge still runs: 1 merges exactly as 0 does, as the kernel's does
+  none = 2,    // QUEUE_FLAG_NOMERGES: blk_queue_nomerges(): no merge is tried at all, and
+               // blk_add_rq_to_plug() drops its BLK_PLUG_FLUSH_SIZE test
+};
+
 struct Toggles {
   BioCache bio_cache = BioCache::on;
   TagBatch tag_batch = TagBatch::loop;
   SplitCheck split_check = SplitCheck::iter;
+  NoMerges nomerges = NoMerges::all;
 };
 
 struct ToggleInfo {
@@ -63,7 +75,7 @@ const ToggleInfo* find_toggle(std::string_view name);  // nullptr if no toggle h
 // Sets toggle `name` to `value`. Ok, or invalid_argument with one line naming what is wrong.
 Status set_toggle(Toggles* t, std::string_view name, std::string_view value);
 
-// "bio_cache, tag_batch, split_check": for usage lines and errors.
+// "bio_cache, tag_batch, split_check, nomerges": for usage lines and errors.
 std::string toggle_names();
 
 const char* bio_cache_name(BioCache mode);
@@ -71,5 +83,6 @@ const char* bio_cache_name(BioCache mode);
 unsigned bio_cache_flags(BioCache mode);
 const char* tag_batch_name(TagBatch mode);
 const char* split_check_name(SplitCheck mode);
+const char* nomerges_name(NoMerges mode);  // "0", "1", "2"
 
 }  // namespace biofs

@@ -20,7 +20,8 @@ struct nvme_uring_cmd;
 
 namespace biofs {
 
-// Most data segments one command carries: the queue's max_segments.
+// Most data segments one command carries (NvmeIod::vecs): the bound on every queue's
+// max_segments, so that a request with merged bios (blockcore/blk_rq_merge.h) always fits.
 inline constexpr unsigned NVME_MAX_SEGS = 128;
 // The most segments the kernel's nvme-pci driver puts in one request (drivers/nvme/host/pci.c).
 inline constexpr unsigned NVME_KERNEL_MAX_SEGS = 127;
@@ -59,7 +60,9 @@ inline sector_t nvme_lba_to_sect(const NvmeNsInfo& ns, uint64_t lba) {
   return lba << (ns.lba_shift - SECTOR_SHIFT);
 }
 
-// nvme_setup_cmd(): fills iod->cmd and the data vecs from rq. CID = rq->tag. Read and Write
+// nvme_setup_cmd(): fills iod->cmd and the data vecs from rq. CID = rq->tag. The data vecs
+// cover every bio of the request (rq->bio .. rq->biotail, as a plug merge chained them) in
+// order, memory-contiguous vecs joined: one command per request, however many bios it holds. Read and Write
 // carry SLBA and a 0-based NLB in the namespace's block size, FUA and limited retry from the
 // request flags; Flush carries the namespace only; Write Zeroes carries SLBA/NLB and no data;
 // a discard becomes Dataset Management with the deallocate attribute and one range in

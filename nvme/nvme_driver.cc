@@ -142,12 +142,15 @@ QueueLimits NvmeDriver::limits() const {
   // never more than the kernel's nvme-pci takes (NVME_MAX_SEGS there is 127): a passthrough
   // command's pages become a kernel request, which the QEMU guest showed failing with EINVAL
   // at 129 segments.
-  // A fabric controller takes SGLs: no virt boundary, and up to USHRT_MAX segments, as the
+  // A fabric controller takes SGLs: no virt boundary, and the kernel's queue up to USHRT_MAX segments, as the
   // queue of an nvme-tcp namespace shows on Linux 7.2 (6.12 still set the PRP boundary there;
   // tests/qemu/guest-checks.sh compares them).
+  // Either way a request is one command whose data is at most NVME_MAX_SEGS iovecs (the iod's
+  // vecs[], one PRP/SGL list over every bio a plug merge chained on the request): a fabric
+  // queue keeps that bound, above nvme-pci's 127, so that no merged request outgrows its iod.
   const bool fabric = transport_->fabric();
   lim.max_segments = std::min<uint32_t>(lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1,
-                                        fabric ? 65535u : NVME_KERNEL_MAX_SEGS);
+                                        fabric ? NVME_MAX_SEGS : NVME_KERNEL_MAX_SEGS);
   lim.virt_boundary_mask = fabric ? 0 : NVME_CTRL_PAGE_SIZE - 1;
   lim.max_segment_size = UINT32_MAX;
   lim.dma_alignment = 3;

@@ -111,7 +111,7 @@ std::pair<uint64_t, uint64_t> partial_batch_run(TagBatch mode) {
   blk_start_plug_nr_ios(&plug, 8);
   submit_bio(make_read(&qu.bdev, qu.bs, 0, 4096, &done));
   const uint64_t after_first = qu.q->counters().tag_calls;
-  for (int i = 1; i < 8; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 1; i < 8; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   blk_finish_plug(&plug);
   const QueueCounters c = qu.q->counters();
   CHECK(done.count == 8);
@@ -160,7 +160,7 @@ QueueCounters plug_of_32_on_depth_64(TagBatch mode) {
   Done done;
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, 32);
-  for (int i = 0; i < 32; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 0; i < 32; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   blk_finish_plug(&plug);
   CHECK(done.count == 32);
   CHECK(sbitmap_weight(&sbq->sb) == 0);
@@ -184,13 +184,13 @@ TEST_CASE("a plug dispatches in submission order, in one driver call per flush, 
   Done done;
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, 32);
-  for (int i = 0; i < 40; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(39 - i) * 8, 4096, &done));
+  for (int i = 0; i < 40; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(39 - i) * 16, 4096, &done));
   CHECK(done.count == 32);  // the 33rd request flushed the first 32
   blk_finish_plug(&plug);
   CHECK(done.count == 40);
   CHECK(qu.driver.queue_rqs_calls == 2);
   REQUIRE(qu.driver.seen.size() == 40);
-  for (int i = 0; i < 40; i++) CHECK(qu.driver.seen[i].sector == sector_t(39 - i) * 8);
+  for (int i = 0; i < 40; i++) CHECK(qu.driver.seen[i].sector == sector_t(39 - i) * 16);
   const QueueCounters c = qu.q->counters();
   CHECK(c.plug_flushes == 2);
   CHECK(c.requests == 40);
@@ -203,7 +203,7 @@ TEST_CASE("a thread about to sleep dispatches its plug (sched_submit_work), whic
   sched_submit_work();  // no plug: nothing to do
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, 8);
-  for (int i = 0; i < 3; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 0; i < 3; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   CHECK(done.count == 0);
   sched_submit_work();
   CHECK(done.count == 3);
@@ -329,7 +329,7 @@ TEST_CASE("null device in timer mode: submitters wait for tags and are woken by 
   BioSet bs(16, 0, BIOSET_PERCPU_CACHE);
   Done done;
   auto run = std::async(std::launch::async, [&] {
-    for (int i = 0; i < 40; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 8, 4096, &done));
+    for (int i = 0; i < 40; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 16, 4096, &done));
   });
   REQUIRE(run.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
   while (done.count < 40) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -347,7 +347,7 @@ TEST_CASE("null device in timer mode: destroying it with requests pending ends e
   Done done;
   {
     NullBlk dev(cfg);
-    for (int i = 0; i < 32; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 8, 4096, &done));
+    for (int i = 0; i < 32; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 16, 4096, &done));
     CHECK(done.count < 32);
   }  // the completion thread is asked to stop here; it ends what it holds before it goes
   CHECK(done.count == 32);
@@ -406,7 +406,7 @@ TEST_CASE("many threads on one small tag space: no tag is in flight twice, all c
       for (int round = 0; round < 200; round++) {
         BlkPlug plug;
         blk_start_plug_nr_ios(&plug, 8);
-        for (int i = 0; i < 8; i++) submit_bio(make_read(&bdev, bs, sector_t(t * 8 + i) * 8, 4096, &done));
+        for (int i = 0; i < 8; i++) submit_bio(make_read(&bdev, bs, sector_t(t * 8 + i) * 16, 4096, &done));
         blk_finish_plug(&plug);
       }
     });
@@ -421,7 +421,11 @@ TEST_CASE("many threads on one small tag space: no tag is in flight twice, all c
 TEST_CASE("the striped target clones per chunk, maps sectors, and ends the bio once") {
   RecordingDriver d0, d1;
   TagSetConfig set;
-  RequestQueue q0(set, QueueLimits{}, &d0), q1(set, QueueLimits{}, &d1);
+  // nomerges=2: each clone its own request, to see the mapping (a child's clones for adjacent
+  // stripes would merge in the plug: blk_rq_merge_test).
+  Toggles nomerge;
+  nomerge.nomerges = NoMerges::none;
+  RequestQueue q0(set, QueueLimits{}, &d0, nomerge), q1(set, QueueLimits{}, &d1, nomerge);
   BlockDevice c0, c1;
   c0.queue = &q0;
   c1.queue = &q1;
@@ -506,7 +510,7 @@ TEST_CASE("v6.18 __blk_start_plug: multiple_queues is reset only when the plug s
   CHECK(done.count.load() == 2);
   CHECK(plug.multiple_queues);  // kept across the flush
   // So the plug still holds up to 2 * BLK_MAX_REQUEST_COUNT: 40 requests to one queue stay.
-  for (int i = 0; i < 40; i++) submit_bio(make_read(&qa.bdev, qa.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 0; i < 40; i++) submit_bio(make_read(&qa.bdev, qa.bs, sector_t(i) * 16, 4096, &done));
   CHECK(done.count.load() == 2);
   CHECK(plug.rq_count == 40);
   blk_finish_plug(&plug);
@@ -523,12 +527,12 @@ TEST_CASE("v6.18 blk_add_rq_to_plug: with several queues the plug holds 64 reque
   blk_start_plug_nr_ios(&plug, 32);
   for (int i = 0; i < 64; i++) {
     Queue& qu = i % 2 ? qb : qa;
-    submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+    submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   }
   CHECK(plug.multiple_queues);
   CHECK(plug.rq_count == 64);
   CHECK(done.count.load() == 0);  // 64 held: blk_plug_max_rq_count() is 64, not 32
-  submit_bio(make_read(&qa.bdev, qa.bs, 64 * 8, 4096, &done));
+  submit_bio(make_read(&qa.bdev, qa.bs, 64 * 16, 4096, &done));
   CHECK(done.count.load() == 64);  // the 65th flushed the 64, then joined the plug
   CHECK(plug.rq_count == 1);
   blk_finish_plug(&plug);
@@ -536,9 +540,9 @@ TEST_CASE("v6.18 blk_add_rq_to_plug: with several queues the plug holds 64 reque
   // One queue: 32 are held and the 33rd flushes them.
   Done one;
   blk_start_plug_nr_ios(&plug, 32);
-  for (int i = 0; i < 32; i++) submit_bio(make_read(&qa.bdev, qa.bs, sector_t(i) * 8, 4096, &one));
+  for (int i = 0; i < 32; i++) submit_bio(make_read(&qa.bdev, qa.bs, sector_t(i) * 16, 4096, &one));
   CHECK(one.count.load() == 0);
-  submit_bio(make_read(&qa.bdev, qa.bs, 32 * 8, 4096, &one));
+  submit_bio(make_read(&qa.bdev, qa.bs, 32 * 16, 4096, &one));
   CHECK(one.count.load() == 32);
   blk_finish_plug(&plug);
 }
@@ -575,7 +579,7 @@ TEST_CASE("v6.18 blk_add_rq_to_plug: the plug's oldest request (rq_list_peek) of
     Done done;
     blk_start_plug(&plug);
     submit_bio(make_read(&qu.bdev, qu.bs, 0, small, &done));
-    submit_bio(make_read(&qu.bdev, qu.bs, 8, big, &done));
+    submit_bio(make_read(&qu.bdev, qu.bs, 16, big, &done));  // not adjacent: no merge
     submit_bio(make_read(&qu.bdev, qu.bs, 1024, small, &done));
     CHECK(done.count.load() == 0);
     CHECK(plug.rq_count == 3);
@@ -598,10 +602,10 @@ TEST_CASE("v6.18 blk_start_plug_nr_ios: a nested blk_start_plug is a no-op, the 
   Done done;
   BlkPlug outer, inner;
   blk_start_plug_nr_ios(&outer, 4);
-  for (int i = 0; i < 2; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 0; i < 2; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   blk_start_plug(&inner);  // current->plug is set: returns at once
   CHECK(current_plug() == &outer);
-  for (int i = 2; i < 4; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 2; i < 4; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   CHECK(outer.rq_count == 4);
   CHECK(inner.rq_count == 0);
   blk_finish_plug(&inner);  // not current->plug: nothing happens
@@ -618,7 +622,7 @@ TEST_CASE("v6.18 __blk_mq_alloc_requests_batch: the plug's cached requests are a
   Done done;
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, 8);
-  for (int i = 0; i < 8; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 0; i < 8; i++) submit_bio(make_read(&qu.bdev, qu.bs, sector_t(i) * 16, 4096, &done));
   blk_finish_plug(&plug);
   REQUIRE(qu.driver.seen.size() == 8);
   for (int i = 0; i < 8; i++) CHECK(qu.driver.seen[i].tag == 7 - i);  // tags 0..7, used 7 first
@@ -636,7 +640,7 @@ TEST_CASE("v6.18 blk_mq_peek_cached_request: a cached request serves only a bio 
     CHECK(list_length(plug.cached_rqs) == 7);
     submit_bio(make_read(&qb.bdev, qb.bs, 0, 4096, &done));
     CHECK(list_length(plug.cached_rqs) == 7);  // qa's are left alone
-    submit_bio(make_read(&qa.bdev, qa.bs, 8, 4096, &done));
+    submit_bio(make_read(&qa.bdev, qa.bs, 16, 4096, &done));  // not adjacent: no merge
     CHECK(list_length(plug.cached_rqs) == 6);
     blk_finish_plug(&plug);
     REQUIRE(qa.driver.seen.size() == 2);
@@ -658,7 +662,7 @@ TEST_CASE("v6.18 blk_mq_peek_cached_request: a cached request serves only a bio 
     blk_start_plug_nr_ios(&plug, 8);
     submit_bio(make_read(&bdev, bs, 0, 4096, &done));  // the batch comes from the default hctx
     CHECK(list_length(plug.cached_rqs) == 7);
-    submit_bio(make_read(&bdev, bs, 8, 4096, &done, REQ_POLLED));
+    submit_bio(make_read(&bdev, bs, 16, 4096, &done, REQ_POLLED));
     CHECK(list_length(plug.cached_rqs) == 7);
     blk_finish_plug(&plug);
     REQUIRE(d.seen.size() == 2);
@@ -752,7 +756,7 @@ TEST_CASE("v6.18 blk_mq_end_request_batch: tags are freed in groups of at most T
   SbitmapQueue* ta = qa.hctx(0)->tags->bitmap_tags.get();
   SbitmapQueue* tb = qb.hctx(0)->tags->bitmap_tags.get();
   // 70 requests of one hctx: groups of 32, 32 and 6.
-  for (int i = 0; i < 70; i++) submit_bio(make_read(&a, bs, sector_t(i) * 8, 4096, &done));
+  for (int i = 0; i < 70; i++) submit_bio(make_read(&a, bs, sector_t(i) * 16, 4096, &done));
   REQUIRE(da.held.size() == 70);
   IoCompBatch iob;
   for (Request* rq : da.held) REQUIRE(blk_mq_add_to_batch(rq, &iob, BLK_STS_OK));
@@ -765,8 +769,8 @@ TEST_CASE("v6.18 blk_mq_end_request_batch: tags are freed in groups of at most T
   CHECK(sbitmap_weight(&ta->sb) == 0);
   // Requests of two hctxs interleaved: a new group at every change of hctx.
   for (int i = 0; i < 3; i++) {
-    submit_bio(make_read(&a, bs, sector_t(i) * 8, 4096, &done));
-    submit_bio(make_read(&b, bs, sector_t(i) * 8, 4096, &done));
+    submit_bio(make_read(&a, bs, sector_t(i) * 16, 4096, &done));
+    submit_bio(make_read(&b, bs, sector_t(i) * 16, 4096, &done));
   }
   for (int i = 0; i < 3; i++) {
     blk_mq_add_to_batch(da.held[size_t(i)], &iob, BLK_STS_OK);

@@ -15,8 +15,10 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -923,7 +925,7 @@ class OverTcp final : public NvmeTransport {
 };
 }  // namespace
 
-TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci's 127 segments, a PCIe one keeps both") {
+TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci's 127 segments (the iod's 128), a PCIe one keeps both") {
   TempPath tmp("fabric");
   EmuConfig cfg;
   cfg.path = tmp.path;
@@ -939,7 +941,112 @@ TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci
   const QueueLimits& lim = tcp.queue()->limits();
   CHECK(lim.virt_boundary_mask == 0);
   CHECK(lim.max_hw_sectors == NVME_MAX_TRANSFER >> SECTOR_SHIFT);
-  CHECK(lim.max_segments == lim.max_hw_sectors / (NVME_CTRL_PAGE_SIZE >> SECTOR_SHIFT) + 1);
+  // One command's iovecs (NvmeIod::vecs), not the 1025 pages of 4 MiB: a merged request must fit.
+  CHECK(lim.max_segments == NVME_MAX_SEGS);
   CHECK(lim.max_segments > NVME_KERNEL_MAX_SEGS);
   CHECK(tcp.describe().find(" over tcp:") != std::string::npos);
+}
+
+namespace {
+// The emulated controller behind a transport that records every I/O command it is sent: its
+// opcode, SLBA, NLB (0-based) and how many data vecs it carries.
+class CommandRecordingEmu final : public NvmeTransport {
+ public:
+  struct Cmd {
+    uint8_t opcode;
+    uint64_t slba;
+    uint32_t nlb;  // 0-based, as in CDW12
+    uint32_t nr_vecs;
+  };
+  explicit CommandRecordingEmu(const EmuConfig& cfg) : emu_(open_test_emu(cfg)) {}
+  std::string name() const override { return emu_->name(); }
+  uint32_t nsid() const override { return emu_->nsid(); }
+  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override { return emu_->admin_cmd(cmd, data, len); }
+  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override {
+    return std::make_unique<RecordingQueue>(emu_->create_queue(p), this);
+  }
+  std::vector<Cmd> taken() {
+    std::lock_guard g(lock_);
+    return std::exchange(cmds_, {});
+  }
+
+ private:
+  struct RecordingQueue final : NvmeQueue {
+    RecordingQueue(std::unique_ptr<NvmeQueue> q, CommandRecordingEmu* owner)
+        : NvmeQueue(q->name()), q_(std::move(q)), owner_(owner) {}
+    void submit(RqList* rqs, bool commit) override {
+      {
+        std::lock_guard g(owner_->lock_);
+        for (Request* rq = rqs->peek(); rq; rq = rq->rq_next) {
+          const NvmeIod* iod = nvme_iod(rq);
+          owner_->cmds_.push_back({iod->cmd.opcode, nvme_cmd_slba(iod->cmd), iod->cmd.cdw12 & 0xffff, iod->nr_vecs});
+        }
+      }
+      q_->submit(rqs, commit);
+    }
+    void commit() override { q_->commit(); }
+    int reap(IoCompBatch* iob, RqList* failed) override { return q_->reap(iob, failed); }
+    void wait() override { q_->wait(); }
+    void wake() override { q_->wake(); }
+    std::unique_ptr<NvmeQueue> q_;
+    CommandRecordingEmu* owner_;
+  };
+  std::unique_ptr<EmuNamespace> emu_;
+  std::mutex lock_;
+  std::vector<Cmd> cmds_;
+};
+}  // namespace
+
+// blockcore/blk_rq_merge.h: a plug's adjacent bios become one request, and nvme_setup_cmd()
+// builds one command over every bio's vecs (rq->bio .. rq->biotail), in the bios' order.
+TEST_CASE("v6.18 plug merge: adjacent 4 KiB writes from scattered buffers reach the namespace as one command over every bio's vecs; nomerges=2 sends one each") {
+  TempPath tmp("merge");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 16u << 20;
+  auto owned = std::make_unique<CommandRecordingEmu>(cfg);
+  CommandRecordingEmu* t = owned.get();
+  NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+  REQUIRE(drv.queue()->toggles().nomerges == NoMerges::all);
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  AlignedBuf src(16 * PAGE_SIZE), back(8 * PAGE_SIZE);
+  for (unsigned i = 0; i < 8; i++) fill_pattern(src.p + 2 * i * PAGE_SIZE, PAGE_SIZE, 100 + i);  // every other page
+  const sector_t base = 2048;
+  auto write_all = [&] {
+    IoWait w;
+    BlkPlug plug;
+    blk_start_plug(&plug);
+    // 4..7 back-merge onto 4, then 3..0 front-merge before it.
+    for (unsigned i : {4u, 5u, 6u, 7u, 3u, 2u, 1u, 0u})
+      submit_bio(make_bio_on(drv.bdev(), bs, REQ_OP_WRITE, base + 8 * i, src.p + 2 * i * PAGE_SIZE, PAGE_SIZE, &w));
+    blk_finish_plug(&plug);
+    while (w.done.load(std::memory_order_acquire) < 8) std::this_thread::yield();
+    CHECK(w.status.load() == BLK_STS_OK);
+  };
+  t->taken();  // start-up reads, if any
+  write_all();
+  std::vector<CommandRecordingEmu::Cmd> cmds = t->taken();
+  REQUIRE(cmds.size() == 1);
+  CHECK(cmds[0].opcode == nvme_cmd_write);
+  CHECK(cmds[0].slba == base);
+  CHECK(cmds[0].nlb == 64 - 1);
+  CHECK(cmds[0].nr_vecs == 8);  // one per bio: the buffers are not contiguous
+  CHECK(drv.queue()->counters().write_merges == 7);
+  // The data landed where each bio said.
+  IoWait r;
+  submit_bio(make_bio_on(drv.bdev(), bs, REQ_OP_READ, base, back.p, 8 * PAGE_SIZE, &r));
+  while (r.done.load(std::memory_order_acquire) < 1) std::this_thread::yield();
+  REQUIRE(r.status.load() == BLK_STS_OK);
+  for (unsigned i = 0; i < 8; i++) {
+    CAPTURE(i);
+    CHECK(std::memcmp(back.p + i * PAGE_SIZE, src.p + 2 * i * PAGE_SIZE, PAGE_SIZE) == 0);
+  }
+  t->taken();
+  // nomerges=2, live: one command per bio.
+  Toggles tg = drv.queue()->toggles();
+  tg.nomerges = NoMerges::none;
+  drv.queue()->set_toggles(tg);
+  write_all();
+  CHECK(t->taken().size() == 8);
+  CHECK(drv.queue()->counters().write_merges == 7);
 }
