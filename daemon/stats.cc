@@ -41,10 +41,10 @@ uint64_t rss_bytes() {
   return n == 2 ? uint64_t(resident) * uint64_t(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-uint64_t mono_s() {
+uint64_t clock_ns(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec);
+  clock_gettime(clock, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
 }  // namespace
@@ -54,7 +54,13 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   Json j;
   j["version"] = 1;
   j["pid"] = uint64_t(getpid());
-  j["time_s"] = mono_s();
+  // The snapshot's own instant and the daemon's CPU time at it, beside the I/O counts below: a
+  // window between two snapshots (biofs-compare --live) is then timed by the daemon, not by
+  // the reader, whose xattr read can wait behind a full queue.
+  const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+  j["time_s"] = now_ns / 1000000000ull;
+  j["time_ns"] = now_ns;
+  j["cpu_ns"] = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   j["rss_bytes"] = rss_bytes();
   if (fuse)
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},

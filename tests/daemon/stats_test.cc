@@ -22,7 +22,7 @@ TEST_CASE("stats: the counters export is one JSON object, its sections in order,
   const auto idle = nlohmann::ordered_json::parse(before);
   std::vector<std::string> keys;
   for (const auto& [k, v] : idle.items()) keys.push_back(k);
-  CHECK(keys == std::vector<std::string>{"version", "pid", "time_s", "rss_bytes", "bio_cache", "queue", "io", "stages"});
+  CHECK(keys == std::vector<std::string>{"version", "pid", "time_s", "time_ns", "cpu_ns", "rss_bytes", "bio_cache", "queue", "io", "stages"});
   CHECK(idle["version"] == 1);
   CHECK(idle["bio_cache"]["enabled"].is_boolean());
   CHECK(idle["bio_cache"]["hit_rate"].is_number_integer());  // no allocations yet: 0, as "%.6g" writes it
@@ -32,6 +32,10 @@ TEST_CASE("stats: the counters export is one JSON object, its sections in order,
   for (int i = 0; i < 64; i++) REQUIRE(io.write(uint64_t(i), 1, buf.data()) == 0);
   const auto busy = nlohmann::ordered_json::parse(stats_json(io));
   CHECK(busy["io"]["writes"].get<uint64_t>() >= idle["io"]["writes"].get<uint64_t>() + 64);
+  // The snapshot's clock and the process's CPU time: both move forward, in nanoseconds.
+  CHECK(busy["time_ns"].get<uint64_t>() > idle["time_ns"].get<uint64_t>());
+  CHECK(busy["time_ns"].get<uint64_t>() / 1000000000u == busy["time_s"].get<uint64_t>());
+  CHECK(busy["cpu_ns"].get<uint64_t>() > idle["cpu_ns"].get<uint64_t>());
   CHECK(busy["io"]["fs_bios"].is_number_unsigned());
   const auto& rate = busy["bio_cache"]["hit_rate"];
   CHECK(rate.is_number());

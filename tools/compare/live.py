@@ -8,8 +8,8 @@
 One mount and one fio per cell (ENGINE/QDEPTH/PATTERN, 4 KiB direct, time-based). While fio
 runs, the toggle flips between A and B (daemon/live_toggles.h, `user.biofs.set`) in --pairs
 pairs of windows, each pair's order drawn at random (fixed seed); after each flip a --settle gap
-whose I/Os are not counted, then a --window whose I/Os the daemon counts (its stats' device
-reads + writes) and whose daemon CPU is summed over its threads (/proc/PID/task/*/schedstat, ns).
+whose I/Os are not counted, then a --window whose I/Os, time and CPU the daemon itself counts
+(one stats snapshot at each end: device reads + writes, its CLOCK_MONOTONIC, its process CPU).
 Neighbouring windows share the machine's drift, so a pair's ratio cancels most of it.
 
 Verdict per cell, for IOPS and CPU per I/O: B/A is the geometric mean of the pairs' ratios; its
@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from biofs_tools import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, daemon_pid, log, parse_size, read_stats,
-                         read_thread_cpu, run, umount)
+                         run, umount)
 
 from . import profile
 from .profile_plot import plot_profile
@@ -152,10 +152,6 @@ def profile_table(rows, cfg):
 
 # ---- the run --------------------------------------------------------------------------------------
 
-def daemon_cpu_ns(pid):
-    return sum(ns for (_, _, ns, _) in read_thread_cpu(pid).values())
-
-
 def busy_cpu_ns():
     """Every CPU's busy time (/proc/stat: all but idle and iowait), ns."""
     with open("/proc/stat") as f:
@@ -163,9 +159,18 @@ def busy_cpu_ns():
     return (sum(ticks[:8]) - ticks[3] - ticks[4]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
-def device_ios(mnt):
-    io = read_stats(mnt)["io"]
-    return io["reads"] + io["writes"]
+def daemon_snapshot(mnt):
+    """(device I/Os, the daemon's clock in ns, its CPU time in ns), all from one stats snapshot:
+    a window is timed and charged by the daemon at the instants it counted, whatever the wait
+    for the xattr read under a full queue."""
+    st = read_stats(mnt)
+    return st["io"]["reads"] + st["io"]["writes"], st["time_ns"], st["cpu_ns"]
+
+
+def window_counters(mnt):
+    """(the daemon's snapshot instant in s, (its device I/Os, its CPU ns, every CPU's busy ns))."""
+    ios, t_ns, cpu = daemon_snapshot(mnt)
+    return t_ns / 1e9, (ios, cpu, busy_cpu_ns())
 
 
 def set_toggle(mnt, name, value):
@@ -194,11 +199,11 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
             for side in order:
                 set_toggle(cfg.mnt, cfg.name, values[side])
                 time.sleep(cfg.settle)
-                ios0, cpu0, t0 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid), time.monotonic()
+                ios0, t0, cpu0 = daemon_snapshot(cfg.mnt)
                 time.sleep(cfg.window)
-                ios1, cpu1, t1 = device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid), time.monotonic()
-                emit(dict(cell=cell, pair=pair, side=side, value=values[side], seconds=t1 - t0, ios=ios1 - ios0,
-                          cpu_ns=cpu1 - cpu0))
+                ios1, t1, cpu1 = daemon_snapshot(cfg.mnt)
+                emit(dict(cell=cell, pair=pair, side=side, value=values[side], seconds=(t1 - t0) / 1e9,
+                          ios=ios1 - ios0, cpu_ns=cpu1 - cpu0))
             if fio.poll() is not None:
                 raise RuntimeError(f"fio ended early: {fio.stderr.read()[-300:]}")
         if cfg.profile:
@@ -206,7 +211,7 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
                 set_toggle(cfg.mnt, cfg.name, values[side])
                 time.sleep(cfg.settle)
                 got = profile.record_window(cfg.profile, os.path.join(cfg.out, "perf.data"),
-                                            lambda: (device_ios(cfg.mnt), daemon_cpu_ns(cfg.pid), busy_cpu_ns()))
+                                            lambda: window_counters(cfg.mnt))
                 if got is None:
                     log("biofs-compare --live: perf record failed (is perf installed, and may it see every CPU?)")
                     break

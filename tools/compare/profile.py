@@ -213,9 +213,10 @@ def daemon_binaries(samples, daemon_pid):
 def record_window(seconds, path, read_counters, lead=1.0):
     """`perf record -e cpu-clock -a -g` on CLOCK_MONOTONIC around a window of `seconds`: perf
     starts, after `lead` seconds read_counters() is called, the window runs, read_counters()
-    again. Returns (samples inside the window, counters before, counters after), or None where
-    perf is missing or refuses. Only the window's samples count, so they and the counters cover
-    the same time (perf's own start and end are outside it)."""
+    again. read_counters returns (its instant on CLOCK_MONOTONIC in seconds, anything).
+    Returns (the samples between the two instants, counters before, counters after), or None
+    where perf is missing or refuses. Only the window's samples count, so they and the counters
+    cover the same time (perf's own start and end are outside it)."""
     try:
         p = subprocess.Popen(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-a", "-g",
                               "-o", path, "--", "sleep", str(lead + seconds + 0.5)],
@@ -223,9 +224,9 @@ def record_window(seconds, path, read_counters, lead=1.0):
     except OSError:
         return None
     time.sleep(lead)
-    before, t0 = read_counters(), time.monotonic()
+    t0, before = read_counters()
     time.sleep(seconds)
-    after, t1 = read_counters(), time.monotonic()
+    t1, after = read_counters()
     try:
         if p.wait(timeout=lead + seconds + 60) != 0:
             return None
