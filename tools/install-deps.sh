@@ -21,6 +21,7 @@ packages=(
   clang libclang-rt-14-dev           # sanitizer and fuzzer builds
   fio                                # benchmarks and comparisons
   valgrind binutils                  # tools/biofs-instructions: callgrind, addr2line
+  linux-perf                         # biofs-compare --live --profile: perf record -e cpu-clock
   python3 python3-matplotlib         # tools/biofs-compare, biofs-stat (plots)
   e2fsprogs mount                    # biofs-compare: the ext4-on-loop baseline
   attr acl libcap2-bin rsync         # tests through the mount: xattrs, ACLs, capabilities, cp -a
