@@ -1,6 +1,6 @@
-// Counterpart of the splitting half of block/blk-merge.c: the cheap bio_may_need_split() gate,
-// the full walk that finds where a bio must be split to fit the queue limits, and the split
-// itself (a clone for the front, chained to the rest).
+// Counterpart of the splitting half of block/blk-merge.c (the merging half: blk_rq_merge.h):
+// the cheap bio_may_need_split() gate, the full walk that finds where a bio must be split to fit
+// the queue limits, and the split itself (a clone for the front, chained to the rest).
 #pragma once
 
 #include "bio_set.h"
@@ -56,7 +56,9 @@ struct SplitCounters {
 };
 
 // __bio_split_to_limits(): the bio to issue now — `bio` itself when it fits, else a new clone
-// for its front, chained to `bio`, which then covers the rest and must be submitted again.
+// for its front, chained to `bio` and marked REQ_NOMERGE (v6.18 bio_submit_split(): nothing
+// merges with a split piece, blk_rq_merge.h), while `bio` then covers the rest and must be
+// submitted again.
 // Flush and other data-less ops other than discard/write-zeroes pass untouched. On an error the
 // whole bio is ended, nothing of it issued, with errno_to_blk_status() of the errno (a
 // misaligned vec or an empty split: BLK_STS_INVAL), and nullptr is returned.
