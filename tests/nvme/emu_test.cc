@@ -999,7 +999,7 @@ class CommandRecordingEmu final : public NvmeTransport {
 
 // blockcore/blk_rq_merge.h: a plug's adjacent bios become one request, and nvme_setup_cmd()
 // builds one command over every bio's vecs (rq->bio .. rq->biotail), in the bios' order.
-TEST_CASE("v6.18 plug merge: adjacent 4 KiB writes from scattered buffers reach the namespace as one command over every bio's vecs; nomerges=2 sends one each") {
+TEST_CASE("v6.18 plug merge: adjacent 4 KiB writes from scattered buffers reach the namespace as one command over every bio's vecs, and nomerges=2 sends one each") {
   TempPath tmp("merge");
   EmuConfig cfg;
   cfg.path = tmp.path;
