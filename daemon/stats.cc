@@ -135,6 +135,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
     j["queue"] = {
         {"tag_batch", tag_batch_name(q->toggles().tag_batch)},
         {"split_check", split_check_name(q->toggles().split_check)},
+        {"nomerges", nomerges_name(q->toggles().nomerges)},
         {"hw_queues", q->nr_hw_queues() - q->nr_poll_queues()},
         {"poll_queues", q->nr_poll_queues()},
         {"requests", qc.requests},
@@ -146,6 +147,9 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
         {"tag_batch_calls", qc.tag_batch_calls},
         {"tags", qc.tags},
         {"tags_per_call", six_digits(qc.tags_per_call())},
+        {"read_merges", qc.read_merges},  // /sys/block/*/stat's merge columns
+        {"write_merges", qc.write_merges},
+        {"discard_merges", qc.discard_merges},
     };
   }
 

@@ -27,6 +27,8 @@ TEST_CASE("stats: the counters export is one JSON object, its sections in order,
   CHECK(idle["bio_cache"]["enabled"].is_boolean());
   CHECK(idle["bio_cache"]["hit_rate"].is_number_integer());  // no allocations yet: 0, as "%.6g" writes it
   CHECK(idle["queue"]["tag_batch"].is_string());
+  CHECK(idle["queue"]["nomerges"] == "0");  // the kernel's default: every merge tried
+  CHECK(idle["queue"]["write_merges"].is_number_unsigned());
 
   IoBuf buf(4096);
   for (int i = 0; i < 64; i++) REQUIRE(io.write(uint64_t(i), 1, buf.data()) == 0);
