@@ -105,6 +105,22 @@ TEST_CASE("live toggles: each flip takes the next I/O down the other path, count
     set_live(s.mnt, "fuse_uring_plug=off");
     CHECK(around(s.mnt, "queue", "tag_batch_calls", deep).counter == 0);
     set_live(s.mnt, "fuse_uring_plug=on");
+    // nomerges: sequential 4 KiB writes of one ring batch share a plug, where each continues
+    // the last request (a back merge) unless nomerges=2 stops every merge. Every write reaches
+    // the device, as a command of its own or merged into one.
+    const std::string seq = "fio --name=s --filename=" + file +
+                            " --rw=write --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --iodepth_batch_submit=16"
+                            " --size=16M --minimal";
+    set_live(s.mnt, "nomerges=2");
+    m = around(s.mnt, "queue", "write_merges", seq);
+    CHECK(m.counter == 0);
+    CHECK(m.ios >= 4096);
+    set_live(s.mnt, "nomerges=0");
+    m = around(s.mnt, "queue", "write_merges", seq);
+    CHECK(m.counter > 0);
+    CHECK(m.ios + m.counter >= 4096);
+    CHECK(m.ios < 4096 + 64);  // fewer commands than writes, give or take the metadata's
+    CHECK(stats_of(s.mnt).find("\"nomerges\":\"0\"") != std::string::npos);
   }
   const std::string st = stats_of(s.mnt);
   CHECK(live_changes(st, "bio_cache") == 2);
