@@ -17,14 +17,14 @@ uint64_t count(const BlkStatSnapshot& a, const BlkStatSnapshot& b, Stage s) {
 
 void end_io(Bio* bio) { bio_put(bio); }
 
-// Four 4 KiB writes under one plug; brd completes them inline.
+// Four 4 KiB writes under one plug, 4 KiB apart so that none merges; brd completes them inline.
 void plugged_writes(BrdDevice& d, BioSet& bs, void* buf) {
   BlkPlug plug;
   blk_start_plug(&plug);
   for (int i = 0; i < 4; i++) {
     Bio* bio = bio_alloc_bioset(d.bdev(), 1, REQ_OP_WRITE, GFP_KERNEL, &bs);
     REQUIRE(bio_add_virt(bio, buf, 4096) == 4096);
-    bio->bi_iter.bi_sector = sector_t(i) * 8;
+    bio->bi_iter.bi_sector = sector_t(i) * 16;  // not adjacent: four requests, no merge
     bio->bi_end_io = end_io;
     submit_bio(bio);
   }

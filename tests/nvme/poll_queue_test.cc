@@ -172,6 +172,10 @@ TEST_CASE("poll queues: a FUA write is polled, a write a flush goes before is no
 TEST_CASE("poll queues: a poll queue with fewer tags than the batch does not deadlock its submitter") {
   TempPath tmp("tags");
   auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(1, 2));
+  // nomerges=2: the batch's adjacent bios would merge into one request and never run out of tags.
+  Toggles t = dev->queue()->toggles();
+  t.nomerges = NoMerges::none;
+  dev->queue()->set_toggles(t);
   BioSet bs(64, 0, BIOSET_NEED_BVECS);
   const unsigned n = 24;
   std::vector<uint8_t> w(n * 4096 + 4096), r(n * 4096 + 4096);
