@@ -1170,6 +1170,14 @@ class LiveInterleaving(unittest.TestCase):
         self.assertAlmostEqual(v[1][2], (4000 / 1100 / (4000 / 1000) - 1) * 100, places=6)
         self.assertEqual(v[0][5], 10)
 
+    def test_commands_per_io_is_each_sides_device_commands_over_its_bios(self):
+        rows = [dict(cell="c", pair=p, side=side, ios=1000, commands=cmds)
+                for p in (1, 2) for side, cmds in (("A", 1000), ("B", 125 * p))]
+        rows.append(dict(cell="other", pair=1, side="B", ios=10, commands=1000))
+        self.assertAlmostEqual(compare.live.commands_per_io(rows, "c", "A"), 1.0)
+        self.assertAlmostEqual(compare.live.commands_per_io(rows, "c", "B"), 375 / 2000)
+        self.assertIsNone(compare.live.commands_per_io(rows, "none", "A"))
+
 
 # A recorded sample set, in `perf script -F comm,tid,period,ip,sym,dso`'s form (trimmed stacks).
 PERF_SCRIPT = """swapper     0     250000 

@@ -9,7 +9,8 @@ One mount and one fio per cell (ENGINE/QDEPTH/PATTERN, 4 KiB direct, time-based)
 runs, the toggle flips between A and B (daemon/live_toggles.h, `user.biofs.set`) in --pairs
 pairs of windows, each pair's order drawn at random (fixed seed); after each flip a --settle gap
 whose I/Os are not counted, then a --window whose I/Os, time and CPU the daemon itself counts
-(one stats snapshot at each end: device reads + writes, its CLOCK_MONOTONIC, its process CPU).
+(one stats snapshot at each end: the filesystem's bios, one per fio I/O, whatever the device
+then sees of them; its CLOCK_MONOTONIC; its process CPU).
 Neighbouring windows share the machine's drift, so a pair's ratio cancels most of it.
 
 Verdict per cell, for IOPS and CPU per I/O: B/A is the geometric mean of the pairs' ratios; its
@@ -38,7 +39,7 @@ from . import profile
 from .profile_plot import plot_profile
 from .toggles import toggle_pairs
 
-LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns"
+LIVE_CSV_HEADER = "cell,pair,side,value,seconds,ios,cpu_ns,commands"
 PROFILE_CSV_HEADER = "cell,side,value,ios,busy_ns,daemon_cpu_ns,daemon_sampled_ns," + ",".join(f"{k}_ns" for k in profile.LAYERS)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -126,6 +127,13 @@ def block_share(layers):
     return 100.0 * layers["blockcore"] / busy if busy else None
 
 
+def commands_per_io(rows, cell, side):
+    """The device's commands per fio I/O over a side's windows: 1 where each bio is a command of
+    its own, below 1 where bios merged, above where they split; None without I/Os."""
+    ios = sum(r["ios"] for r in rows if r["cell"] == cell and r["side"] == side)
+    return sum(r.get("commands", 0) for r in rows if r["cell"] == cell and r["side"] == side) / ios if ios else None
+
+
 def profile_table(rows, cfg):
     """live.md's per-layer lines: ns per I/O of every layer, A beside B, per cell; the block
     layer's share; the daemon's sampled CPU against its measured CPU (the check that the
@@ -160,16 +168,18 @@ def busy_cpu_ns():
 
 
 def daemon_snapshot(mnt):
-    """(device I/Os, the daemon's clock in ns, its CPU time in ns), all from one stats snapshot:
-    a window is timed and charged by the daemon at the instants it counted, whatever the wait
-    for the xattr read under a full queue."""
+    """(the filesystem's bios, the daemon's clock in ns, its CPU time in ns, the device's
+    commands), all from one stats
+    snapshot: a window is timed and charged by the daemon at the instants it counted, whatever
+    the wait for the xattr read under a full queue. A bio per fio I/O (4 KiB direct), whether
+    the device then sees it alone, merged into a neighbour (nomerges) or split."""
     st = read_stats(mnt)
-    return st["io"]["reads"] + st["io"]["writes"], st["time_ns"], st["cpu_ns"]
+    return st["io"]["fs_bios"], st["time_ns"], st["cpu_ns"], st["io"]["reads"] + st["io"]["writes"]
 
 
 def window_counters(mnt):
-    """(the daemon's snapshot instant in s, (its device I/Os, its CPU ns, every CPU's busy ns))."""
-    ios, t_ns, cpu = daemon_snapshot(mnt)
+    """(the daemon's snapshot instant in s, (its bios, its CPU ns, every CPU's busy ns))."""
+    ios, t_ns, cpu, _ = daemon_snapshot(mnt)
     return t_ns / 1e9, (ios, cpu, busy_cpu_ns())
 
 
@@ -199,11 +209,11 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
             for side in order:
                 set_toggle(cfg.mnt, cfg.name, values[side])
                 time.sleep(cfg.settle)
-                ios0, t0, cpu0 = daemon_snapshot(cfg.mnt)
+                ios0, t0, cpu0, cmd0 = daemon_snapshot(cfg.mnt)
                 time.sleep(cfg.window)
-                ios1, t1, cpu1 = daemon_snapshot(cfg.mnt)
+                ios1, t1, cpu1, cmd1 = daemon_snapshot(cfg.mnt)
                 emit(dict(cell=cell, pair=pair, side=side, value=values[side], seconds=(t1 - t0) / 1e9,
-                          ios=ios1 - ios0, cpu_ns=cpu1 - cpu0))
+                          ios=ios1 - ios0, cpu_ns=cpu1 - cpu0, commands=cmd1 - cmd0))
             if fio.poll() is not None:
                 raise RuntimeError(f"fio ended early: {fio.stderr.read()[-300:]}")
         if cfg.profile:
@@ -283,7 +293,7 @@ def main(argv):
     def emit(r):
         rows.append(r)
         with open(csv_path, "a") as f:
-            f.write(f"{r['cell']},{r['pair']},{r['side']},{r['value']},{r['seconds']:.6f},{r['ios']},{r['cpu_ns']}\n")
+            f.write(f"{r['cell']},{r['pair']},{r['side']},{r['value']},{r['seconds']:.6f},{r['ios']},{r['cpu_ns']},{r['commands']}\n")
 
     prof_rows = []
     prof_path = os.path.join(cfg.out, "profile.csv")
@@ -325,7 +335,8 @@ def main(argv):
              f"geometric mean of the pairs' ratios; intervals: moving-block bootstrap (blocks of "
              f"{block_length(cfg.pairs)} pairs) at 95%/{k} each (Bonferroni over the {k} intervals below). "
              f"{time.monotonic() - t0:.0f} s.", "",
-             "| cell | IOPS A | IOPS B | IOPS B/A | CPU/IO A | CPU/IO B | CPU/IO B/A |", "|" + " --- |" * 7]
+             "| cell | IOPS A | IOPS B | IOPS B/A | CPU/IO A | CPU/IO B | CPU/IO B/A | commands/IO A / B |",
+             "|" + " --- |" * 8]
     for cell in cfg.cells:
         rates = window_rates([r for r in rows if r["cell"] == cell])
         med = lambda side, m: sorted(v[side][m] for v in rates.values() if side in v and v[side][m] is not None)  # noqa: E731
@@ -334,7 +345,8 @@ def main(argv):
         ia, ib, ca, cb = mid(med("A", 0)), mid(med("B", 0)), mid(med("A", 1)), mid(med("B", 1))
         f = lambda x, d: f"{x:.{d}f}" if x is not None else "-"  # noqa: E731
         lines.append(f"| {cell} | {f(ia, 0)} | {f(ib, 0)} | {v['IOPS']} | {f(ca and ca / 1000, 2)} us | "
-                     f"{f(cb and cb / 1000, 2)} us | {v['CPU/IO']} |")
+                     f"{f(cb and cb / 1000, 2)} us | {v['CPU/IO']} | "
+                     f"{f(commands_per_io(rows, cell, 'A'), 3)} / {f(commands_per_io(rows, cell, 'B'), 3)} |")
     lines += profile_table(prof_rows, cfg)
     plot_profile(prof_rows, cfg.out, f"biofs {cfg.name}={cfg.a} / {cfg.b}: where an I/O's CPU goes ({cfg.device})")
     with open(os.path.join(cfg.out, "live.md"), "w") as fh:
