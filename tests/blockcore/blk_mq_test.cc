@@ -1,6 +1,7 @@
 // blk-mq: tag_batch modes, plugging, batched completion, tag exhaustion, splits through a
 // queue, the null device and the striped target.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cerrno>
@@ -845,5 +846,171 @@ TEST_CASE("v6.18 blk_mq_submit_bio: bio_unaligned, a size or a start that is not
       CHECK(qu.q->counters().requests == requests);  // no request was made
     }
     bio_put(bio);
+  }
+}
+
+// Issue 45: v6.18 blk_start_plug_nr_ios() caps nr_ios at BLK_MAX_REQUEST_COUNT (32), so a plug
+// never asks for more tags at once than it may hold requests. Every other test passes 32 or
+// less. On a queue of 256 tags (64-bit sbitmap words) a batch of 40 would fit a word: without
+// the cap the first bio's allocation takes 40 tags; with it, 32.
+TEST_CASE("v6.18 blk_start_plug_nr_ios: nr_ios is capped at BLK_MAX_REQUEST_COUNT (32), a plug asking for 40 takes a batch of 32 tags") {
+  Queue qu({}, 256);
+  REQUIRE(tags_of(qu.q.get())->sb.shift == 6);  // 64-bit words: a batch of 40 would fit
+  start_tags_at_0(qu);
+  Done done;
+  BlkPlug plug;
+  blk_start_plug_nr_ios(&plug, 40);
+  CHECK(plug.nr_ios == BLK_MAX_REQUEST_COUNT);
+  submit_bio(make_read(&qu.bdev, qu.bs, 0, 4096, &done));
+  CHECK(sbitmap_weight(&tags_of(qu.q.get())->sb) == BLK_MAX_REQUEST_COUNT);  // one used, 31 cached
+  blk_finish_plug(&plug);
+  CHECK(done.count.load() == 1);
+  CHECK(sbitmap_weight(&tags_of(qu.q.get())->sb) == 0);  // the cached ones were freed
+  BlkPlug big;
+  blk_start_plug_nr_ios(&big, 1000);
+  CHECK(big.nr_ios == BLK_MAX_REQUEST_COUNT);
+  blk_finish_plug(&big);
+}
+
+// Issue 45: the group is exactly TAG_COMP_BATCH. The case above (70 tags: 32 + 32 + 6) passes
+// with a cap of 31 (31 + 31 + 8) or 33 (33 + 33 + 4) as well; 33 completions are two groups only
+// with a cap of at most 32, and 64 are two only with a cap of at least 32.
+TEST_CASE("v6.18 blk_mq_end_request_batch: 33 completions free their tags in two groups and 64 in two, so a group is exactly TAG_COMP_BATCH (32)") {
+  class HoldingDriver : public BlkMqOps {
+   public:
+    std::vector<Request*> held;
+    blk_status_t queue_rq(BlkMqHwCtx*, Request* rq, bool) override {
+      held.push_back(rq);
+      return BLK_STS_OK;
+    }
+  };
+  HoldingDriver d;
+  TagSetConfig set;
+  set.queue_depth = 128;
+  RequestQueue q(set, QueueLimits{}, &d);
+  BlockDevice dev;
+  dev.queue = &q;
+  dev.capacity = 1 << 20;
+  BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  Done done;
+  SbitmapQueue* tags = q.hctx(0)->tags->bitmap_tags.get();
+  uint64_t frees = 0, freed = 0;
+  for (const int n : {33, 64}) {
+    for (int i = 0; i < n; i++) submit_bio(make_read(&dev, bs, sector_t(i) * 16, 4096, &done));
+    REQUIRE(d.held.size() == size_t(n));
+    IoCompBatch iob;
+    for (Request* rq : d.held) REQUIRE(blk_mq_add_to_batch(rq, &iob, BLK_STS_OK));
+    d.held.clear();
+    blk_mq_end_request_batch(&iob);
+    const SbitmapStats s = sbitmap_queue_stats(tags);
+    CAPTURE(n);
+    CHECK(s.batch_frees - frees == 2);  // 32 + 1, 32 + 32
+    CHECK(s.batch_freed - freed == uint64_t(n));
+    frees = s.batch_frees;
+    freed = s.batch_freed;
+    CHECK(sbitmap_weight(&tags->sb) == 0);
+  }
+  CHECK(done.count.load() == 33 + 64);
+}
+
+namespace {
+// Runs fn on a new thread (its own tls CPU, unset) pinned to cpu; false if the pin failed.
+template <typename Fn>
+bool on_new_thread_pinned(int cpu, Fn fn) {
+  bool pinned = false;
+  std::thread([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pinned = sched_setaffinity(0, sizeof(set), &set) == 0;
+    if (pinned) fn();
+  }).join();
+  return pinned;
+}
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+// A driver that notes the hardware queue each request reached, and completes it.
+class HctxRecordingDriver : public BlkMqOps {
+ public:
+  std::mutex lock;
+  std::vector<BlkMqHwCtx*> hctxs;
+  blk_status_t queue_rq(BlkMqHwCtx* hctx, Request* rq, bool) override {
+    {
+      std::lock_guard g(lock);
+      hctxs.push_back(hctx);
+    }
+    blk_mq_end_request(rq, BLK_STS_OK);
+    return BLK_STS_OK;
+  }
+};
+}  // namespace
+
+// Issue 45 (the departures table: "hardware queue = cpu % nr_hw_queues of the CPU a thread
+// first submitted from"). The kernel's blk_mq_map_queue() takes the current CPU's ctx and its
+// hctx of the bio's type; biofs takes the CPU a thread first submitted from, modulo the
+// *default* queues only (poll queues come after them and serve REQ_POLLED bios). Each case runs
+// a fresh thread pinned to one CPU, so the rule bites with two and three default queues: a
+// thread on CPU c submits to hctx(c % nr_default), also with a poll queue after them (with one
+// default queue and a poll queue, CPU 1 must still get hctx 0, not the poll queue), and keeps
+// that queue after it moves to another CPU.
+TEST_CASE("blk_mq map_queue (biofs): with 2 or 3 default queues a thread submits to hctx (first CPU % nr default queues), poll queues excluded, kept after a migration") {
+  const std::vector<int> cpus = allowed_cpus();
+  REQUIRE(!cpus.empty());
+  if (cpus.size() < 2) MESSAGE("only one CPU allowed: the cases with a second CPU are skipped");
+  struct Shape {
+    unsigned nr_default, nr_poll;
+  };
+  for (const Shape sh : {Shape{2, 0}, Shape{3, 1}, Shape{2, 2}, Shape{1, 1}}) {
+    CAPTURE(sh.nr_default);
+    CAPTURE(sh.nr_poll);
+    HctxRecordingDriver d;
+    TagSetConfig set;
+    set.nr_hw_queues = sh.nr_default;
+    set.nr_poll_queues = sh.nr_poll;
+    set.queue_depth = 16;
+    RequestQueue q(set, QueueLimits{}, &d);
+    REQUIRE(q.nr_hw_queues() == sh.nr_default + sh.nr_poll);
+    BlockDevice dev;
+    dev.queue = &q;
+    dev.capacity = 1 << 20;
+    BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    for (const int cpu : cpus) {
+      CAPTURE(cpu);
+      BlkMqHwCtx* mapped = nullptr;
+      BlkMqHwCtx* after_move = nullptr;
+      const int other = cpus.size() > 1 ? (cpu == cpus[0] ? cpus[1] : cpus[0]) : -1;
+      Done done;
+      REQUIRE(on_new_thread_pinned(cpu, [&] {
+        submit_bio(make_read(&dev, bs, 0, 4096, &done));
+        mapped = q.map_queue(REQ_OP_READ);
+        if (other >= 0) {
+          cpu_set_t s;
+          CPU_ZERO(&s);
+          CPU_SET(other, &s);
+          if (sched_setaffinity(0, sizeof(s), &s) == 0) {
+            submit_bio(make_read(&dev, bs, 16, 4096, &done));
+            after_move = q.map_queue(REQ_OP_READ);
+          }
+        }
+      }));
+      BlkMqHwCtx* expected = q.hctx(unsigned(cpu) % sh.nr_default);
+      CHECK(mapped == expected);
+      REQUIRE(!d.hctxs.empty());
+      CHECK(d.hctxs.front() == expected);  // the submission went there
+      CHECK_FALSE(expected->polled);
+      if (after_move) {
+        CHECK(after_move == expected);  // the first CPU's queue, not the new CPU's
+        CHECK(d.hctxs.back() == expected);
+      }
+      CHECK(done.count.load() == int(d.hctxs.size()));
+      d.hctxs.clear();
+    }
   }
 }

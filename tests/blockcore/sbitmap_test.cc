@@ -824,3 +824,36 @@ TEST_CASE("rule 6 (biofs): one clear_batch that brings two wake batches due wake
   CHECK(sbitmap_queue_stats(&sbq).wake_batches == 2);
   CHECK(sbitmap_queue_stats(&sbq).wait_timeouts == 0);
 }
+
+// Issue 45: v6.18 __sbitmap_queue_wake_up() stores the index it advanced to (`if (wake_index !=
+// atomic_read(&sbq->wake_index)) atomic_set(...)`), so the next wake-up starts at the queue
+// after the one just served: a queue need not be emptied before the next one's waiters get a
+// turn. Two waiters on ws[0] and one on ws[1], one tag's worth of wake-ups at a time (wake_batch
+// 1): the second wake-up goes to ws[1]'s waiter; with the index not stored it would start at
+// ws[0] again and wake that queue's second waiter. Single-threaded: the waiters are queued with
+// prepare_to_wait and never sleep, so which one a wake-up took is exact.
+TEST_CASE("v6.18 __sbitmap_queue_wake_up: the advanced wake_index is stored, so the next wake-up starts at the following wait queue") {
+  SbitmapQueue sbq(8);
+  REQUIRE(sbq.wake_batch.load() == 1);
+  REQUIRE(sbq.wake_index.load() == 0);
+  SbqWait a0, b0, a1;
+  sbitmap_prepare_to_wait(&sbq, &sbq.ws[0], &a0);
+  sbitmap_prepare_to_wait(&sbq, &sbq.ws[0], &b0);
+  sbitmap_prepare_to_wait(&sbq, &sbq.ws[1], &a1);
+  REQUIRE(sbq.ws_active.load() == 3);
+  sbitmap_queue_wake_up(&sbq, 1);  // one completion: one wake batch
+  CHECK(a0.woken);
+  CHECK_FALSE(b0.woken);
+  CHECK_FALSE(a1.woken);
+  CHECK(sbq.wake_index.load() == 1);  // moved past ws[0]
+  sbitmap_queue_wake_up(&sbq, 1);
+  CHECK(a1.woken);  // ws[1]'s turn, although ws[0] still has a waiter
+  CHECK_FALSE(b0.woken);
+  CHECK(sbq.wake_index.load() == 2);
+  sbitmap_queue_wake_up(&sbq, 1);  // ws[2..7] empty: round to ws[0]
+  CHECK(b0.woken);
+  CHECK(sbq.wake_index.load() == 1);
+  CHECK(sbitmap_queue_stats(&sbq).wake_batches == 3);
+  for (SbqWait* w : {&a0, &b0, &a1}) sbitmap_finish_wait(&sbq, w->ws, w);
+  CHECK(sbq.ws_active.load() == 0);
+}
