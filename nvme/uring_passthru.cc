@@ -25,6 +25,45 @@ namespace {
 
 enum : uint8_t { PT_XFER_USER = 0, PT_XFER_FIXED = 1 };
 
+}  // namespace
+
+bool uring_passthru_prep_sqe(io_uring_sqe* sqe, NvmeIod* iod, int fd, bool regfiles, const BounceArena& fixed,
+                             unsigned depth) {
+  std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));  // SQE128
+  sqe->opcode = IORING_OP_URING_CMD;
+  sqe->fd = fd;
+  if (regfiles) sqe->flags |= IOSQE_FIXED_FILE;
+  auto* cmd = reinterpret_cast<nvme_uring_cmd*>(sqe->cmd);
+  nvme_uring_cmd_prep(iod->cmd, iod->vecs, iod->nr_vecs, cmd, &sqe->cmd_op);
+  iod->xfer = PT_XFER_USER;
+  const uint8_t op = iod->cmd.opcode;
+  if (fixed.ready() && (op == nvme_cmd_read || op == nvme_cmd_write) && iod->cmd.command_id < depth &&
+      iod->data_len <= fixed.slot_size()) {
+    uint8_t* slot = fixed.slot(iod->cmd.command_id);
+    if (op == nvme_cmd_write) copy_from_iovecs(slot, iod->vecs, iod->nr_vecs);
+    cmd->addr = reinterpret_cast<uintptr_t>(slot);
+    cmd->data_len = iod->data_len;
+    sqe->cmd_op = NVME_URING_CMD_IO;
+    sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+    sqe->buf_index = 0;
+    iod->xfer = PT_XFER_FIXED;
+  }
+  io_uring_sqe_set_data(sqe, iod);
+  return iod->xfer == PT_XFER_FIXED;
+}
+
+uint16_t uring_passthru_cqe_status(NvmeIod* iod, int res, const BounceArena& fixed) {
+  // res: 0, the NVMe status field (> 0), or -errno when the host side failed. A host error
+  // becomes a status that the driver retries where a retry may help (-EINTR, -EAGAIN,
+  // -EIO: no DNR) and not where it cannot (-EINVAL, -ENOSPC: DNR), nvme_status_from_errno.
+  const uint16_t status = res >= 0 ? uint16_t(res) : nvme_status_from_errno(res, iod->cmd.opcode);
+  if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
+    copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed.slot(iod->cmd.command_id));
+  return status;
+}
+
+namespace {
+
 class UringQueue final : public NvmeQueue {
  public:
   UringQueue(UringPassthru* t, const NvmeQueueParams& p);
@@ -98,27 +137,7 @@ UringQueue::UringQueue(UringPassthru* t, const NvmeQueueParams& p)
 }
 
 void UringQueue::prep(io_uring_sqe* sqe, NvmeIod* iod) {
-  std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));  // SQE128
-  sqe->opcode = IORING_OP_URING_CMD;
-  sqe->fd = fd_;
-  if (regfiles_) sqe->flags |= IOSQE_FIXED_FILE;
-  auto* cmd = reinterpret_cast<nvme_uring_cmd*>(sqe->cmd);
-  nvme_uring_cmd_prep(iod->cmd, iod->vecs, iod->nr_vecs, cmd, &sqe->cmd_op);
-  iod->xfer = PT_XFER_USER;
-  const uint8_t op = iod->cmd.opcode;
-  if (fixed_.ready() && (op == nvme_cmd_read || op == nvme_cmd_write) && iod->cmd.command_id < depth_ &&
-      iod->data_len <= fixed_.slot_size()) {
-    uint8_t* slot = fixed_.slot(iod->cmd.command_id);
-    if (op == nvme_cmd_write) copy_from_iovecs(slot, iod->vecs, iod->nr_vecs);
-    cmd->addr = reinterpret_cast<uintptr_t>(slot);
-    cmd->data_len = iod->data_len;
-    sqe->cmd_op = NVME_URING_CMD_IO;
-    sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
-    sqe->buf_index = 0;
-    iod->xfer = PT_XFER_FIXED;
-    count_fixed_buffer_cmd();
-  }
-  io_uring_sqe_set_data(sqe, iod);
+  if (uring_passthru_prep_sqe(sqe, iod, fd_, regfiles_, fixed_, depth_)) count_fixed_buffer_cmd();
 }
 
 io_uring_sqe* UringQueue::get_sqe() {
@@ -159,16 +178,10 @@ int UringQueue::reap(IoCompBatch* iob, RqList* failed) {
   return uring_reap(&ring_, [&](void* data, int res) {
     auto* iod = static_cast<NvmeIod*>(data);
     NVME_TSAN_ACQUIRE(iod);
-    // res: 0, the NVMe status field (> 0), or -errno when the host side failed. A host error
-    // becomes a status that the driver retries where a retry may help (-EINTR, -EAGAIN,
-    // -EIO: no DNR) and not where it cannot (-EINVAL, -ENOSPC: DNR), nvme_status_from_errno.
-    const uint16_t status = res >= 0 ? uint16_t(res) : nvme_status_from_errno(res, iod->cmd.opcode);
     if (res < 0) [[unlikely]]  // the host side failed: say why, the NVMe status cannot
       std::fprintf(stderr, "%s: cid=%u: the kernel failed the command: %s\n", name_.c_str(),
                    unsigned(iod->cmd.command_id), std::strerror(-res));
-    if (iod->xfer == PT_XFER_FIXED && iod->cmd.opcode == nvme_cmd_read && status == NVME_SC_SUCCESS)
-      copy_to_iovecs(iod->vecs, iod->nr_vecs, fixed_.slot(iod->cmd.command_id));
-    complete(iod, status, iob, failed);
+    complete(iod, uring_passthru_cqe_status(iod, res, fixed_), iob, failed);
     return 1;
   });
 }

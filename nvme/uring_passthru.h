@@ -23,7 +23,27 @@
 #include "lib/status.h"
 #include "nvme_transport.h"
 
+struct io_uring_sqe;
+
 namespace biofs {
+
+class BounceArena;
+struct NvmeIod;
+
+// The two steps of a passthrough command that touch the ring's entries, as UringQueue runs them,
+// here so that a test runs them on the host (tests/nvme/uring_passthru_test.cc); the rest needs
+// a kernel with an NVMe generic char device (tests/qemu/passthrough_guest_test.cc).
+// Fills the SQE128 for iod: IORING_OP_URING_CMD on fd (an index with regfiles), the command
+// and its data vecs. A read or write whose command id is below depth and whose data fits a slot
+// of `fixed` (when ready) goes through the registered buffer instead: slot `command_id` of
+// buffer index 0 (the one region registered), IORING_URING_CMD_FIXED, one segment
+// (NVME_URING_CMD_IO), a write's data copied into the slot first. Returns whether it did.
+bool uring_passthru_prep_sqe(io_uring_sqe* sqe, NvmeIod* iod, int fd, bool regfiles, const BounceArena& fixed,
+                             unsigned depth);
+// Decodes a CQE's res for iod: 0 or the NVMe status field as is, a negative res (-errno: the
+// host failed the command) through nvme_status_from_errno(); a read that came through the
+// registered buffer and succeeded has its data copied from its slot into its vecs.
+uint16_t uring_passthru_cqe_status(NvmeIod* iod, int res, const BounceArena& fixed);
 
 struct UringPassthruConfig {
   std::string path;
