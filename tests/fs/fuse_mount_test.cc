@@ -471,7 +471,10 @@ TEST_CASE("fuse: 1 MiB direct writes on emu:IMG,vwc are copied once into the cac
     const long long pages = (96 << 20) / 4096;
     const long long cached_bytes = stat_in(after, "write_cache", "bytes_cached") - stat_in(before, "write_cache", "bytes_cached");
     INFO("daemon page faults " << faults << " for " << pages << " pages written; bytes copied into the cache " << cached_bytes);
-    CHECK(cached_bytes == 96ll << 20);  // every byte copied in once, none twice
+    // Every byte copied in once, none twice; beside them at most a few metadata blocks (a
+    // journal commit that falls inside the 96 MiB on a slow build).
+    CHECK(cached_bytes >= 96ll << 20);
+    CHECK(cached_bytes < (96ll << 20) + (1 << 20));
 #ifndef BIOFS_SANITIZER_BUILD
     CHECK(faults < pages / 16);  // a fault per page with a heap block per write
 #else

@@ -148,7 +148,8 @@ TEST_CASE("cover: a covering thread that never reaps loses nothing: the standing
   const int n = 8;
   BlkPlug plug;
   blk_start_plug_nr_ios(&plug, n);
-  for (int i = 0; i < n; i++) submit_read(*r.dev, r.bs, sector_t(i) * 8, Rig::buf, &e);
+  // Every other block: adjacent reads in one plug would merge into one command (one miss).
+  for (int i = 0; i < n; i++) submit_read(*r.dev, r.bs, sector_t(2 * i) * 8, Rig::buf, &e);
   blk_finish_plug(&plug);
   CHECK(ended_within(e, n));  // yielding, never reaping, never sleeping through sched_submit_work
   // Each read the submitter did not end itself (inside its submission) was found by the
