@@ -19,15 +19,28 @@ IOPS = r"(?:\d+\.\d\d[KM]|\d+)"
 BW = r"(?:\d+\.\d\dGiB/s|\d+MiB/s)"
 
 
+# The header's numbers kept as they are by shape(): they mean the same in both programs and are
+# the same for the same run (submitter index, files, node). The others are checked by
+# TioOutput.assert_header() against what biofs's README says they are for the run: QD (the -d
+# depth), the 0/1 flags (what the device does), sq_ring and cq_ring (the tags per hardware
+# queue, --qd: no ring lies between biofs-bench and the block core, so not t/io_uring's ring of
+# the next power of two of -d).
+HEADER_KEPT = r"(submitter=\d+|nfiles=\d+|node=-?\d+)"
+
+
 def shape(line):
     """A line with its figures replaced by their patterns; names t/io_uring and biofs print
-    differently (the file, the engine) become <file> and <engine>."""
+    differently (the file, the engine) become <file> and <engine>; the header's submitter index,
+    nfiles and node stay."""
     line = re.sub(r"file=.*?, nfiles=", "file=<file>, nfiles=", line)
     line = re.sub(r"Engine=[^,]*", "Engine=<engine>", line)
     line = re.sub(r"IOPS=" + IOPS + r"(?=,|$)", "IOPS=<iops>", line)
     line = re.sub(r"BW=" + BW + r"(?=,)", "BW=<bw>", line)
     line = re.sub(r"IOS/call=-?\d+/-?\d+$", "IOS/call=<s>/<c>", line)
-    return re.sub(r"\d+", "<n>", line)
+    line = re.sub(r"tid=\d+", "tid=<tid>", line)
+    line = re.sub(r"\b(polled|fixedbufs|register_files|buffered)=[01](?=,)", r"\1=<0|1>", line)
+    parts = re.split(HEADER_KEPT, line)
+    return "".join(part if i % 2 else re.sub(r"\d+", "<n>", part) for i, part in enumerate(parts))
 
 
 def reference(name):
@@ -67,6 +80,26 @@ class TioOutput(unittest.TestCase):
             self.assertEqual(shape(got), shape(want), f"line {i + 1}: {got!r} vs t/io_uring's {want!r}")
         return out[len(ref):]
 
+    def assert_header(self, out, threads=1, depth=128, qd=256, polled=0, nfiles=1, ref_name=None):
+        """t/io_uring's header lines with biofs's numbers for this run: one submitter line per
+        thread (0, 1, ...), QD the -d depth, the 0/1 flags of what the null device does, and
+        sq_ring = cq_ring = the tags per hardware queue (--qd), also in biofs's own settings line.
+        With ref_name (a capture made with the same -d), QD is t/io_uring's too."""
+        for t in range(threads):
+            self.assertRegex(out[t], rf"^submitter={t}, tid=\d+, file=null, nfiles={nfiles}, node=-1$")
+        self.assertEqual(out[threads], f"polled={polled}, fixedbufs=0, register_files=0, buffered=0, QD={depth}")
+        self.assertEqual(out[threads + 1], f"Engine=blockcore, sq_ring={qd}, cq_ring={qd}")
+        settings = [l for l in out if l.startswith("biofs-bench: devices=")]
+        self.assertEqual(len(settings), 1, out)
+        self.assertIn(f" depth={depth} ", settings[0])
+        self.assertIn(f" threads={threads} ", settings[0])
+        self.assertIn(f" qd={qd} ", settings[0])
+        if ref_name:
+            ref = reference(ref_name)
+            m = re.search(r", QD=(\d+)$", ref[threads])
+            self.assertIsNotNone(m, ref[threads])
+            self.assertEqual(int(m.group(1)), depth, f"{ref_name}: t/io_uring's QD is -d")
+
     def interval_lines(self, out):
         return [re.fullmatch(r"IOPS=(" + IOPS + r"), BW=(" + BW + r"), IOS/call=(-?\d+)/(-?\d+)", l)
                 for l in out if l.startswith("IOPS=")]
@@ -93,6 +126,7 @@ class TioOutput(unittest.TestCase):
     def test_d128_s32_c32_n1_r3_lines_as_t_io_uring(self):
         out = self.run_ok("-d128", "-s32", "-c32", "-b4096", "-n1", "-r3", "null")
         extra = self.assert_shape(out, "d128-s32-c32-n1-r3.txt")
+        self.assert_header(out, depth=128, qd=256, ref_name="d128-s32-c32-n1-r3.txt")
         lines = self.interval_lines(out)
         self.assertEqual(len(lines), 2, "-r3: two per-second lines")
         for m in lines:
@@ -111,6 +145,7 @@ class TioOutput(unittest.TestCase):
     def test_s0_c99_clamped_as_t_io_uring(self):
         out = self.run_ok("-d4", "-s0", "-c99", "-r2", "null")
         extra = self.assert_shape(out, "s0-c0-clamp.txt")
+        self.assert_header(out, depth=4, qd=256, ref_name="s0-c0-clamp.txt")
         (m,) = self.interval_lines(out)
         self.assertIsNotNone(m)
         self.assertEqual(m.group(3), "1", "-s0 is a batch of 1")
@@ -123,6 +158,7 @@ class TioOutput(unittest.TestCase):
         # has completed. t/io_uring counts what the submit call accepted.
         out = self.run_ok("-d4", "-s4", "-c4", "-r3", "--irqmode", "timer", "--completion-nsec", "1500000000", "null")
         self.assert_shape(out, "d128-s32-c32-n1-r3.txt")
+        self.assert_header(out, depth=4, qd=256)
         first, second = self.interval_lines(out)
         self.assertEqual((first.group(1), first.group(3), first.group(4)), ("4", "4", "0"))
         self.assertEqual((second.group(1), second.group(3), second.group(4)), ("4", "4", "4"))
@@ -131,7 +167,24 @@ class TioOutput(unittest.TestCase):
     def test_two_threads_lines_as_t_io_uring(self):
         out = self.run_ok("-n2", "-r3", "null")
         self.assert_shape(out, "two-threads.txt")
-        self.assertTrue(out[0].startswith("submitter=0, ") and out[1].startswith("submitter=1, "), out[:2])
+        self.assert_header(out, threads=2, depth=128, qd=256, ref_name="two-threads.txt")
+
+    def test_header_numbers_are_biofs_own(self):
+        # Issue 45: shape() once replaced every digit, so any QD, sq_ring or submitter index
+        # passed. Here -d100 (t/io_uring: QD=100 and rings of 128, the next power of two) with
+        # --qd 64 and two devices: QD=100, sq_ring=cq_ring=64 (the hardware queue's tags), nfiles=2.
+        out = self.run_ok("-d100", "-r1", "--qd", "64", "--dev", "null", "--dev", "null")
+        self.assert_header(out, depth=100, qd=64, nfiles=2)
+        self.assertNotIn("sq_ring=128", out[2])
+        # shape() itself keeps the numbers both programs mean the same way.
+        self.assertNotEqual(shape("submitter=1, tid=5, file=x, nfiles=1, node=-1"),
+                            shape("submitter=0, tid=5, file=x, nfiles=1, node=-1"))
+        self.assertNotEqual(shape("submitter=0, tid=5, file=x, nfiles=2, node=-1"),
+                            shape("submitter=0, tid=5, file=x, nfiles=1, node=-1"))
+        self.assertEqual(shape("submitter=0, tid=5, file=x, nfiles=1, node=-1"),
+                         shape("submitter=0, tid=77, file=y, nfiles=1, node=-1"))
+        self.assertNotEqual(shape("polled=2, fixedbufs=0, register_files=0, buffered=0, QD=4"),
+                            shape("polled=0, fixedbufs=0, register_files=0, buffered=0, QD=4"))
 
     def test_runtime_1_has_no_per_second_line(self):
         out = self.run_ok("-r1", "null")
@@ -147,7 +200,7 @@ class TioOutput(unittest.TestCase):
         for flag in ("-B1", "-F1", "-O0", "-X1"):
             self.assertEqual(sum(flag in l for l in notes), 1, p.stderr)
         self.assert_shape(p.stdout.splitlines(), "s0-c0-clamp.txt")
-        self.assertIn("polled=0, fixedbufs=0, register_files=0, buffered=0, QD=128", p.stdout)
+        self.assert_header(p.stdout.splitlines(), depth=128, qd=256)
         # -N1 (no no-op request here), -u1 off nvme: and -p1 without poll queues stop, in one line.
         for flag in ("-N1", "-u1", "-p1"):
             p = self.bench(flag, "-r1", "null")
