@@ -20,8 +20,9 @@ neighbouring pairs, so a slow stretch of the machine moves whole blocks, not sin
 them misses is at most 5%). Written to --out: live.csv (one row per window) and live.md (the
 verdicts), printed at the end. --profile S: after a cell's windows, S seconds of `perf record
 -e cpu-clock -a -g` per side, every sample on every CPU given to a layer (compare/profile.py:
-how), as ns per I/O in profile.csv, live.md and profile.png (a stacked bar per side). Toggles that cannot change live are refused by the daemon in one
-line; use the remount mode (biofs-compare without --live) for them.
+how), as ns per I/O in profile.csv, live.md and profile.png (a stacked bar per side). Toggles
+that cannot change live are refused by the daemon in one line; use the remount mode
+(biofs-compare without --live) for them.
 """
 import argparse
 import math
@@ -136,15 +137,15 @@ def commands_per_io(rows, cell, side):
 
 def profile_table(rows, cfg):
     """live.md's per-layer lines: ns per I/O of every layer, A beside B, per cell; the block
-    layer's share; the daemon's sampled CPU against its measured CPU (the check that the
-    samples add up)."""
+    layer's share; the samples against the measured busy time, every CPU's and the daemon's
+    (the check that the bars add up)."""
     if not rows:
         return []
     out = ["", f"Where the time goes, every CPU ({cfg.profile:g} s of perf cpu-clock samples per side after the "
                 "windows; ns per I/O; idle included, so a row sums to the CPUs' time per I/O; compare/profile.py "
                 "says how each sample was assigned). block %: blockcore's share of the busy CPU (all but idle); "
                 "sampled/measured: the busy samples against every CPU's busy time over the same seconds "
-                "(/proc/stat), and the daemon's samples against its threads' CPU time (schedstat):", "",
+                "(/proc/stat), and the daemon's samples against its process CPU time (its stats' cpu_ns):", "",
            "| cell | side | " + " | ".join(profile.LAYERS) + " | block % | sampled/measured | daemon's |",
            "|" + " --- |" * (len(profile.LAYERS) + 5)]
     for r in rows:
@@ -169,10 +170,10 @@ def busy_cpu_ns():
 
 def daemon_snapshot(mnt):
     """(the filesystem's bios, the daemon's clock in ns, its CPU time in ns, the device's
-    commands), all from one stats
-    snapshot: a window is timed and charged by the daemon at the instants it counted, whatever
-    the wait for the xattr read under a full queue. A bio per fio I/O (4 KiB direct), whether
-    the device then sees it alone, merged into a neighbour (nomerges) or split."""
+    commands), all from one stats snapshot: a window is timed and charged by the daemon at the
+    instants it counted, whatever the wait for the xattr read under a full queue. A bio per fio
+    I/O (4 KiB direct), whether the device then sees it alone, merged into a neighbour
+    (nomerges) or split."""
     st = read_stats(mnt)
     return st["io"]["fs_bios"], st["time_ns"], st["cpu_ns"], st["io"]["reads"] + st["io"]["writes"]
 
