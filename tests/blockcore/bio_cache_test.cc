@@ -616,3 +616,33 @@ TEST_CASE("v6.18 bioset_exit (bio_alloc_cache_destroy): ~BioSet frees the bios o
     }
   }
 }
+
+// The departure itself (blockcore/README.md, "Deliberate departures": cache domains per thread,
+// not per CPU). v6.18 has one bio_alloc_cache per CPU, shared by every task that runs there; here
+// two threads pinned to the same CPU each get a domain of their own, and a bio one of them puts
+// stays on its list: the other, on the same CPU, misses.
+TEST_CASE("bio cache (biofs): two threads on the same CPU have a domain each, a bio put by one is not the other's") {
+  BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  const BioAllocCache* first = nullptr;
+  BioCacheCounters first_counts, second_counts;
+  const BioAllocCache* second = nullptr;
+  on_thread_pinned(0, [&] {
+    first = bs.this_thread_cache();
+    bio_put(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));  // onto this thread's list
+    first_counts = my_domain(bs);
+    // The thread ends here; its domain is closed, so the second thread, on the same CPU, could
+    // adopt it: keep the first alive instead, by running the second inside it.
+    on_thread_pinned(0, [&] {
+      second = bs.this_thread_cache();
+      Bio* b = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
+      second_counts = my_domain(bs);
+      bio_put(b);
+    });
+  });
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first != second);
+  CHECK(first_counts.cached == 1);
+  CHECK(second_counts.alloc_misses == 1);  // the first thread's cached bio is not on its list
+  CHECK(second_counts.alloc_hits == 0);
+}

@@ -947,6 +947,30 @@ TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci
   CHECK(tcp.describe().find(" over tcp:") != std::string::npos);
 }
 
+// The departure (blockcore/README.md, "Deliberate departures"): biofs caps a command at 4 MiB
+// (NVME_MAX_TRANSFER) and an nvme-pci-like queue at 127 segments (NVME_KERNEL_MAX_SEGS), the
+// values of older kernels' drivers/nvme/host/pci.c; v6.18's has NVME_MAX_KB_SZ 8192 (8 MiB) and
+// NVME_MAX_SEGS 128. The other tests compare with the constants, so a change of a constant
+// passed them: here the figures themselves.
+TEST_CASE("nvme (biofs): a PCIe namespace without MDTS takes 4 MiB (8192 sectors) and 127 segments per request, not v6.18 nvme-pci's 8 MiB and 128") {
+  CHECK(NVME_MAX_TRANSFER == 4u << 20);
+  CHECK(NVME_KERNEL_MAX_SEGS == 127u);
+  CHECK(NVME_MAX_SEGS == 128u);  // the iod's vecs: one more than a PCIe queue takes
+  TempPath tmp("limits");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 16u << 20;
+  cfg.mdts = 0;  // no limit from the controller: the driver's cap holds
+  NvmeDriverConfig dc;
+  dc.completion_thread = false;
+  NvmeDriver pcie(open_test_emu(cfg), dc);
+  const QueueLimits& lim = pcie.queue()->limits();
+  CHECK(lim.max_hw_sectors == 8192u);
+  CHECK(lim.max_sectors == 8192u);
+  CHECK(lim.max_segments == 127u);
+  CHECK(lim.virt_boundary_mask == 4095u);
+}
+
 namespace {
 // The emulated controller behind a transport that records every I/O command it is sent: its
 // opcode, SLBA, NLB (0-based) and how many data vecs it carries.
