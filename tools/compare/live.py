@@ -145,9 +145,10 @@ def profile_table(rows, cfg):
                 "windows; ns per I/O; idle included, so a row sums to the CPUs' time per I/O; compare/profile.py "
                 "says how each sample was assigned). block %: blockcore's share of the busy CPU (all but idle); "
                 "sampled/measured: the busy samples against every CPU's busy time over the same seconds "
-                "(/proc/stat), and the daemon's samples against its process CPU time (its stats' cpu_ns):", "",
-           "| cell | side | " + " | ".join(profile.LAYERS) + " | block % | sampled/measured | daemon's |",
-           "|" + " --- |" * (len(profile.LAYERS) + 5)]
+                "(/proc/stat), and the daemon's samples against its process CPU time (its stats' cpu_ns); IOPS "
+                "while sampled, against the windows' (what perf costs):", "",
+           "| cell | side | " + " | ".join(profile.LAYERS) + " | block % | sampled/measured | daemon's | IOPS sampled |",
+           "|" + " --- |" * (len(profile.LAYERS) + 6)]
     for r in rows:
         per = [f"{r['layers'][k] / r['ios']:.0f}" if r["ios"] else "-" for k in profile.LAYERS]
         share = block_share(r["layers"])
@@ -155,7 +156,8 @@ def profile_table(rows, cfg):
         busy = sum(ns for k, ns in r["layers"].items() if k != "idle")
         out.append(f"| {r['cell']} | {r['value']} | " + " | ".join(per) +
                    f" | {'-' if share is None else f'{share:.1f}'} | {ratio(busy, r['busy_ns'])} | "
-                   f"{ratio(r['daemon_sampled_ns'], r['daemon_cpu_ns'])} |")
+                   f"{ratio(r['daemon_sampled_ns'], r['daemon_cpu_ns'])} | "
+                   f"{r['ios'] / r['seconds'] if r['seconds'] else 0:.0f} |")
     return out
 
 
@@ -226,10 +228,10 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
                 if got is None:
                     log("biofs-compare --live: perf record failed (is perf installed, and may it see every CPU?)")
                     break
-                samples, (ios0, cpu0, busy0), (ios1, cpu1, busy1) = got
+                samples, (ios0, cpu0, busy0), (ios1, cpu1, busy1), seconds = got
                 sources = profile.resolve_sources(samples, profile.daemon_binaries(samples, cfg.pid), REPO_ROOT)
                 emit_profile(dict(cell=cell, side=side, value=values[side], ios=ios1 - ios0, daemon_cpu_ns=cpu1 - cpu0,
-                                  busy_ns=busy1 - busy0,
+                                  busy_ns=busy1 - busy0, seconds=seconds,
                                   layers=profile.layer_ns(samples, cfg.pid, sources=sources),
                                   daemon_sampled_ns=sum(x.period for x in samples if x.pid == cfg.pid)))
     finally:
