@@ -112,9 +112,14 @@ def missing_tools():
     if os.environ.get("BIOFS_SANITIZED") == "1":
         return "valgrind cannot run a sanitizer build"
     bench = os.path.join(BIN, "biofs-bench")
-    missing = [t for t in ("valgrind", "addr2line", "nm") if not shutil.which(t)]
+    missing = [t for t in ("valgrind", "addr2line", "nm", "readelf") if not shutil.which(t)]
     if missing or not os.access(bench, os.X_OK):
         return f"missing {missing or bench}"
+    # The layers are told apart by each instruction's source file (addr2line -i): a build
+    # without debug information (CMAKE_BUILD_TYPE=Release) has none to tell them by.
+    sections = subprocess.run(["readelf", "-S", "--wide", bench], stdout=subprocess.PIPE, text=True).stdout
+    if ".debug_info" not in sections:
+        return f"{bench} has no debug information (a Release build): build with RelWithDebInfo"
     return None
 
 
