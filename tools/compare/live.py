@@ -121,10 +121,15 @@ def verdict_line(est, lo, hi, n):
     return f"no effect larger than {max(abs(lo), abs(hi)):.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
 
 
+def busy_ns(layers):
+    """The sampled CPU time of every layer but idle."""
+    return sum(ns for k, ns in layers.items() if k != "idle")
+
+
 def block_share(layers):
     """The block layer's share of the CPU an I/O costs (every layer but idle), percent; None
     with no samples."""
-    busy = sum(ns for k, ns in layers.items() if k != "idle")
+    busy = busy_ns(layers)
     return 100.0 * layers["blockcore"] / busy if busy else None
 
 
@@ -153,7 +158,7 @@ def profile_table(rows, cfg):
         per = [f"{r['layers'][k] / r['ios']:.0f}" if r["ios"] else "-" for k in profile.LAYERS]
         share = block_share(r["layers"])
         ratio = lambda a, b: f"{a / b:.3f}" if b else "-"  # noqa: E731
-        busy = sum(ns for k, ns in r["layers"].items() if k != "idle")
+        busy = busy_ns(r["layers"])
         out.append(f"| {r['cell']} | {r['value']} | " + " | ".join(per) +
                    f" | {'-' if share is None else f'{share:.1f}'} | {ratio(busy, r['busy_ns'])} | "
                    f"{ratio(r['daemon_sampled_ns'], r['daemon_cpu_ns'])} | "
