@@ -1125,39 +1125,69 @@ class LiveInterleaving(unittest.TestCase):
         self.assertTrue(60 < sum(1 for x in o if x == ("A", "B")) < 140)
         self.assertNotEqual(o, compare.live.pair_orders(200, 4))
 
-    def test_block_ratio_ci_finds_a_steady_effect_and_contains_none_where_there_is_none(self):
+    def test_signed_rank_ci_finds_a_steady_effect_and_contains_none_where_there_is_none(self):
         rng = __import__("random").Random(5)
         a = [100.0 * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(40)]
         b = [x * 1.05 * (1 + 0.01 * rng.gauss(0, 1)) for x in a]
-        est, lo, hi, n = compare.live.block_ratio_ci(a, b)
+        est, lo, hi, n = compare.live.signed_rank_ci(a, b)
         self.assertEqual(n, 40)
         self.assertAlmostEqual(est, 5.0, delta=1.0)
         self.assertLess(lo, est)
         self.assertGreater(hi, est)
         self.assertGreater(lo, 0)
         same = [x * (1 + 0.01 * rng.gauss(0, 1)) for x in a]
-        _, lo0, hi0, _ = compare.live.block_ratio_ci(a, same)
+        _, lo0, hi0, _ = compare.live.signed_rank_ci(a, same)
         self.assertLess(lo0, 0)
         self.assertGreater(hi0, 0)
 
-    def test_block_ratio_ci_widens_with_the_number_of_intervals(self):
+    def test_signed_rank_drop_is_the_textbook_critical_value(self):
+        # Two-sided 5% critical values of Wilcoxon's T (reject when T <= c): n=6: 0, n=10: 8,
+        # n=20: 52, n=30: 137; the interval leaves out c+1 Walsh averages at each end.
+        for n, c in ((6, 0), (10, 8), (20, 52), (30, 137)):
+            self.assertEqual(compare.live.signed_rank_drop(n, 0.05), c + 1, n)
+        self.assertEqual(compare.live.signed_rank_drop(5, 0.05), 0)  # 5 pairs: no 95% interval
+        # Past the exact table the normal approximation takes over without a jump.
+        n = compare.live.EXACT_SIGNED_RANK_MAX
+        exact = compare.live.signed_rank_drop(n, 0.05)
+        approx = compare.live.signed_rank_drop(n + 1, 0.05)
+        self.assertTrue(exact < approx <= exact + n + 2, (exact, approx))
+
+    def test_signed_rank_ci_widens_with_the_number_of_intervals(self):
         rng = __import__("random").Random(9)
         a = [100.0 for _ in range(30)]
         b = [100.0 * (1 + 0.02 * rng.gauss(0, 1)) for _ in range(30)]
-        _, lo1, hi1, _ = compare.live.block_ratio_ci(a, b, intervals=1)
-        _, lo8, hi8, _ = compare.live.block_ratio_ci(a, b, intervals=8)
+        _, lo1, hi1, _ = compare.live.signed_rank_ci(a, b, intervals=1)
+        _, lo8, hi8, _ = compare.live.signed_rank_ci(a, b, intervals=8)
         self.assertGreater(hi8 - lo8, hi1 - lo1)
-        self.assertEqual(compare.live.block_ratio_ci(a[:2], b[:2])[1:3], (None, None))
+        self.assertEqual(compare.live.signed_rank_ci(a[:5], b[:5])[1:3], (None, None))
 
-    def test_block_bootstrap_keeps_neighbouring_pairs_together(self):
-        # A run whose second half is slower on side B only: a block bootstrap must see the
-        # halves as the units of variation, so its interval is wider than one of shuffled pairs.
-        a = [100.0] * 40
-        b = [101.0] * 20 + [97.0] * 20
-        _, lo, hi, _ = compare.live.block_ratio_ci(a, b)
-        shuffled = b[::2] + b[1::2]
-        _, lo_s, hi_s, _ = compare.live.block_ratio_ci(a, [shuffled[(i * 7) % 40] for i in range(40)])
-        self.assertGreater(hi - lo, hi_s - lo_s)
+    def test_one_disturbed_window_moves_the_interval_by_a_rank_not_by_its_size(self):
+        # 40 A/A pairs with 1% noise, and one window a neighbour's burst made 40% slower: the
+        # mean of the log ratios moves by 1.3% and a bootstrap interval of it widens sevenfold;
+        # the signed-rank interval still holds 0 and barely widens.
+        rng = __import__("random").Random(11)
+        a = [100.0 * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(40)]
+        b = [100.0 * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(40)]
+        _, lo, hi, _ = compare.live.signed_rank_ci(a, b)
+        disturbed = list(b)
+        disturbed[17] *= 0.6
+        _, lo_d, hi_d, _ = compare.live.signed_rank_ci(a, disturbed)
+        self.assertLess(lo_d, 0)
+        self.assertGreater(hi_d, 0)
+        self.assertLess(hi_d - lo_d, 1.2 * (hi - lo))
+
+    def test_fio_gets_a_cpu_of_its_own_where_there_are_two(self):
+        self.assertEqual(compare.live.default_fio_cpus("auto", {0, 1}), "1")
+        self.assertEqual(compare.live.default_fio_cpus("auto", {2, 5, 3}), "5")
+        self.assertEqual(compare.live.default_fio_cpus("auto", {0}), "")  # one CPU: nothing to pin apart
+        self.assertEqual(compare.live.default_fio_cpus("none", {0, 1}), "")
+        self.assertEqual(compare.live.default_fio_cpus("0", {0, 1}), "0")
+
+    def test_resolved_needs_every_interval_within_the_target(self):
+        v = [("c", "IOPS", 0.1, -0.8, 0.9, 30), ("c", "CPU/IO", 0.0, -1.1, 0.7, 30)]
+        self.assertTrue(compare.live.resolved(v, 1.0))   # half-widths 0.85 and 0.9
+        self.assertFalse(compare.live.resolved(v, 0.8))
+        self.assertFalse(compare.live.resolved(v[:1] + [("c", "CPU/IO", 0.0, None, None, 5)], 1.0))
 
     def test_live_verdicts_pair_the_windows_of_each_pair(self):
         rows = []

@@ -1,9 +1,10 @@
 """biofs-compare --live: a live toggle's two values interleaved inside one run (issue 44 §2).
 
     biofs-compare --live --toggle NAME=A,B [--image PATH --image-size SIZE | --device DEV]
-                  [--cells io_uring/64/randread,...] [--pairs 40] [--window 0.5] [--settle 0.1]
+                  [--cells io_uring/64/randread,...] [--pairs 40] [--target PCT --min-pairs 20]
+                  [--window 0.05] [--settle 0.01]
                   [--file-size 256M] [--mount-opts OPTS] [--bin DIR] [--out DIR] [--seed N]
-                  [--fio-cpus LIST] [--profile SECONDS]
+                  [--fio-cpus LIST|auto|none] [--profile SECONDS]
 
 One mount and one fio per cell (ENGINE/QDEPTH/PATTERN, 4 KiB direct, time-based). While fio
 runs, the toggle flips between A and B (daemon/live_toggles.h, `user.biofs.set`) in --pairs
@@ -13,11 +14,13 @@ whose I/Os are not counted, then a --window whose I/Os, time and CPU the daemon 
 then sees of them; its CLOCK_MONOTONIC; its process CPU).
 Neighbouring windows share the machine's drift, so a pair's ratio cancels most of it.
 
-Verdict per cell, for IOPS and CPU per I/O: B/A is the geometric mean of the pairs' ratios; its
-interval is a moving-block bootstrap over the pairs in run order (blocks of ceil(pairs^(1/3))
-neighbouring pairs, so a slow stretch of the machine moves whole blocks, not single pairs) at
+Verdict per cell, for IOPS and CPU per I/O: B/A is the Hodges-Lehmann estimate over the pairs'
+ratios (the median of their Walsh averages); its interval is Wilcoxon's signed-rank interval at
 95% / k, where k is the number of intervals the run prints (Bonferroni: the chance that any of
-them misses is at most 5%). Written to --out: live.csv (one row per window) and live.md (the
+them misses is at most 5%). The random order within each pair is what makes it valid: a
+disturbance of the machine falls on A or on B with equal chance. --target PCT: a cell stops
+adding pairs once both its intervals are within +-PCT (after --min-pairs), so the time goes to
+the cells that need it. Written to --out: live.csv (one row per window) and live.md (the
 verdicts), printed at the end. --profile S: after a cell's windows, S seconds of `perf record
 -e cpu-clock -a -g` per side, every sample on every CPU given to a layer (compare/profile.py:
 how), as ns per I/O in profile.csv, live.md and profile.png (a stacked bar per side). Toggles
@@ -29,11 +32,12 @@ import math
 import os
 import random
 import signal
+import statistics
 import subprocess
 import tempfile
 import time
 
-from biofs_tools import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, daemon_pid, log, parse_size, read_stats,
+from biofs_tools import (daemon_pid, log, parse_size, read_stats,
                          run, umount)
 
 from . import profile
@@ -53,39 +57,51 @@ def pair_orders(pairs, seed):
     return [("A", "B") if rng.random() < 0.5 else ("B", "A") for _ in range(pairs)]
 
 
-def block_length(n):
-    return max(1, math.ceil(n ** (1.0 / 3.0)))
+# Exact null distribution of Wilcoxon's signed-rank statistic up to this many pairs; the normal
+# approximation (with its variance) beyond, where the two differ by less than one Walsh average.
+EXACT_SIGNED_RANK_MAX = 60
 
 
-def block_ratio_ci(a, b, intervals=1, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED):
-    """B/A in percent over pairs in run order: the geometric mean of b[i]/a[i] minus 1, and its
-    moving-block bootstrap interval at 95% / intervals (Bonferroni). Returns (est, lo, hi, n);
-    lo and hi None with fewer than 3 pairs."""
+def signed_rank_drop(n, alpha):
+    """How many Walsh averages to leave out at each end for a two-sided 1-alpha interval over n
+    pairs: the largest k with P(W+ <= k-1) <= alpha/2 under symmetry about 0 (W+: the signed-rank
+    sum). 0 when n pairs cannot give an interval at that level."""
+    if n <= EXACT_SIGNED_RANK_MAX:
+        m = n * (n + 1) // 2
+        count = [1] + [0] * m  # subsets of the ranks 1..n by their sum: W+'s 2^n outcomes
+        for rank in range(1, n + 1):
+            for s in range(m, rank - 1, -1):
+                count[s] += count[s - rank]
+        k, below = 0, 0
+        while below + count[k] <= alpha / 2 * 2 ** n:
+            below += count[k]
+            k += 1
+        return k
+    mean, sd = n * (n + 1) / 4.0, math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    return max(0, int(math.floor(mean - z * sd + 0.5)))
+
+
+def signed_rank_ci(a, b, intervals=1):
+    """B/A in percent over pairs: the Hodges-Lehmann estimate (the median of the Walsh averages
+    of the pairs' log ratios) and the Wilcoxon signed-rank interval at 95% / intervals
+    (Bonferroni). Each pair's order is drawn at random, so a disturbance of the machine (a slow
+    stretch, a neighbour's burst) lands on A or on B with equal chance: under no effect the log
+    ratios are symmetric about 0 and independent in sign, which is all this interval assumes;
+    one disturbed window moves it by one rank, not by its size. Returns (est, lo, hi, n); lo and
+    hi None where the pairs are too few for the level."""
     logs = [math.log(y / x) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
     n = len(logs)
     if not n:
         return None, None, None, 0
-    pct = lambda m: (math.exp(m) - 1.0) * 100.0  # noqa: E731
-    est = pct(sum(logs) / n)
-    if n < 3:
+    walsh = sorted((logs[i] + logs[j]) / 2.0 for i in range(n) for j in range(i, n))
+    m = len(walsh)
+    pct = lambda x: (math.exp(x) - 1.0) * 100.0  # noqa: E731
+    est = pct(walsh[m // 2] if m % 2 else (walsh[m // 2 - 1] + walsh[m // 2]) / 2.0)
+    k = signed_rank_drop(n, 0.05 / max(1, intervals))
+    if k == 0:
         return est, None, None, n
-    L = block_length(n)
-    starts = n - L + 1
-    rng = random.Random(seed)
-    means = []
-    for _ in range(resamples):
-        s, k = 0.0, 0
-        while k < n:
-            i = rng.randrange(starts)
-            for j in range(i, min(i + L, i + n - k)):
-                s += logs[j]
-                k += 1
-        means.append(s / n)
-    means.sort()
-    alpha = 0.05 / max(1, intervals)
-    lo = means[max(0, int(math.floor(alpha / 2 * resamples)))]
-    hi = means[min(resamples - 1, int(math.ceil((1 - alpha / 2) * resamples)) - 1)]
-    return est, pct(lo), pct(hi), n
+    return est, pct(walsh[k - 1]), pct(walsh[m - k]), n
 
 
 def window_rates(rows):
@@ -107,8 +123,16 @@ def live_verdicts(rows, cells, intervals):
         for m, metric in ((0, "IOPS"), (1, "CPU/IO")):
             a = [p["A"][m] for p in pairs]
             b = [p["B"][m] for p in pairs]
-            out.append((cell, metric) + block_ratio_ci(a, b, intervals))
+            out.append((cell, metric) + signed_rank_ci(a, b, intervals))
     return out
+
+
+def resolved(verdicts, target):
+    """Whether every interval of these verdicts is at most +-target percent wide (half its
+    width): the precision the run stops at. Stopping on the width, never on whether an interval
+    holds 0, leaves the intervals' coverage nearly as it is (for symmetric log ratios an
+    interval's width and its position are close to independent)."""
+    return all(lo is not None and (hi - lo) / 2.0 <= target for _, _, _, lo, hi, _ in verdicts)
 
 
 def verdict_line(est, lo, hi, n):
@@ -201,7 +225,7 @@ def set_toggle(mnt, name, value):
 
 def run_cell(cfg, cell, orders, emit, emit_profile):
     engine, qd, pattern = cell.split("/")
-    total = len(orders) * 2 * (cfg.window + cfg.settle) + 30
+    total = 1.1 * len(orders) * 2 * (cfg.window + cfg.settle) + 30  # + the snapshots' own time
     path = os.path.join(cfg.mnt, "live.dat")
     run(["fio", "--name=lay", f"--filename={path}", f"--size={cfg.file_size}", "--rw=write", "--bs=1M",
          "--direct=1", "--ioengine=psync"], timeout=600)
@@ -213,6 +237,7 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
     try:
         time.sleep(1.0)  # fio starts and reaches its depth
         values = {"A": cfg.a, "B": cfg.b}
+        rows = []
         for pair, order in enumerate(orders, 1):
             for side in order:
                 set_toggle(cfg.mnt, cfg.name, values[side])
@@ -220,10 +245,15 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
                 ios0, t0, cpu0, cmd0 = daemon_snapshot(cfg.mnt)
                 time.sleep(cfg.window)
                 ios1, t1, cpu1, cmd1 = daemon_snapshot(cfg.mnt)
-                emit(dict(cell=cell, pair=pair, side=side, value=values[side], seconds=(t1 - t0) / 1e9,
-                          ios=ios1 - ios0, cpu_ns=cpu1 - cpu0, commands=cmd1 - cmd0))
+                rows.append(dict(cell=cell, pair=pair, side=side, value=values[side], seconds=(t1 - t0) / 1e9,
+                                 ios=ios1 - ios0, cpu_ns=cpu1 - cpu0, commands=cmd1 - cmd0))
+                emit(rows[-1])
             if fio.poll() is not None:
                 raise RuntimeError(f"fio ended early: {fio.stderr.read()[-300:]}")
+            # Checked every 10 pairs: the interval costs O(pairs^2) to compute.
+            if pair >= cfg.min_pairs and pair % 10 == 0 and resolved(live_verdicts(rows, [cell], cfg.intervals),
+                                                                    cfg.target):
+                break
         if cfg.profile:
             for side in ("A", "B"):
                 set_toggle(cfg.mnt, cfg.name, values[side])
@@ -247,6 +277,19 @@ def run_cell(cfg, cell, orders, emit, emit_profile):
             fio.kill()
 
 
+def default_fio_cpus(given, allowed=None):
+    """fio's CPU list for the live mode: one CPU of its own by default. Unpinned on the 2-CPU
+    VM, fio and the daemon's threads move between placements that hold for seconds (IOPS
+    90K in one, 135K in the other at depth 64), and windows in different placements vary by
+    10-14%; with fio on the last CPU they vary by 1.6% (docs/results.md, "fio's CPU")."""
+    if given == "none":
+        return ""
+    if given != "auto":
+        return given
+    cpus = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
+    return str(cpus[-1]) if len(cpus) >= 2 else ""
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="biofs-compare --live", description=__doc__.split("\n")[0])
     p.add_argument("--toggle", default="bio_cache")
@@ -254,16 +297,25 @@ def parse_args(argv):
     p.add_argument("--image-size", default="1G")
     p.add_argument("--device", default=None, help="default emu:IMAGE")
     p.add_argument("--cells", default="io_uring/64/randread,io_uring/1/randread,io_uring/64/randwrite,io_uring/1/randwrite")
-    p.add_argument("--pairs", type=int, default=40)
-    p.add_argument("--window", type=float, default=0.5)
-    p.add_argument("--settle", type=float, default=0.1)
+    p.add_argument("--pairs", type=int, default=40, help="the most pairs per cell")
+    p.add_argument("--target", type=float, default=0,
+                   help="stop a cell once every interval of it is at most +-PCT wide (0: run every pair)")
+    p.add_argument("--min-pairs", type=int, default=20, help="with --target, the fewest pairs per cell")
+    # Short windows close together cancel more of the machine's drift than long ones: on the
+    # 2-CPU VM, A/A at depth 64 over the same 65 s, 0.05 s windows gave intervals a third as
+    # wide as 0.3 s ones (docs/results.md, "Window length"). A toggle whose effect takes longer
+    # than the settle gap to set in (a cache that fills slowly) needs a longer --settle.
+    p.add_argument("--window", type=float, default=0.05)
+    p.add_argument("--settle", type=float, default=0.01)
     p.add_argument("--file-size", default="256M")
     p.add_argument("--mount-opts", default="")
     p.add_argument("--bin", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "build", "bin"))
     p.add_argument("--out", default="biofs-live-out")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--fio-cpus", default="", help="fio's CPUs (fio --cpus_allowed), e.g. 0")
+    p.add_argument("--fio-cpus", default="auto",
+                   help="fio's CPUs (fio --cpus_allowed), e.g. 0; auto: the last CPU this may use where it "
+                        "may use two or more; none: where the scheduler puts it")
     p.add_argument("--profile", type=float, default=0,
                    help="after the windows, SECONDS of perf cpu-clock samples per side, by layer (compare/profile.py)")
     a = p.parse_args(argv)
@@ -277,8 +329,13 @@ def parse_args(argv):
         a.a, a.b = known[name][:2]
     a.name = name
     a.cells = [c for c in a.cells.split(",") if c]
-    if a.pairs < 3:
-        p.error("--pairs: at least 3")
+    if a.pairs < 6:
+        p.error("--pairs: at least 6 (the fewest a signed-rank interval at 95% needs)")
+    if not a.target:
+        a.min_pairs = a.pairs
+    a.min_pairs = max(6, min(a.min_pairs, a.pairs))
+    a.intervals = 2 * len(a.cells)
+    a.fio_cpus = default_fio_cpus(a.fio_cpus)
     return a
 
 
@@ -324,7 +381,8 @@ def main(argv):
             run([os.path.join(cfg.bin, "biofs"), cfg.device, cfg.mnt, "-o", ",".join(opts)], timeout=60)
             cfg.pid = daemon_pid(cfg.mnt, ("biofs",))
             try:
-                log(f"biofs-compare --live: {cell}: {cfg.pairs} pairs of {cfg.window} s windows, {cfg.name}={cfg.a},{cfg.b}")
+                most = f"{cfg.min_pairs}-{cfg.pairs} pairs (until +-{cfg.target:g}%)" if cfg.target else f"{cfg.pairs} pairs"
+                log(f"biofs-compare --live: {cell}: {most} of {cfg.window} s windows, {cfg.name}={cfg.a},{cfg.b}")
                 run_cell(cfg, cell, pair_orders(cfg.pairs, cfg.seed + i), emit, emit_profile)
             finally:
                 umount(cfg.mnt)
@@ -336,23 +394,25 @@ def main(argv):
             os.rmdir(cfg.mnt)
         if made_image:
             os.unlink(cfg.image)
-    k = 2 * len(cfg.cells)
+    k = cfg.intervals
+    stop = (f"{cfg.min_pairs} to {cfg.pairs} pairs, each cell stopping once its intervals are within "
+            f"+-{cfg.target:g}%") if cfg.target else f"{cfg.pairs} pairs"
     lines = [f"# biofs-compare --live: {cfg.name}={cfg.a} (A) vs {cfg.b} (B)", "",
-             f"Mode: live (one mount and one fio per cell; {cfg.pairs} pairs of {cfg.window} s windows in random "
+             f"Mode: live (one mount and one fio per cell; {stop} of {cfg.window} s windows in random "
              f"order, {cfg.settle} s settle after each flip). Device `{cfg.device}`, 4 KiB direct I/O. B/A: the "
-             f"geometric mean of the pairs' ratios; intervals: moving-block bootstrap (blocks of "
-             f"{block_length(cfg.pairs)} pairs) at 95%/{k} each (Bonferroni over the {k} intervals below). "
-             f"{time.monotonic() - t0:.0f} s.", "",
-             "| cell | IOPS A | IOPS B | IOPS B/A | CPU/IO A | CPU/IO B | CPU/IO B/A | commands/IO A / B |",
-             "|" + " --- |" * 8]
+             f"Hodges-Lehmann estimate of the pairs' ratios; intervals: Wilcoxon signed-rank at 95%/{k} each "
+             f"(Bonferroni over the {k} intervals below). {time.monotonic() - t0:.0f} s.", "",
+             "| cell | pairs | IOPS A | IOPS B | IOPS B/A | CPU/IO A | CPU/IO B | CPU/IO B/A | commands/IO A / B |",
+             "|" + " --- |" * 9]
     for cell in cfg.cells:
         rates = window_rates([r for r in rows if r["cell"] == cell])
         med = lambda side, m: sorted(v[side][m] for v in rates.values() if side in v and v[side][m] is not None)  # noqa: E731
         mid = lambda xs: xs[len(xs) // 2] if xs else None  # noqa: E731
-        v = {metric: verdict_line(*rest) for c, metric, *rest in live_verdicts(rows, [cell], k)}
+        verdicts = live_verdicts(rows, [cell], k)
+        v = {metric: verdict_line(*rest) for c, metric, *rest in verdicts}
         ia, ib, ca, cb = mid(med("A", 0)), mid(med("B", 0)), mid(med("A", 1)), mid(med("B", 1))
         f = lambda x, d: f"{x:.{d}f}" if x is not None else "-"  # noqa: E731
-        lines.append(f"| {cell} | {f(ia, 0)} | {f(ib, 0)} | {v['IOPS']} | {f(ca and ca / 1000, 2)} us | "
+        lines.append(f"| {cell} | {verdicts[0][5]} | {f(ia, 0)} | {f(ib, 0)} | {v['IOPS']} | {f(ca and ca / 1000, 2)} us | "
                      f"{f(cb and cb / 1000, 2)} us | {v['CPU/IO']} | "
                      f"{f(commands_per_io(rows, cell, 'A'), 3)} / {f(commands_per_io(rows, cell, 'B'), 3)} |")
     lines += profile_table(prof_rows, cfg)
