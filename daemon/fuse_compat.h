@@ -15,8 +15,12 @@
 
 #if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
 #define BIOFS_FUSE_HAS_URING 1
+// The tmpfile and statx operations (O_TMPFILE; statx's birth time): 3.14 has neither, and a
+// mount on it refuses O_TMPFILE with EOPNOTSUPP and shows no birth time, as before.
+#define BIOFS_FUSE_HAS_TMPFILE_STATX 1
 #else
 #define BIOFS_FUSE_HAS_URING 0
+#define BIOFS_FUSE_HAS_TMPFILE_STATX 0
 #endif
 
 namespace biofs {

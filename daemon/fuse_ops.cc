@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -248,6 +250,44 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   if (err) return (void)fuse_reply_err(req, -err);
   reply_create(req, st, fi, true);  // a new file: nothing cached yet
 }
+
+#if BIOFS_FUSE_HAS_TMPFILE_STATX
+// O_TMPFILE (FUSE_TMPFILE, kernel 6.1+): a file with no name, opened; linkat(2) may name it later.
+void op_tmpfile(fuse_req_t req, fuse_ino_t parent, mode_t mode, fuse_file_info* fi) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  int err = FS(req)->tmpfile(parent, mode, c->uid, c->gid, &st, c->umask);
+  if (!err && (err = FS(req)->open(st.st_ino, false, direct_writer(fi)))) FS(req)->forget(st.st_ino, 1);
+  if (err) return (void)fuse_reply_err(req, -err);
+  reply_create(req, st, fi, true);
+}
+
+// statx(2) beyond the basic fields (FUSE_STATX, kernel 6.6+): the kernel asks only when the
+// caller wants what getattr lacks, here the birth time.
+void op_statx(fuse_req_t req, fuse_ino_t ino, int, int, fuse_file_info*) {
+  struct stat st;
+  struct timespec btime;
+  if (int err = FS(req)->getattr(ino, &st, &btime)) return (void)fuse_reply_err(req, -err);
+  struct statx x{};
+  x.stx_mask = STATX_BASIC_STATS | STATX_BTIME;
+  x.stx_blksize = uint32_t(st.st_blksize);
+  x.stx_nlink = uint32_t(st.st_nlink);
+  x.stx_uid = st.st_uid;
+  x.stx_gid = st.st_gid;
+  x.stx_mode = uint16_t(st.st_mode);
+  x.stx_ino = st.st_ino;
+  x.stx_size = uint64_t(st.st_size);
+  x.stx_blocks = uint64_t(st.st_blocks);
+  const auto ts = [](const struct timespec& t) { return statx_timestamp{t.tv_sec, uint32_t(t.tv_nsec), 0}; };
+  x.stx_atime = ts(st.st_atim);
+  x.stx_mtime = ts(st.st_mtim);
+  x.stx_ctime = ts(st.st_ctim);
+  x.stx_btime = ts(btime);
+  x.stx_rdev_major = major(st.st_rdev);
+  x.stx_rdev_minor = minor(st.st_rdev);
+  fuse_reply_statx(req, 0, &x, CTX(req)->timeout());
+}
+#endif
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   read_data({CTX(req), req, false}, ino, size, off);
@@ -501,6 +541,10 @@ fuse_lowlevel_ops make_ops() {
   o.rename = op_rename;
   o.open = op_open;
   o.create = op_create;
+#if BIOFS_FUSE_HAS_TMPFILE_STATX
+  o.tmpfile = op_tmpfile;
+  o.statx = op_statx;
+#endif
   o.read = op_read;
   o.write = op_write;
   // No flush: close(2) has nothing to wait for here (writes are answered once on the device,

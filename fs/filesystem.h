@@ -52,6 +52,7 @@ class Filesystem {
   }
   void forget(uint64_t ino, uint64_t nlookup) { itable_.forget(ino, nlookup); }
   int getattr(uint64_t ino, struct stat* st) { return itable_.getattr(ino, st); }
+  int getattr(uint64_t ino, struct stat* st, struct timespec* btime) { return itable_.getattr(ino, st, btime); }
   // A change of owner or group clears the set-id bits of a non-directory; a truncation by a
   // caller without `fsetid` too (setattr_should_drop_suidgid).
   int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out, bool fsetid = true) {
@@ -72,6 +73,9 @@ class Filesystem {
     return namei_.symlink(parent, name, target, uid, gid, st);
   }
   int readlink(uint64_t ino, std::string* target) { return namei_.readlink(ino, target); }
+  int tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct stat* st, mode_t umask = 0) {
+    return namei_.tmpfile(parent, mode, uid, gid, st, umask);
+  }
   int link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st) {
     return namei_.link(ino, newparent, newname, st);
   }

@@ -253,10 +253,16 @@ void InodeTable::forget(uint64_t ino, uint64_t nlookup) {
 }
 
 int InodeTable::getattr(uint64_t ino, struct stat* st) {
+  struct timespec btime;
+  return getattr(ino, st, &btime);
+}
+
+int InodeTable::getattr(uint64_t ino, struct stat* st, struct timespec* btime) {
   std::shared_lock shared(s_.lock);
   InodeObj* in;
   if (int err = iget_shared(shared, ino, &in)) return err;
   fill_stat(in, st);
+  *btime = {in->d.btime_sec, long(in->d.btime_nsec)};
   return 0;
 }
 

@@ -18,6 +18,8 @@ class InodeTable {
   explicit InodeTable(FsInfo& s) : s_(s) {}
 
   int getattr(uint64_t ino, struct stat* st);
+  // getattr and the birth time (statx's STATX_BTIME: when the inode was made, kept on disk).
+  int getattr(uint64_t ino, struct stat* st, struct timespec* btime);
   void forget(uint64_t ino, uint64_t nlookup);
 
   int iget(uint64_t ino, InodeObj** out);

@@ -134,6 +134,32 @@ int Namei::symlink(uint64_t parent, const std::string& name, const std::string& 
   return make_node(parent, name, S_IFLNK | 0777, uid, gid, 0, &target, st);
 }
 
+int Namei::tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct stat* st, mode_t umask) {
+  std::unique_lock ex(s_.lock);
+  if (int err = s_.super->maybe_commit()) return err;
+  InodeObj* dir;
+  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  if (dir->d.nlink == 0) return -ENOENT;
+  mode = S_IFREG | (mode & 07777);
+  if (dir->d.mode & S_ISGID) gid = dir->d.gid;
+  std::vector<xattr::Attr> acls;
+  if (int e = s_.xattrs->acl_inherit(dir, &mode, umask, &acls)) return e;
+  InodeObj* in;
+  if (int e = s_.itable->new_inode(mode, uid, gid, &in)) return e;
+  in->d.nlink = 0;
+  in->has_caps = 0;
+  int err = acls.empty() ? 0 : s_.xattrs->xattr_store(in, acls);
+  if (!err) err = s_.itable->orphan_add(in);  // saves the inode too
+  if (err) {
+    s_.itable->maybe_free_inode(in);
+    return err;
+  }
+  in->nlookup++;
+  s_.itable->fill_stat(in, st);
+  return 0;
+}
+
 int Namei::readlink(uint64_t ino, std::string* target) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
@@ -164,6 +190,9 @@ int Namei::link(uint64_t ino, uint64_t newparent, const std::string& newname, st
   InodeObj::DirLoc loc;
   if (s_.dirs->dir_find(dir, newname, &loc) == 0) return -EEXIST;
   if (int err = s_.dirs->dir_add(dir, newname, ino, dirent_type(in->d.mode))) return err;
+  if (in->d.nlink == 0) {
+    if (int err = s_.itable->orphan_remove(in)) return err;
+  }
   in->d.nlink++;
   InodeTable::touch(in->d, false, false, true);
   InodeTable::touch(dir->d, false, true, true);

@@ -23,6 +23,11 @@ class Namei {
             mode_t umask);
   int symlink(uint64_t parent, const std::string& name, const std::string& target, uid_t uid, gid_t gid, struct stat* st);
   int readlink(uint64_t ino, std::string* target);
+  // O_TMPFILE (ext4_tmpfile): a regular file with no name, on the orphan list from the start, so
+  // a crash before it is linked or closed frees it at the next mount. +1 lookup count.
+  int tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct stat* st, mode_t umask);
+  // Linking a file with no links (an O_TMPFILE one; the VFS refuses any other) takes it off the
+  // orphan list, as ext4's __ext4_link does.
   int link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st);
   int unlink(uint64_t parent, const std::string& name);
   int rmdir(uint64_t parent, const std::string& name);

@@ -1,0 +1,186 @@
+// What xfstests' generic group found a biofs mount lacking beside ext4 (docs/xfstests.md), each
+// through a real mount as a user meets it: O_TMPFILE (open, write, linkat into the tree, or
+// freed at close; freed at the next mount after a crash) and statx's birth time (set when the
+// inode is made, kept on disk, untouched by writes, utimes and remounts).
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "fuse_util.h"
+
+using namespace biofs::test;
+
+namespace {
+
+// The daemon's libfuse lacks the tmpfile and statx operations before 3.18 (daemon/fuse_compat.h).
+bool daemon_has_tmpfile_statx(const std::string& mnt) {
+  if (libfuse_version(stats_of(mnt)) >= 318) return true;
+  MESSAGE("skipped: this daemon's libfuse is older than 3.18 (no tmpfile/statx operations)");
+  return false;
+}
+
+fsfilcnt_t free_inodes(const std::string& mnt) {
+  struct statvfs v;
+  REQUIRE(statvfs(mnt.c_str(), &v) == 0);
+  return v.f_ffree;
+}
+
+// linkat(2) of an open file by its descriptor, as `ln` cannot: root may name any descriptor
+// (AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH).
+int link_fd(int fd, const std::string& path) { return linkat(fd, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH); }
+
+// The clock inode times come from (current_time(): the coarse one, as on ext4).
+struct timespec now_coarse() {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME_COARSE, &t);
+  return t;
+}
+
+bool not_after(const struct timespec& a, const statx_timestamp& b) {
+  return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= long(b.tv_nsec));
+}
+bool not_after(const statx_timestamp& a, const struct timespec& b) {
+  return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && long(a.tv_nsec) <= b.tv_nsec);
+}
+
+}  // namespace
+
+TEST_CASE("fuse ext4 parity: O_TMPFILE makes a nameless file that linkat names, and one never named is freed at close") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img, s.mnt, "");
+  if (!daemon_has_tmpfile_statx(s.mnt)) return unmount(s.mnt, pid);
+  const std::string dir = s.mnt + "/d";
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  const fsfilcnt_t before = free_inodes(s.mnt);
+
+  // Named later: data written while nameless is there under the name, with one link.
+  int fd = open(dir.c_str(), O_TMPFILE | O_RDWR, 0640);
+  REQUIRE_MESSAGE(fd >= 0, "O_TMPFILE: " << strerror(errno));
+  const std::string data(10000, 'q');
+  REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  CHECK(st.st_nlink == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0640);
+  CHECK(free_inodes(s.mnt) == before - 1);
+  CHECK(std::filesystem::is_empty(dir));  // no name in the directory
+  REQUIRE_MESSAGE(link_fd(fd, dir + "/named") == 0, strerror(errno));
+  REQUIRE(fstat(fd, &st) == 0);
+  CHECK(st.st_nlink == 1);
+  close(fd);
+  CHECK(read_file(dir + "/named") == data);
+
+  // Never named: freed when the last reference goes (close, then the kernel's forget).
+  fd = open(dir.c_str(), O_TMPFILE | O_WRONLY, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
+  CHECK(free_inodes(s.mnt) == before - 2);
+  close(fd);
+  // O_EXCL: the VFS refuses to name it (I_LINKABLE is not set), as on ext4.
+  fd = open(dir.c_str(), O_TMPFILE | O_EXCL | O_WRONLY, 0600);
+  REQUIRE(fd >= 0);
+  CHECK(link_fd(fd, dir + "/excl") == -1);
+  close(fd);
+  // A directory is no place for O_TMPFILE's target on a file: ENOTDIR.
+  CHECK(open((dir + "/named").c_str(), O_TMPFILE | O_WRONLY, 0600) == -1);
+  CHECK(errno == ENOTDIR);
+
+  unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  pid = mount_fg(s.img, s.mnt, "");
+  CHECK(read_file(dir + "/named") == data);
+  CHECK(free_inodes(s.mnt) == before - 1);  // the named file only: the two nameless ones are gone
+  unmount(s.mnt, pid);
+}
+
+TEST_CASE("fuse ext4 parity: an O_TMPFILE open at a kill -9 of the daemon is freed at the next mount, fsck clean") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img, s.mnt, "");
+  if (!daemon_has_tmpfile_statx(s.mnt)) return unmount(s.mnt, pid);
+  const fsfilcnt_t before = free_inodes(s.mnt);
+  const int fd = open(s.mnt.c_str(), O_TMPFILE | O_RDWR, 0600);
+  REQUIRE(fd >= 0);
+  const std::string data(1 << 20, 'z');
+  REQUIRE(write(fd, data.data(), data.size()) == ssize_t(data.size()));
+  REQUIRE(fsync(fd) == 0);  // the inode and its orphan-list entry are on disk
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  close(fd);
+  run("fusermount3 -u -z " + s.mnt);
+  pid = mount_fg(s.img, s.mnt, "");
+  CHECK(free_inodes(s.mnt) == before);
+  unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse ext4 parity: statx gives the birth time, set at creation and kept through writes, utimes and a remount") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img, s.mnt, "");
+  if (!daemon_has_tmpfile_statx(s.mnt)) return unmount(s.mnt, pid);
+  const std::string f = s.mnt + "/born", d = s.mnt + "/dir";
+  const struct timespec t0 = now_coarse();
+  write_file(f, "first");
+  REQUIRE(mkdir(d.c_str(), 0755) == 0);
+  const struct timespec t1 = now_coarse();
+  struct statx x {};
+  REQUIRE(statx(AT_FDCWD, f.c_str(), 0, STATX_BTIME, &x) == 0);
+  REQUIRE((x.stx_mask & STATX_BTIME));
+  const statx_timestamp born = x.stx_btime;
+  CHECK(not_after(t0, born));
+  CHECK(not_after(born, t1));
+  REQUIRE(statx(AT_FDCWD, d.c_str(), 0, STATX_BTIME, &x) == 0);
+  CHECK((x.stx_mask & STATX_BTIME));
+  CHECK(not_after(t0, x.stx_btime));
+
+  // Later changes move mtime and ctime, never the birth time.
+  usleep(20000);
+  write_file(f, "second, longer");
+  const struct timespec past[2] = {{1000, 0}, {1000, 0}};
+  REQUIRE(utimensat(AT_FDCWD, f.c_str(), past, 0) == 0);
+  REQUIRE(statx(AT_FDCWD, f.c_str(), AT_STATX_FORCE_SYNC, STATX_BTIME | STATX_MTIME, &x) == 0);
+  CHECK(x.stx_mtime.tv_sec == 1000);
+  CHECK(x.stx_btime.tv_sec == born.tv_sec);
+  CHECK(x.stx_btime.tv_nsec == born.tv_nsec);
+  // The basic fields come with it and agree with stat(2).
+  struct stat st;
+  REQUIRE(stat(f.c_str(), &st) == 0);
+  CHECK(x.stx_ino == st.st_ino);
+  CHECK(x.stx_size == uint64_t(st.st_size));
+
+  unmount(s.mnt, pid);
+  pid = mount_fg(s.img, s.mnt, "");
+  REQUIRE(statx(AT_FDCWD, f.c_str(), 0, STATX_BTIME, &x) == 0);
+  CHECK((x.stx_mask & STATX_BTIME));
+  CHECK(x.stx_btime.tv_sec == born.tv_sec);
+  CHECK(x.stx_btime.tv_nsec == born.tv_nsec);
+  std::string out;
+  REQUIRE(run("stat -c %W " + f, &out) == 0);
+  CHECK(std::stoll(out) == born.tv_sec);  // what `stat` prints as the birth
+  unmount(s.mnt, pid);
+}
