@@ -187,17 +187,20 @@ int main(int argc, char** argv) {
       return out;
     };
   }
-  // libfuse splits -o at commas: a device string's own options (emu:IMG,vwc,fail_read=...)
-  // are escaped to stay inside fsname.
-  std::string fsname;
-  for (char c : spec) {
+  // The mount's source as /proc/mounts shows it: biofs:DEVICE, or what `-o fsname=NAME` says
+  // (mount.fuse(8)). libfuse splits -o at commas: a device string's own options
+  // (emu:IMG,vwc,fail_read=...) are escaped to stay inside fsname.
+  std::string source = "biofs:" + spec, fsname;
+  for (const std::string& o : opts.fuse_opts)
+    if (o.rfind("fsname=", 0) == 0) source = o.substr(7);
+  for (char c : source) {
     if (c == ',' || c == '\\') fsname += '\\';
     fsname += c;
   }
   // The kernel checks permissions as for ext4 (generic_permission: mode bits, supplementary
   // groups, sticky directories, ACLs, the chown/chmod/utimes rules): always, so that
   // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
-  std::string fuse_o = "fsname=biofs:" + fsname + ",subtype=biofs,default_permissions";
+  std::string fuse_o = "fsname=" + fsname + ",subtype=biofs,default_permissions";
   if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
   for (const std::string& o : opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;

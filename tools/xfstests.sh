@@ -66,14 +66,18 @@ work=/var/tmp/biofs-xfstests-$fs
 mkdir -p "$work" /mnt/biofs-xfstests/test /mnt/biofs-xfstests/scratch
 for m in /mnt/biofs-xfstests/test /mnt/biofs-xfstests/scratch; do mountpoint -q "$m" && umount "$m"; done
 if [ "$fs" = biofs ]; then
-  test_dev="emu:$work/test.img,vwc" scratch_dev="emu:$work/scratch.img,vwc"
+  # The sources as /proc/mounts shows them, so that xfstests finds TEST_DEV mounted where it
+  # mounted it; without a comma, which xfstests' output filters (sed s,DEV,...,) cannot take.
+  # The helper adds the volatile write cache (,vwc) and names the mount by its source.
+  test_dev="biofs:emu:$work/test.img" scratch_dev="biofs:emu:$work/scratch.img"
   rm -f "$work/test.img" "$work/scratch.img"
   truncate -s 8G "$work/test.img" "$work/scratch.img"
   "$bin/mkfs.biofs" -q "$work/test.img"
   helper=/sbin/mount.fuse.biofs
   # mount(8) calls: mount.fuse.biofs SOURCE MOUNTPOINT -o OPTIONS (biofs takes mount(8)'s
   # generic options, daemon/mount_options.cc).
-  printf '#!/bin/sh\nexec %s "$@"\n' "$bin/biofs" > "$helper"
+  printf '#!/bin/sh\nsrc=$1 mnt=$2; shift 2\nexec %s "${src#biofs:},vwc" "$mnt" -o "fsname=$src" "$@"\n' \
+    "$bin/biofs" > "$helper"
   mkfs_scratch() { "$bin/mkfs.biofs" -q -f "$work/scratch.img"; }
   fsck_both() {
     local o1 o2 rc=0
@@ -95,6 +99,11 @@ else
 fi
 chmod +x "$helper"
 
+# xfstests checks that TEST_DEV is mounted as type "fuse" (df -T); a daemon that names its
+# subtype (biofs and passthrough_hp both do) shows "fuse.NAME". Its df, seen through this.
+printf '#!/bin/sh\n%s -T -P "$@" | sed -E "s/ fuse\\.(biofs|passthrough_hp) / fuse /"\n' "$(type -P df)" > "$out/df-fuse"
+chmod +x "$out/df-fuse"
+
 cat > "$out/local.config" <<EOF
 export FSTYP=fuse
 export FUSE_SUBTYP=.$( [ "$fs" = biofs ] && echo biofs || echo passthrough_hp )
@@ -105,6 +114,7 @@ export SCRATCH_MNT=/mnt/biofs-xfstests/scratch
 export MOUNT_OPTIONS='$mount_opts'
 export TEST_FS_MOUNT_OPTS='$mount_opts'
 export RESULT_BASE='$out/xfstests'
+export DF_PROG='$out/df-fuse'
 EOF
 
 [ -n "$tests" ] || tests=$(cd "$xfs/tests" && ls generic | grep -E '^[0-9]+$' | sed 's|^|generic/|' | tr '\n' ' ')
@@ -114,7 +124,7 @@ for t in $tests; do
   n=$((n + 1))
   mkfs_scratch
   start=$SECONDS
-  (cd "$xfs" && HOST_OPTIONS="$out/local.config" timeout 1800 ./check "$t" >"$out/last-check.log" 2>&1) || true
+  (cd "$xfs" && HOST_OPTIONS="$out/local.config" timeout 900 ./check "$t" >"$out/last-check.log" 2>&1) || true
   secs=$((SECONDS - start))
   base="$out/xfstests/$t"
   status=pass reason=""

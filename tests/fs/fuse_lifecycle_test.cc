@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,27 @@ TEST_CASE("fuse lifecycle: a clean unmount commits everything, and fsck, mkfs an
   mount_bg(s.img, s.mnt);
   REQUIRE(run("fusermount3 -u " + s.mnt) == 0);
   CHECK_MESSAGE(run(kBin + "/mkfs.biofs -q -f " + s.img, &out) == 0, out);
+}
+
+namespace {
+// The source /proc/mounts shows for `mnt` ("" when it is not mounted).
+std::string mount_source(const std::string& mnt) {
+  std::ifstream f("/proc/mounts");
+  for (std::string src, dir, rest; f >> src >> dir && std::getline(f, rest);)
+    if (dir == mnt) return src;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("fuse lifecycle: the mount's source is biofs:DEVICE, or what -o fsname=NAME says (mount.fuse's helpers use it)") {
+  if (!have_fuse()) return;
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img + ",vwc", s.mnt, "");
+  CHECK(mount_source(s.mnt) == "biofs:" + s.img + ",vwc");
+  unmount(s.mnt, pid);
+  pid = mount_fg(s.img + ",vwc", s.mnt, "fsname=biofs:emu:" + s.img);
+  CHECK(mount_source(s.mnt) == "biofs:emu:" + s.img);
+  unmount(s.mnt, pid);
 }
 
 TEST_CASE("fuse lifecycle: fallocate zero range through the mount") {
