@@ -3,14 +3,14 @@
 # SIGKILLs of the FUSE daemon, and fault-injection rounds, each printing its figures.
 # Usage: tools/crash-long.sh [BUILD_DIR]   (default build/; builds the tests first)
 # Rounds and seeds come from the environment: BIOFS_POWERCUT_ROUNDS (300), BIOFS_CRASH_ROUNDS
-# (300), BIOFS_FAULT_ROUNDS (100), BIOFS_POWERCUT_SEED / BIOFS_CRASH_SEED / BIOFS_FAULT_SEED (1).
+# (300), BIOFS_TAR_CRASH_ROUNDS (the tar -x case, as BIOFS_CRASH_ROUNDS), BIOFS_FAULT_ROUNDS (100), BIOFS_POWERCUT_SEED / BIOFS_CRASH_SEED / BIOFS_FAULT_SEED (1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 [ -f "$dir/build.ninja" ] || cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target rel_powercut_test rel_fault_test rel_fuse_crash_test biofs fsck.biofs
 export BIOFS_POWERCUT_ROUNDS=${BIOFS_POWERCUT_ROUNDS:-300} BIOFS_CRASH_ROUNDS=${BIOFS_CRASH_ROUNDS:-300}
-export BIOFS_FAULT_ROUNDS=${BIOFS_FAULT_ROUNDS:-100}
+export BIOFS_FAULT_ROUNDS=${BIOFS_FAULT_ROUNDS:-100} BIOFS_TAR_CRASH_ROUNDS=${BIOFS_TAR_CRASH_ROUNDS:-$BIOFS_CRASH_ROUNDS}
 status=0
 run() {  # name, binary, test-case filter
   echo "== $1"
