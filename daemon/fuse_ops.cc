@@ -497,6 +497,8 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
 // lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, which the kernel's fileattr code forwards): biofs
 // keeps no per-inode attribute flags, so it reads none and accepts only a set of none. Every
 // other ioctl is ENOTTY, as on a filesystem that does not know it.
+constexpr unsigned int kShutdown = _IOR('X', 125, uint32_t);  // EXT4_IOC_SHUTDOWN
+
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned flags,
               const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
   if (flags & FUSE_IOCTL_COMPAT) return (void)fuse_reply_err(req, ENOSYS);
@@ -517,6 +519,17 @@ void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file
     int want;  // the flags word, or fsx_xflags (the first member)
     std::memcpy(&want, in_buf, sizeof(want));
     if (want != 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
+    return (void)fuse_reply_ioctl(req, 0, nullptr, 0);
+  }
+  // EXT4_IOC_SHUTDOWN, XFS_IOC_GOINGDOWN's number (xfs_io's shutdown, xfstests' godown): for
+  // root only, as ext4's CAP_SYS_ADMIN. Its flags never arrive: the number says _IOR, so the
+  // kernel's FUSE client (fuse_do_ioctl(), restricted ioctls) copies nothing in. Without them it
+  // is LOGFLUSH (`godown -f`): the running transaction is committed, then writing stops.
+  if (cmd == kShutdown) {
+    if (fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EPERM);
+    uint32_t going = Super::GOING_FLAGS_LOGFLUSH;
+    if (in_bufsz >= sizeof(going)) std::memcpy(&going, in_buf, sizeof(going));
+    if (int err = FS(req)->shutdown(going)) return (void)fuse_reply_err(req, -err);
     return (void)fuse_reply_ioctl(req, 0, nullptr, 0);
   }
   fuse_reply_err(req, ENOTTY);

@@ -348,7 +348,7 @@ void FileIo::finish_conversions(std::vector<EndIoWork::Item*>& items) {
       auto* w = static_cast<ConvertIo*>(items[i]);
       InodeObj* in;
       if (w->io_err) results[i] = w->io_err;
-      else if (s_.failed) results[i] = -EROFS;
+      else if (s_.failed) results[i] = s_.super->refusal();
       else if (int err = s_.itable->iget(w->ino, &in)) results[i] = err;
       else {
         auto t = std::find_if(touched.begin(), touched.end(), [in](const auto& p) { return p.first == in; });

@@ -165,6 +165,7 @@ class Filesystem {
     return super_.fsync(ino, datasync, data_durable);
   }
   int sync() { return super_.sync(); }  // commit the running transaction and flush
+  int shutdown(uint32_t flags) { return super_.shutdown(flags); }  // Super::shutdown
 
   const disk::SuperBlock& superblock() const { return s_.sb; }
   // Test hooks: make the next commit stop after its commit block; and drop the mount without

@@ -59,6 +59,7 @@ struct FsInfo {
   // (changes get EROFS) and unmount leaves the superblock dirty, so fsck runs (as ext4's
   // errors=remount-ro). The disk stays as of the last good commit.
   int failed = 0;
+  bool shut_down = false;  // Super::shutdown(): failed is -EIO and changes get EIO
   bool mounted = false;
   std::unique_ptr<EndIoWork> end_io;  // unwritten-extent conversion after the data (writable mounts)
 

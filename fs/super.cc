@@ -116,7 +116,7 @@ int Super::unmount() {
 }
 
 int Super::commit_locked() {
-  if (s_.failed) return -EROFS;
+  if (s_.failed) return refusal();
   // A metadata read failed: the operation that met it may have stopped half-way (an entry
   // removed, not yet added), so this transaction is not committed (ext4's journal abort).
   if (const int rerr = s_.cache.read_error()) {
@@ -138,7 +138,7 @@ int Super::commit_locked() {
 }
 
 int Super::maybe_commit(uint64_t need_blocks) {
-  if (s_.failed) return -EROFS;
+  if (s_.failed) return refusal();
   if (s_.cache.read_error()) return commit_locked();  // refuses, and says so once
   // Blocks freed by this transaction become allocatable only once it commits: a write right
   // after an rm on a full filesystem would get ENOSPC while df shows the space free.
@@ -153,7 +153,7 @@ int Super::maybe_commit(uint64_t need_blocks) {
 
 int Super::sync() {
   std::unique_lock ex(s_.lock);
-  if (s_.failed) return -EROFS;
+  if (s_.failed) return refusal();
   if (s_.cache.dirty_count() || s_.alloc.pending_blocks()) return commit_locked();
   return s_.io.flush();
 }
@@ -168,13 +168,28 @@ int Super::sync() {
 // milliseconds, and reads and writes of every other file would wait for it behind the lock.
 int Super::fsync(uint64_t ino, bool datasync, bool data_durable) {
   std::unique_lock ex(s_.lock);
-  if (s_.failed) return -EROFS;
+  if (s_.failed) return refusal();
   auto it = s_.inodes.find(ino);
   const bool changed = ino == disk::ROOT_INO || it == s_.inodes.end() ||
                        (datasync ? it->second->datasync_seq : it->second->sync_seq) >= s_.journal.sequence();
   if (changed && (s_.cache.dirty_count() || s_.alloc.pending_blocks())) return commit_locked();
   ex.unlock();
   return data_durable ? 0 : s_.io.flush();
+}
+
+int Super::shutdown(uint32_t flags) {
+  if (flags > GOING_FLAGS_NOLOGFLUSH) return -EINVAL;
+  std::unique_lock ex(s_.lock);
+  if (s_.shut_down) return 0;
+  if (flags != GOING_FLAGS_NOLOGFLUSH && !s_.failed) {
+    commit_locked();  // a failure sets failed and says so; the shutdown goes on
+    s_.io.flush();
+  }
+  s_.shut_down = true;
+  if (!s_.failed) s_.failed = -EIO;
+  fprintf(stderr, "biofs: shut down (%s): no more changes are written until a remount\n",
+          flags == GOING_FLAGS_NOLOGFLUSH ? "the running transaction dropped" : "after a commit");
+  return 0;
 }
 
 int Super::statfs(struct statvfs* st) {

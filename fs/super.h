@@ -5,6 +5,7 @@
 
 #include <sys/statvfs.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -30,6 +31,15 @@ class Super {
   int fsync(uint64_t ino, bool datasync, bool data_durable);
   int sync();  // commit the running transaction and flush
   int statfs(struct statvfs* st);
+  // EXT4_IOC_SHUTDOWN (ext4_shutdown(), fs/ext4/ioctl.c, v6.18): EXT4_GOING_FLAGS_DEFAULT and
+  // LOGFLUSH commit the running transaction and flush first, NOLOGFLUSH drops it as a crash
+  // would; then nothing more is written and every change gets EIO until a remount, whose
+  // journal replay brings back what was committed. A second shutdown is a no-op.
+  enum ShutdownFlags : uint32_t { GOING_FLAGS_DEFAULT = 0, GOING_FLAGS_LOGFLUSH = 1, GOING_FLAGS_NOLOGFLUSH = 2 };
+  int shutdown(uint32_t flags);
+  // What a change gets once writing has stopped: EIO after a shutdown (ext4_forced_shutdown()),
+  // EROFS after a failed commit (errors=remount-ro).
+  int refusal() const { return s_.shut_down ? -EIO : -EROFS; }
 
   // Commits when the transaction nears the journal's capacity, or when an operation about to
   // allocate up to `need_blocks` might not find them while freed blocks wait for a commit

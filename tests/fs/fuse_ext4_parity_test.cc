@@ -1,11 +1,13 @@
 // What xfstests' generic group found a biofs mount lacking beside ext4 (docs/xfstests.md), each
 // through a real mount as a user meets it: O_TMPFILE (open, write, linkat into the tree, or
-// freed at close; freed at the next mount after a crash) and statx's birth time (set when the
-// inode is made, kept on disk, untouched by writes, utimes and remounts).
+// freed at close; freed at the next mount after a crash), statx's birth time (set when the
+// inode is made, kept on disk, untouched by writes, utimes and remounts), and the shutdown
+// ioctl xfstests' crash tests go down with (EXT4_IOC_SHUTDOWN).
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -183,4 +185,52 @@ TEST_CASE("fuse ext4 parity: statx gives the birth time, set at creation and kep
   REQUIRE(run("stat -c %W " + f, &out) == 0);
   CHECK(std::stoll(out) == born.tv_sec);  // what `stat` prints as the birth
   unmount(s.mnt, pid);
+}
+
+TEST_CASE("fuse ext4 parity: the shutdown ioctl commits, then every change gets EIO; the remount keeps what came before it") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);  // so that `nobody` reaches the mount
+  pid_t pid = mount_fg(s.img + ",vwc", s.mnt, "allow_other");
+  const unsigned long shutdown_cmd = _IOR('X', 125, uint32_t);  // EXT4_IOC_SHUTDOWN, XFS_IOC_GOINGDOWN
+  write_file(s.mnt + "/synced", "synced", true);
+  write_file(s.mnt + "/written", "written, not synced");  // its inode waits for a commit
+  REQUIRE(mkdir((s.mnt + "/dir").c_str(), 0755) == 0);
+  const int root = open(s.mnt.c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(root >= 0);
+  uint32_t flags = 1;  // EXT4_GOING_FLAGS_LOGFLUSH, what `godown -f` passes
+  CHECK(errno_as_nobody([&] { return ioctl(root, shutdown_cmd, &flags); }) == EPERM);
+  CHECK(read_file(s.mnt + "/written") == "written, not synced");  // still up
+  REQUIRE_MESSAGE(ioctl(root, shutdown_cmd, &flags) == 0, strerror(errno));
+  CHECK(ioctl(root, shutdown_cmd, &flags) == 0);  // a second one is a no-op
+  close(root);
+  // Every change is refused with EIO, as on ext4 after a shutdown.
+  CHECK(open((s.mnt + "/new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
+  CHECK(errno == EIO);
+  CHECK(mkdir((s.mnt + "/dir2").c_str(), 0755) == -1);
+  CHECK(errno == EIO);
+  CHECK(unlink((s.mnt + "/synced").c_str()) == -1);
+  CHECK(errno == EIO);
+  const int fd = open((s.mnt + "/written").c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  CHECK(write(fd, "x", 1) == -1);
+  CHECK(errno == EIO);
+  close(fd);
+  run("fusermount3 -u " + s.mnt);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);  // the journal replays clean
+  pid = mount_fg(s.img + ",vwc", s.mnt, "");
+  CHECK(read_file(s.mnt + "/synced") == "synced");
+  CHECK(read_file(s.mnt + "/written") == "written, not synced");  // committed by the shutdown
+  CHECK(std::filesystem::is_directory(s.mnt + "/dir"));
+  CHECK_FALSE(std::filesystem::exists(s.mnt + "/new"));
+  write_file(s.mnt + "/after", "the remount writes again");
+  CHECK(read_file(s.mnt + "/after") == "the remount writes again");
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
