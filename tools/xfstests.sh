@@ -34,7 +34,7 @@ case "$fs" in biofs|hp) ;; *) echo "xfstests.sh: --fs biofs or hp, not '$fs'" >&
 [ "$(id -u)" = 0 ] || { echo "xfstests.sh: needs root (mounts, users, /sbin helper)" >&2; exit 2; }
 xfs=$(cd "$xfs" && pwd)
 out=$(mkdir -p "${out:-$repo/build/xfstests-$fs}" && cd "${out:-$repo/build/xfstests-$fs}" && pwd)
-bin=$repo/build/bin
+bin=${BIOFS_BIN:-$repo/build/bin}  # BIOFS_BIN: binaries kept apart from a build that goes on
 hp=/opt/biofs-libfuse/bin/passthrough_hp
 
 # What xfstests' README asks of a Debian machine, as far as generic tests on FUSE use it.
@@ -63,8 +63,8 @@ fi
 
 # Images (or, for hp, directories) and mount points.
 work=/var/tmp/biofs-xfstests-$fs
-mkdir -p "$work" /mnt/biofs-xfstests/test /mnt/biofs-xfstests/scratch
-for m in /mnt/biofs-xfstests/test /mnt/biofs-xfstests/scratch; do mountpoint -q "$m" && umount "$m"; done
+mkdir -p "$work" /mnt/biofs-xfstests-$fs/test /mnt/biofs-xfstests-$fs/scratch
+for m in /mnt/biofs-xfstests-$fs/test /mnt/biofs-xfstests-$fs/scratch; do mountpoint -q "$m" && umount "$m"; done
 if [ "$fs" = biofs ]; then
   # The sources as /proc/mounts shows them, so that xfstests finds TEST_DEV mounted where it
   # mounted it; without a comma, which xfstests' output filters (sed s,DEV,...,) cannot take.
@@ -87,12 +87,15 @@ if [ "$fs" = biofs ]; then
   }
   mount_opts="-o${opts:+$opts,}allow_other,default_permissions"
 else
-  test_dev="$work/test" scratch_dev="$work/scratch"
+  # Names, not paths (xfstests unmounts by TEST_DEV; a directory path would name the directory,
+  # not the mount): the helper serves $work/test for hp-test and $work/scratch for hp-scratch.
+  test_dev="hp-test" scratch_dev="hp-scratch"
   rm -rf "$work/test" "$work/scratch"
   mkdir -p "$work/test" "$work/scratch"
   helper=/sbin/mount.fuse.passthrough_hp
-  # passthrough_hp SOURCE MOUNTPOINT; mount(8)'s -o list goes to its -o (fsname: the source).
-  printf '#!/bin/sh\nsrc=$1 mnt=$2; shift 2\nulimit -n 1048576\nexec %s --nopassthrough "$@" "$src" "$mnt"\n' "$hp" > "$helper"
+  # passthrough_hp DIRECTORY MOUNTPOINT; mount(8)'s -o list goes to its -o.
+  printf '#!/bin/sh\nsrc=$1 mnt=$2; shift 2\nulimit -n "$(ulimit -Hn)"\nexec %s --nopassthrough -o "fsname=$src" "$@" "%s/${src#hp-}" "$mnt"\n' \
+    "$hp" "$work" > "$helper"
   mkfs_scratch() { rm -rf "${work:?}/scratch" && mkdir -p "$work/scratch"; }
   fsck_both() { return 0; }  # a directory on the host: nothing to check
   mount_opts="-o${opts:+$opts,}allow_other,default_permissions"
@@ -108,9 +111,9 @@ cat > "$out/local.config" <<EOF
 export FSTYP=fuse
 export FUSE_SUBTYP=.$( [ "$fs" = biofs ] && echo biofs || echo passthrough_hp )
 export TEST_DEV='$test_dev'
-export TEST_DIR=/mnt/biofs-xfstests/test
+export TEST_DIR=/mnt/biofs-xfstests-$fs/test
 export SCRATCH_DEV='$scratch_dev'
-export SCRATCH_MNT=/mnt/biofs-xfstests/scratch
+export SCRATCH_MNT=/mnt/biofs-xfstests-$fs/scratch
 export MOUNT_OPTIONS='$mount_opts'
 export TEST_FS_MOUNT_OPTS='$mount_opts'
 export RESULT_BASE='$out/xfstests'
@@ -134,7 +137,7 @@ for t in $tests; do
        ! grep -q "^Passed all 1 tests" "$out/last-check.log"; then
     status=fail reason=$(grep -m1 -E "\[failed|output mismatch|_check_|not mounted|mount" "$out/last-check.log" | head -c 200 || true)
   fi
-  for m in /mnt/biofs-xfstests/scratch /mnt/biofs-xfstests/test; do mountpoint -q "$m" && umount "$m"; done
+  for m in /mnt/biofs-xfstests-$fs/scratch /mnt/biofs-xfstests-$fs/test; do mountpoint -q "$m" && umount "$m"; done
   if ! why=$(fsck_both); then
     status=fail reason="fsck after the test: $why"
   fi
