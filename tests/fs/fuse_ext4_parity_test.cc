@@ -187,7 +187,7 @@ TEST_CASE("fuse ext4 parity: statx gives the birth time, set at creation and kep
   unmount(s.mnt, pid);
 }
 
-TEST_CASE("fuse ext4 parity: the shutdown ioctl commits, then every change gets EIO; the remount keeps what came before it") {
+TEST_CASE("fuse ext4 parity: the shutdown ioctl commits, then every change gets EIO, and the remount keeps what came before it") {
   if (!have_fuse()) {
     MESSAGE("skipped: /dev/fuse is absent or not accessible");
     return;
