@@ -192,7 +192,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent, const char* newname,
                unsigned flags) {
-  fuse_reply_err(req, -FS(req)->rename(parent, name, newparent, newname, flags));
+  const fuse_ctx* c = fuse_req_ctx(req);
+  fuse_reply_err(req, -FS(req)->rename(parent, name, newparent, newname, flags, c->uid, c->gid));
 }
 
 bool direct_writer(const fuse_file_info* fi) { return (fi->flags & O_DIRECT) && (fi->flags & O_ACCMODE) != O_RDONLY; }

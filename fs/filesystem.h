@@ -82,8 +82,8 @@ class Filesystem {
   int unlink(uint64_t parent, const std::string& name) { return namei_.unlink(parent, name); }
   int rmdir(uint64_t parent, const std::string& name) { return namei_.rmdir(parent, name); }
   int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname,
-             unsigned flags) {
-    return namei_.rename(parent, name, newparent, newname, flags);
+             unsigned flags, uid_t uid = 0, gid_t gid = 0) {  // uid, gid: a whiteout's owner
+    return namei_.rename(parent, name, newparent, newname, flags, uid, gid);
   }
   // Counts an open file; with `truncate` (open's O_TRUNC) cuts a regular file to 0 first,
   // as truncate does (waits for its I/O in flight, updates mtime/ctime, journaled).

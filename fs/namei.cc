@@ -245,10 +245,10 @@ int Namei::unlink(uint64_t parent, const std::string& name) { return remove_entr
 int Namei::rmdir(uint64_t parent, const std::string& name) { return remove_entry(parent, name, true); }
 
 int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname,
-                  unsigned flags) {
+                  unsigned flags, uid_t uid, gid_t gid) {
   std::unique_lock ex(s_.lock);
-  if (flags & ~unsigned(RENAME_NOREPLACE | RENAME_EXCHANGE)) return -EINVAL;
-  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return -EINVAL;
+  if (flags & ~unsigned(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) return -EINVAL;
+  if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))) return -EINVAL;
   if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
   if (int err = s_.super->maybe_commit()) return err;
   InodeObj *sdir, *ddir, *src, *dst = nullptr;
@@ -313,7 +313,22 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
     } else if ((err = s_.dirs->dir_add(ddir, newname, src->ino, dirent_type(src->d.mode)))) {
       return err;
     }
-    if ((err = s_.dirs->dir_remove(sdir, name))) return err;
+    if (flags & RENAME_WHITEOUT) {
+      InodeObj* wh;
+      if ((err = s_.itable->new_inode(S_IFCHR, uid, gid, &wh))) return err;
+      wh->d.nlink = 1;
+      wh->d.rdev = 0;  // WHITEOUT_DEV
+      wh->has_caps = 0;
+      if ((err = s_.itable->isave(wh)) ||
+          (err = s_.dirs->dir_replace(sdir, name, wh->ino, dirent_type(S_IFCHR)))) {
+        wh->d.nlink = 0;
+        s_.itable->maybe_free_inode(wh);
+        return err;
+      }
+      s_.itable->maybe_free_inode(wh);  // nothing holds it: evicted from memory, kept on disk
+    } else if ((err = s_.dirs->dir_remove(sdir, name))) {
+      return err;
+    }
     if (dst && (err = drop_links(ddir, dst))) return err;
     if (sdir_is && parent != newparent) {
       sdir->d.nlink--;

@@ -31,7 +31,11 @@ class Namei {
   int link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st);
   int unlink(uint64_t parent, const std::string& name);
   int rmdir(uint64_t parent, const std::string& name);
-  int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname, unsigned flags);
+  // RENAME_NOREPLACE, RENAME_EXCHANGE, and RENAME_WHITEOUT (ext4_rename's whiteout: the old name
+  // is left naming a new 0:0 character device owned by uid:gid, what overlayfs reads as
+  // "deleted below"; the VFS has already checked CAP_MKNOD and refused it beside EXCHANGE).
+  int rename(uint64_t parent, const std::string& name, uint64_t newparent, const std::string& newname, unsigned flags,
+             uid_t uid = 0, gid_t gid = 0);
   int readdir(uint64_t ino, uint64_t off,
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
 

@@ -1,14 +1,16 @@
 // What xfstests' generic group found a biofs mount lacking beside ext4 (docs/xfstests.md), each
 // through a real mount as a user meets it: O_TMPFILE (open, write, linkat into the tree, or
 // freed at close; freed at the next mount after a crash), statx's birth time (set when the
-// inode is made, kept on disk, untouched by writes, utimes and remounts), and the shutdown
-// ioctl xfstests' crash tests go down with (EXT4_IOC_SHUTDOWN).
+// inode is made, kept on disk, untouched by writes, utimes and remounts), the shutdown ioctl
+// xfstests' crash tests go down with (EXT4_IOC_SHUTDOWN), and rename's RENAME_WHITEOUT.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -231,6 +233,44 @@ TEST_CASE("fuse ext4 parity: the shutdown ioctl commits, then every change gets 
   CHECK_FALSE(std::filesystem::exists(s.mnt + "/new"));
   write_file(s.mnt + "/after", "the remount writes again");
   CHECK(read_file(s.mnt + "/after") == "the remount writes again");
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
+
+TEST_CASE("fuse ext4 parity: RENAME_WHITEOUT leaves a 0:0 character device under the old name, kept across a remount") {
+  if (!have_fuse()) {
+    MESSAGE("skipped: /dev/fuse is absent or not accessible");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img, s.mnt, "");
+  const std::string a = s.mnt + "/a", b = s.mnt + "/b", d = s.mnt + "/d", e = s.mnt + "/e";
+  const auto rename2 = [](const std::string& from, const std::string& to, unsigned flags) {
+    return int(syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), flags));
+  };
+  write_file(a, "moved");
+  REQUIRE(mkdir(d.c_str(), 0755) == 0);
+  REQUIRE_MESSAGE(rename2(a, b, RENAME_WHITEOUT) == 0, strerror(errno));
+  REQUIRE_MESSAGE(rename2(d, e, RENAME_WHITEOUT) == 0, strerror(errno));  // a directory too
+  const auto is_whiteout = [](const std::string& p) {
+    struct stat st;
+    return lstat(p.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0) && st.st_nlink == 1;
+  };
+  CHECK(is_whiteout(a));
+  CHECK(is_whiteout(d));
+  CHECK(read_file(b) == "moved");
+  CHECK(std::filesystem::is_directory(e));
+  write_file(a + "x", "x");
+  CHECK(rename2(a + "x", b, RENAME_WHITEOUT | RENAME_EXCHANGE) == -1);  // never together
+  CHECK(errno == EINVAL);
+  unmount(s.mnt, pid);
+  std::string out;
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  pid = mount_fg(s.img, s.mnt, "");
+  CHECK(is_whiteout(a));
+  CHECK(is_whiteout(d));
+  CHECK(read_file(b) == "moved");
+  CHECK(unlink(a.c_str()) == 0);  // a whiteout goes as any name does
   unmount(s.mnt, pid);
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
