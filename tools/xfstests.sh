@@ -71,7 +71,7 @@ if [ "$fs" = biofs ]; then
   # The helper adds the volatile write cache (,vwc) and names the mount by its source.
   test_dev="biofs:emu:$work/test.img" scratch_dev="biofs:emu:$work/scratch.img"
   rm -f "$work/test.img" "$work/scratch.img"
-  truncate -s 8G "$work/test.img" "$work/scratch.img"
+  truncate -s 16G "$work/test.img" "$work/scratch.img"
   "$bin/mkfs.biofs" -q "$work/test.img"
   helper=/sbin/mount.fuse.biofs
   # mount(8) calls: mount.fuse.biofs SOURCE MOUNTPOINT -o OPTIONS (biofs takes mount(8)'s
@@ -153,7 +153,7 @@ notrun=$(grep -c ",notrun," "$out/results.csv" || true)
 {
   echo "# xfstests through $fs"
   echo
-  echo "xfstests commit $commit; $n tests; FSTYP=fuse; mount options \`${mount_opts#-o}\`; $( [ "$fs" = biofs ] && echo "images emu:IMG,vwc, 8 GiB each, fsck.biofs -n of both after every test" || echo "passthrough_hp --nopassthrough over directories on the host")."
+  echo "xfstests commit $commit; $n tests; FSTYP=fuse; mount options \`${mount_opts#-o}\`; $( [ "$fs" = biofs ] && echo "images emu:IMG,vwc, 16 GiB each (sparse), fsck.biofs -n of both after every test" || echo "passthrough_hp --nopassthrough over directories on the host")."
   echo
   echo "| pass | fail | not run |"
   echo "| --- | --- | --- |"
