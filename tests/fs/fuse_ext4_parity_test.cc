@@ -26,6 +26,12 @@ using namespace biofs::test;
 
 namespace {
 
+bool no_fuse() {
+  if (have_fuse()) return false;
+  MESSAGE("skipped: /dev/fuse is absent or not accessible");
+  return true;
+}
+
 // The daemon's libfuse lacks the tmpfile and statx operations before 3.18 (daemon/fuse_compat.h).
 bool daemon_has_tmpfile_statx(const std::string& mnt) {
   if (libfuse_version(stats_of(mnt)) >= 318) return true;
@@ -60,10 +66,7 @@ bool not_after(const statx_timestamp& a, const struct timespec& b) {
 }  // namespace
 
 TEST_CASE("fuse ext4 parity: O_TMPFILE makes a nameless file that linkat names, and one never named is freed at close") {
-  if (!have_fuse()) {
-    MESSAGE("skipped: /dev/fuse is absent or not accessible");
-    return;
-  }
+  if (no_fuse()) return;
   FuseScratch s(64 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, "");
   if (!daemon_has_tmpfile_statx(s.mnt)) return unmount(s.mnt, pid);
@@ -114,10 +117,7 @@ TEST_CASE("fuse ext4 parity: O_TMPFILE makes a nameless file that linkat names, 
 }
 
 TEST_CASE("fuse ext4 parity: an O_TMPFILE open at a kill -9 of the daemon is freed at the next mount, fsck clean") {
-  if (!have_fuse()) {
-    MESSAGE("skipped: /dev/fuse is absent or not accessible");
-    return;
-  }
+  if (no_fuse()) return;
   FuseScratch s(64 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, "");
   if (!daemon_has_tmpfile_statx(s.mnt)) return unmount(s.mnt, pid);
@@ -140,10 +140,7 @@ TEST_CASE("fuse ext4 parity: an O_TMPFILE open at a kill -9 of the daemon is fre
 }
 
 TEST_CASE("fuse ext4 parity: statx gives the birth time, set at creation and kept through writes, utimes and a remount") {
-  if (!have_fuse()) {
-    MESSAGE("skipped: /dev/fuse is absent or not accessible");
-    return;
-  }
+  if (no_fuse()) return;
   FuseScratch s(64 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, "");
   if (!daemon_has_tmpfile_statx(s.mnt)) return unmount(s.mnt, pid);
@@ -190,10 +187,7 @@ TEST_CASE("fuse ext4 parity: statx gives the birth time, set at creation and kep
 }
 
 TEST_CASE("fuse ext4 parity: the shutdown ioctl commits, then every change gets EIO, and the remount keeps what came before it") {
-  if (!have_fuse()) {
-    MESSAGE("skipped: /dev/fuse is absent or not accessible");
-    return;
-  }
+  if (no_fuse()) return;
   FuseScratch s(64 << 20);
   REQUIRE(chmod(s.dir.c_str(), 0755) == 0);  // so that `nobody` reaches the mount
   pid_t pid = mount_fg(s.img + ",vwc", s.mnt, "allow_other");
@@ -238,10 +232,7 @@ TEST_CASE("fuse ext4 parity: the shutdown ioctl commits, then every change gets 
 }
 
 TEST_CASE("fuse ext4 parity: RENAME_WHITEOUT leaves a 0:0 character device under the old name, kept across a remount") {
-  if (!have_fuse()) {
-    MESSAGE("skipped: /dev/fuse is absent or not accessible");
-    return;
-  }
+  if (no_fuse()) return;
   FuseScratch s(64 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, "");
   const std::string a = s.mnt + "/a", b = s.mnt + "/b", d = s.mnt + "/d", e = s.mnt + "/e";
