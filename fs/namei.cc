@@ -51,6 +51,26 @@ int Namei::lookup(uint64_t parent, const std::string& name, struct stat* st) {
   return 0;
 }
 
+// A new inode for `dir` (inode_init_owner(): in a setgid directory the group is the
+// directory's, and a new directory is setgid too), with the directory's default ACL when
+// `inherit_acl` (posix_acl_create). Returns an error with no inode made; *store_err: storing
+// the inherited ACLs failed, the inode made (the caller frees it).
+int Namei::new_child(InodeObj* dir, mode_t mode, uid_t uid, gid_t gid, mode_t umask, bool inherit_acl,
+                     InodeObj** out, int* store_err) {
+  if (dir->d.mode & S_ISGID) {
+    gid = dir->d.gid;
+    if (S_ISDIR(mode)) mode |= S_ISGID;
+  }
+  std::vector<xattr::Attr> acls;
+  if (inherit_acl) {
+    if (int e = s_.xattrs->acl_inherit(dir, &mode, umask, &acls)) return e;
+  }
+  if (int e = s_.itable->new_inode(mode, uid, gid, out)) return e;
+  (*out)->has_caps = 0;
+  *store_err = acls.empty() ? 0 : s_.xattrs->xattr_store(*out, acls);
+  return 0;
+}
+
 int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid,
                      dev_t rdev, const std::string* target, struct stat* st, mode_t umask) {
   std::unique_lock ex(s_.lock);
@@ -66,23 +86,12 @@ int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_
   if (err == 0) return -EEXIST;
   if (err != -ENOENT) return err;
   if (S_ISDIR(mode) && dir->d.nlink >= UINT32_MAX - 1) return -EMLINK;
-  // inode_init_owner(): in a setgid directory the group is the directory's, and a new
-  // directory is setgid too.
-  if (dir->d.mode & S_ISGID) {
-    gid = dir->d.gid;
-    if (S_ISDIR(mode)) mode |= S_ISGID;
-  }
-  std::vector<xattr::Attr> acls;
-  if (!target) {
-    if (int e = s_.xattrs->acl_inherit(dir, &mode, umask, &acls)) return e;
-  }
   InodeObj* in;
-  if (int e = s_.itable->new_inode(mode, uid, gid, &in)) return e;
-  in->d.nlink = S_ISDIR(mode) ? 2 : 1;
+  if (int e = new_child(dir, mode, uid, gid, umask, !target, &in, &err)) return e;
+  in->d.nlink = S_ISDIR(in->d.mode) ? 2 : 1;
   in->d.rdev = uint32_t(rdev);
-  if (S_ISDIR(mode)) in->d.parent = parent;
-  in->has_caps = 0;
-  err = acls.empty() ? 0 : s_.xattrs->xattr_store(in, acls);
+  if (S_ISDIR(in->d.mode)) in->d.parent = parent;
+  mode = in->d.mode;
   if (target && !err) {
     in->d.size = target->size();
     if (target->size() <= sizeof(in->d.inline_data)) {
@@ -141,15 +150,10 @@ int Namei::tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct st
   if (int err = s_.itable->iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   if (dir->d.nlink == 0) return -ENOENT;
-  mode = S_IFREG | (mode & 07777);
-  if (dir->d.mode & S_ISGID) gid = dir->d.gid;
-  std::vector<xattr::Attr> acls;
-  if (int e = s_.xattrs->acl_inherit(dir, &mode, umask, &acls)) return e;
   InodeObj* in;
-  if (int e = s_.itable->new_inode(mode, uid, gid, &in)) return e;
+  int err;
+  if (int e = new_child(dir, S_IFREG | (mode & 07777), uid, gid, umask, true, &in, &err)) return e;
   in->d.nlink = 0;
-  in->has_caps = 0;
-  int err = acls.empty() ? 0 : s_.xattrs->xattr_store(in, acls);
   if (!err) err = s_.itable->orphan_add(in);  // saves the inode too
   if (err) {
     s_.itable->maybe_free_inode(in);

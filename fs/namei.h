@@ -42,6 +42,8 @@ class Namei {
  private:
   int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
                 const std::string* symlink_target, struct stat* st, mode_t umask = 0);
+  int new_child(InodeObj* dir, mode_t mode, uid_t uid, gid_t gid, mode_t umask, bool inherit_acl, InodeObj** out,
+                int* store_err);
   int remove_entry(uint64_t parent, const std::string& name, bool want_dir);
   // Removes `name` (naming `victim`) from `dir`: a directory must be empty and loses all its
   // links (and `dir` the one its ".." held), a file loses one. Saves the victim, not `dir`.
