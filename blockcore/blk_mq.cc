@@ -1,5 +1,6 @@
 // Counterpart of block/blk-mq.c, block/blk-mq-tag.c and the plugging half of block/blk-core.c.
 #include "blk_mq.h"
+#include "blk_trace.h"
 
 #include "blk.h"
 #include "blk_cover.h"
@@ -166,6 +167,7 @@ struct BlkMqAllocData {
   unsigned nr_tags;
   RqList* cached_rqs;
   QueueCounters* counters;
+  const Bio* bio;            // the bio the request is for (the sleep's tracepoint)
   bool clamp_batch = false;  // tag_batch=clamp: a batch asks for at most one word's bits
 };
 
@@ -225,6 +227,7 @@ static int blk_mq_get_tag(BlkMqAllocData* data, unsigned* cpu) {
     return tag;
   if (data->cmd_flags & REQ_NOWAIT) return -1;
   data->counters->tag_waits++;
+  trace_block_sleeprq(data->q, data->bio);
   if (!data->hctx->polled) {  // io_schedule() until a completion frees one
     schedule([&] { tag = sbitmap_queue_get_wait(sbq, cpu); });
     return tag;
@@ -251,7 +254,7 @@ static Request* blk_mq_alloc_requests(BlkMqAllocData* data, bool loop) {
 
 // blk_mq_get_new_requests(): the tag_batch toggle lives here.
 static Request* blk_mq_get_new_requests(RequestQueue* q, BlkPlug* plug, Bio* bio, QueueCounters* counters) {
-  BlkMqAllocData data{q, q->map_queue(bio->bi_opf), bio->bi_opf, 1, nullptr, counters};
+  BlkMqAllocData data{q, q->map_queue(bio->bi_opf), bio->bi_opf, 1, nullptr, counters, bio};
   const TagBatch mode = q->tag_batch();  // once: a live change takes the next call
   RqList unused;
   data.cached_rqs = &unused;
@@ -305,7 +308,7 @@ BlkPlug* current_plug() { return tls_plug; }
 
 void sched_submit_work() {
   if (tls_plug) [[unlikely]]
-    blk_flush_plug(tls_plug);
+    blk_flush_plug(tls_plug, true);
   blk_cover_pause();
 }
 
@@ -338,6 +341,7 @@ static QueueCounters* plug_counters(BlkPlug* plug, RequestQueue* q) {
 // Hands one queue's requests to its driver in one call; what it leaves goes one by one.
 static void blk_mq_dispatch_queue_list(RqList* list) {
   RequestQueue* q = list->peek()->q;
+  for (Request* rq = list->head; rq; rq = rq->rq_next) trace_block_rq_issue(rq);
   q->ops()->queue_rqs(list);
   if (!list->empty()) q->ops()->BlkMqOps::queue_rqs(list);
 }
@@ -355,14 +359,17 @@ static void blk_mq_free_plug_rqs(BlkPlug* plug) {
 // queue_rqs. A thread here blocks only at the waits that call this, never in the middle of a
 // driver call, and there is no kblockd: an asynchronous run would be a hand-off to another
 // thread that the kernel's path does not have.
-void blk_flush_plug(BlkPlug* plug) {
-  if (plug->rq_count) blk_mq_flush_plug_list(plug);
+void blk_flush_plug(BlkPlug* plug, bool from_schedule) {
+  if (plug->rq_count) blk_mq_flush_plug_list(plug, from_schedule);
   if (!plug->cached_rqs.empty()) [[unlikely]]
     blk_mq_free_plug_rqs(plug);
 }
 
-void blk_mq_flush_plug_list(BlkPlug* plug) {
+// The unplug is traced per queue with that queue's depth, "explicit" unless the flush is on the
+// way to sleep (v6.18 blk_mq_flush_plug_list / blk_mq_dispatch_list: !from_schedule).
+void blk_mq_flush_plug_list(BlkPlug* plug, bool from_schedule) {
   RqList list = plug->mq_list;
+  const unsigned depth = plug->rq_count;
   const bool multiple = plug->multiple_queues;
   plug->mq_list = RqList{};
   plug->rq_count = 0;
@@ -372,6 +379,7 @@ void blk_mq_flush_plug_list(BlkPlug* plug) {
   publish_counters(plug);
   stage_mark_flush();
   if (!multiple) {
+    trace_block_unplug(list.peek()->q, depth, !from_schedule);
     blk_mq_dispatch_queue_list(&list);
     stage_dispatched();
     return;
@@ -380,7 +388,16 @@ void blk_mq_flush_plug_list(BlkPlug* plug) {
   while (!list.empty()) {
     RequestQueue* q = list.peek()->q;
     RqList mine, others;
-    while (Request* rq = list.pop()) (rq->q == q ? mine : others).add_tail(rq);
+    unsigned mine_depth = 0;
+    while (Request* rq = list.pop()) {
+      if (rq->q == q) {
+        mine.add_tail(rq);
+        mine_depth++;
+      } else {
+        others.add_tail(rq);
+      }
+    }
+    trace_block_unplug(q, mine_depth, !from_schedule);
     blk_mq_dispatch_queue_list(&mine);
     list = others;
   }
@@ -402,12 +419,16 @@ static unsigned blk_plug_max_rq_count(const BlkPlug* plug) {
 //    merging a sequential stream grows `last` to that size by merges, and the next request
 //    then flushes it;
 //  - after a flush `last` is NULL, so rq alone never marks the plug as multiple_queues.
+//  - block_plug is traced when rq starts the list: into an empty plug, or after that flush.
 static void blk_add_rq_to_plug(BlkPlug* plug, Request* rq, bool nomerges) {
   Request* last = plug->mq_list.peek();
-  if (plug->rq_count && (plug->rq_count >= blk_plug_max_rq_count(plug) ||
-                         (!nomerges && blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE))) {
+  if (!plug->rq_count) {
+    trace_block_plug(rq->q);
+  } else if (plug->rq_count >= blk_plug_max_rq_count(plug) ||
+             (!nomerges && blk_rq_bytes(last) >= BLK_PLUG_FLUSH_SIZE)) {
     blk_mq_flush_plug_list(plug);
     last = nullptr;
+    trace_block_plug(rq->q);
   }
   if (!plug->multiple_queues && last && last->q != rq->q) plug->multiple_queues = true;
   plug->mq_list.add_tail(rq);
@@ -442,6 +463,7 @@ static inline bool bio_unaligned(const Bio* bio, const RequestQueue* q) {
 
 void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
   RequestQueue* q = bio->bi_bdev->queue;
+  trace_block_bio_queue(q, bio);  // submit_bio_noacct_nocheck(), before everything below
   // v6.18 blk_mq_submit_bio(): checked before the poll check and the split, and ended with
   // bio_io_error(): no request is made, nothing reaches the driver.
   if (bio_unaligned(bio, q)) [[unlikely]] {
@@ -478,6 +500,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
       counters->splits += sc.splits;
       stage_mark(STAGE_SPLIT);
       if (!issue) break;  // ended with an error
+      if (issue != bio) trace_block_split(q, issue, bio->bi_iter.bi_sector);
     }
     // v6.18 blk_mq_attempt_bio_merge(): into the plug's last request of this queue (blk_rq_merge.h).
     // blk_mq_sched_bio_merge() has nothing to look at: no elevator, no software queues.
@@ -498,6 +521,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
       if (issue == bio) break;
       continue;
     }
+    trace_block_getrq(q, issue);
     blk_mq_bio_to_request(rq, issue, nr_segs);
     counters->requests++;
     if (plug) {
@@ -518,6 +542,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
 // blk_update_request() for a whole request: ends every bio with the request's status.
 static void blk_mq_end_bios(Request* rq, blk_status_t status) {
   stage_rq_completed(rq);
+  trace_block_rq_complete(rq, blk_status_to_errno(status));
   blk_stat_account_done(req_op_of(rq), blk_rq_bytes(rq), status != BLK_STS_OK);  // blk_account_io_done
   Bio* bio = rq->bio;
   rq->bio = rq->biotail = nullptr;

@@ -108,6 +108,13 @@ struct TagSetConfig {  // struct blk_mq_tag_set
 };
 
 struct BlkPlug;
+class BlkTrace;
+struct BlkTraceConfig;
+struct BlkTraceStats;
+class Status;
+struct BlkTraceDeleter {  // blk_trace.cc, where BlkTrace is complete
+  void operator()(BlkTrace* bt) const;
+};
 
 // struct request_queue + its tag set. Also the BlockDevice bios are aimed at (bi_bdev).
 class RequestQueue {
@@ -147,8 +154,15 @@ class RequestQueue {
   BioSet& bio_flush() { return bio_flush_; }  // the pre-flushes of blk_insert_flush()
   QueueCounters counters() const;
   void add_counters(const QueueCounters& c);  // a plug's counts, at finish or flush
+  // The device number the tracepoints report (dev_t, MKDEV with 20 minor bits; 0 until set).
+  uint32_t devt() const { return devt_; }
+  void set_devt(uint32_t devt) { devt_ = devt; }
+  // q->blk_trace: the blktrace this queue writes to, or null (blk_trace.h).
+  BlkTrace* blk_trace() const { return blk_trace_.load(std::memory_order_relaxed); }
 
  private:
+  friend Status blk_trace_setup(RequestQueue* q, const BlkTraceConfig& cfg);
+  friend bool blk_trace_remove(RequestQueue* q, BlkTraceStats* stats);
   QueueLimits limits_;
   std::atomic<BioCache> bio_cache_;
   std::atomic<TagBatch> tag_batch_;
@@ -162,6 +176,11 @@ class RequestQueue {
   BioSet bio_flush_;
   std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};
   std::atomic<uint64_t> read_merges_{0}, write_merges_{0}, discard_merges_{0};
+  uint32_t devt_ = 0;
+  std::atomic<BlkTrace*> blk_trace_{nullptr};
+  // Every trace this queue has had: a thread may still be inside a tracepoint of a removed one
+  // (the kernel waits for RCU readers instead).
+  std::vector<std::unique_ptr<BlkTrace, BlkTraceDeleter>> traces_;
 };
 
 // The block device a bio is aimed at (bi_bdev): a blk-mq queue, or a bio-based driver such as
@@ -200,10 +219,10 @@ struct BlkPlug {
 void blk_start_plug_nr_ios(BlkPlug* plug, unsigned short nr_ios);
 inline void blk_start_plug(BlkPlug* plug) { blk_start_plug_nr_ios(plug, 1); }
 void blk_finish_plug(BlkPlug* plug);            // flushes, frees cached requests, publishes counts
-void blk_flush_plug(BlkPlug* plug);             // dispatches what is plugged, frees cached requests
+void blk_flush_plug(BlkPlug* plug, bool from_schedule = false);             // dispatches what is plugged, frees cached requests
 // Hands the plug's requests to their drivers, one queue_rqs() call per queue in submission
 // order; leaves the plug empty. Completions may run inside it (null_blk, brd).
-void blk_mq_flush_plug_list(BlkPlug* plug);
+void blk_mq_flush_plug_list(BlkPlug* plug, bool from_schedule = false);
 // current->plug: the calling thread's outermost started plug, or nullptr. A nested
 // blk_start_plug() is ignored, so this is the plug that will flush.
 BlkPlug* current_plug();

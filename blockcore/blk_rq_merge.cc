@@ -4,6 +4,8 @@
 // blk_attempt_plug_merge. The rules are listed in blk_rq_merge.h.
 #include "blk_rq_merge.h"
 
+#include "blk_trace.h"
+
 #include <algorithm>
 #include <climits>
 
@@ -140,6 +142,7 @@ static inline void blk_update_mixed_merge(Request* req, const Bio* bio, bool fro
 bio_merge_status bio_attempt_back_merge(Request* req, Bio* bio, unsigned nr_segs) {
   const blk_opf_t ff = bio->bi_opf & REQ_FAILFAST_MASK;
   if (!ll_back_merge_fn(req, bio, nr_segs)) return BIO_MERGE_FAILED;
+  trace_block_bio_backmerge(req->q, bio);
   if ((req->cmd_flags & REQ_FAILFAST_MASK) != ff) blk_rq_set_mixed_merge(req);
   blk_update_mixed_merge(req, bio, false);
   bio->bi_next = nullptr;
@@ -152,6 +155,7 @@ bio_merge_status bio_attempt_back_merge(Request* req, Bio* bio, unsigned nr_segs
 bio_merge_status bio_attempt_front_merge(Request* req, Bio* bio, unsigned nr_segs) {
   const blk_opf_t ff = bio->bi_opf & REQ_FAILFAST_MASK;
   if (!ll_front_merge_fn(req, bio, nr_segs)) return BIO_MERGE_FAILED;
+  trace_block_bio_frontmerge(req->q, bio);
   if ((req->cmd_flags & REQ_FAILFAST_MASK) != ff) blk_rq_set_mixed_merge(req);
   blk_update_mixed_merge(req, bio, true);
   bio->bi_next = req->bio;

@@ -29,6 +29,8 @@ packages=(
   git                                # tools/biofs-workload (its git step; tests/tools runs it --quick)
   qemu-system-x86 busybox-static cpio xz-utils kmod  # tests/qemu: a guest with a real NVMe controller
   nvme-cli                           # tests/qemu: `nvme connect` to the guest's NVMe-oF target
+  systemtap-sdt-dev                  # blockcore/usdt.h: the USDT probes (sys/sdt.h)
+  blktrace bpftrace                  # tests/blockcore/blk_trace_test, tools/bpf: blkparse, btt, bpftrace
 )
 
 missing=()

@@ -1,0 +1,137 @@
+// Counterpart of kernel/trace/blktrace.c and include/trace/events/block.h (v6.18): the block
+// tracepoints, fired where the kernel fires them, feeding two consumers:
+//  - blktrace: a queue set up with blk_trace_setup() writes struct blk_io_trace records
+//    (blk_trace_api.h) into NAME.blktrace.CPU files that blkparse and btt read unchanged;
+//  - USDT probes of the tracepoints' names and arguments (`usdt:BIN:block:block_rq_issue`),
+//    for bpftrace and perf (usdt.h), whether or not blktrace is on.
+//
+// Where each record is made (the kernel's function in brackets):
+//   Q  block_bio_queue     a bio enters the queue              (submit_bio_noacct_nocheck)
+//   X  block_split         a bio is split to the limits; pdu: the remainder's sector
+//                                                             (bio_submit_split)
+//   M/F block_bio_back/frontmerge  a bio joins a plugged request (bio_attempt_back/front_merge)
+//   G  block_getrq         the bio has a request              (blk_mq_submit_bio)
+//   S  block_sleeprq       the bio waits for a tag            (biofs: see below)
+//   P  block_plug          a request starts a plug's list     (blk_add_rq_to_plug)
+//   U  block_unplug        the plug is flushed; pdu: its depth; UT when flushed on the way to
+//                          sleep (from_schedule: blktrace's "timer" unplug) (blk_mq_flush_plug_list)
+//   D  block_rq_issue      the request goes to the driver     (blk_mq_start_request)
+//   C  block_rq_complete   it completed, with its error        (blk_update_request)
+// Departures: S is biofs's: v6.18 has no block_sleeprq tracepoint (it went with the legacy
+// request path), but a tag wait is what tag_batch changes, so biofs records it; blkparse prints
+// it. No I (block_rq_insert): the kernel inserts a plug flushed from schedule() into the
+// hardware queue and runs it from kblockd, biofs dispatches it directly (blk_mq.cc,
+// __blk_flush_plug), so there is no insert to record. D is recorded by the core as it hands
+// the requests to the driver, not by each driver's queue_rq.
+//
+// The "CPU" of a record is the writing thread's slot in the trace (one file per thread that
+// traced, numbered from 0 as blkparse wants): a thread's records are in time order in its file
+// and its sequence numbers count every record it made, so blkparse's skip count is the records
+// a full buffer dropped. Nothing on the I/O path blocks: each thread writes into its own ring,
+// and a writer thread drains the rings into the files; a full ring drops the record and counts it.
+//
+// Cost with tracing off: one relaxed load of q->blk_trace() and a branch per tracepoint, plus
+// the USDT nops (docs/tracing.md has the instructions per I/O).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "blk_mq.h"
+#include "blk_trace_api.h"
+#include "lib/status.h"
+#include "request.h"
+#include "usdt.h"
+
+namespace biofs {
+
+struct BlkTraceConfig {
+  std::string dir;   // an existing directory
+  std::string name;  // the files are NAME.blktrace.0, .1, ... (blkparse -i NAME -D DIR)
+  uint32_t device = blk_trace_mkdev(259, 0);  // the records' device: blkext's major, as an NVMe namespace's
+  unsigned ring_records = 1u << 16;           // per thread, a power of two
+  unsigned drain_ms = 5;                      // how often the writer empties the rings
+};
+
+struct BlkTraceStats {
+  uint64_t records = 0;  // written to the files
+  uint64_t dropped = 0;  // lost to a full ring
+  unsigned files = 0;
+};
+
+class BlkTrace;
+
+// BLKTRACESETUP + BLKTRACESTART: from now on the queue's tracepoints write records. Fails with
+// one line if the queue is already traced or the directory cannot take the files.
+Status blk_trace_setup(RequestQueue* q, const BlkTraceConfig& cfg);
+// BLKTRACESTOP + BLKTRACETEARDOWN: no new records; what the rings hold goes to the files, which
+// are closed. A thread still inside a tracepoint finishes into memory the queue keeps until it
+// is destroyed. False if the queue was not traced.
+bool blk_trace_remove(RequestQueue* q, BlkTraceStats* stats = nullptr);
+
+// ---- the slow halves (only with a trace set up) ----
+void blk_add_trace_bio(BlkTrace* bt, const Bio* bio, uint32_t what);
+void blk_add_trace_split(BlkTrace* bt, const Bio* bio, sector_t new_sector);
+void blk_add_trace_rq(BlkTrace* bt, const Request* rq, uint32_t what, int error);
+void blk_add_trace_plug(BlkTrace* bt);
+void blk_add_trace_unplug(BlkTrace* bt, unsigned depth, bool explicit_unplug);
+
+// ---- the tracepoints ----
+inline void trace_block_bio_queue(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_bio_queue, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_bio(bt, bio, BLK_TA_QUEUE);
+}
+// `bio` is the part split off (it goes on now), `new_sector` where the rest starts.
+inline void trace_block_split(RequestQueue* q, const Bio* bio, sector_t new_sector) {
+  BIOFS_PROBE(block, block_split, q->devt(), bio->bi_iter.bi_sector, new_sector, bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_split(bt, bio, new_sector);
+}
+inline void trace_block_bio_backmerge(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_bio_backmerge, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_bio(bt, bio, BLK_TA_BACKMERGE);
+}
+inline void trace_block_bio_frontmerge(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_bio_frontmerge, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_bio(bt, bio, BLK_TA_FRONTMERGE);
+}
+inline void trace_block_getrq(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_getrq, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_bio(bt, bio, BLK_TA_GETRQ);
+}
+inline void trace_block_sleeprq(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_sleeprq, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_bio(bt, bio, BLK_TA_SLEEPRQ);
+}
+inline void trace_block_plug(RequestQueue* q) {
+  BIOFS_PROBE(block, block_plug, q->devt());
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_plug(bt);
+}
+inline void trace_block_unplug(RequestQueue* q, unsigned depth, bool explicit_unplug) {
+  BIOFS_PROBE(block, block_unplug, depth, explicit_unplug, q->devt());
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_unplug(bt, depth, explicit_unplug);
+}
+// The last argument of the request probes is the request's address: the key that pairs an issue
+// with its completion (biosnoop, biolatency).
+inline void trace_block_rq_issue(Request* rq) {
+  RequestQueue* q = rq->q;
+  BIOFS_PROBE(block, block_rq_issue, q->devt(), blk_rq_pos(rq), blk_rq_sectors(rq), blk_rq_bytes(rq), rq->cmd_flags, rq);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_rq(bt, rq, BLK_TA_ISSUE, 0);
+}
+inline void trace_block_rq_complete(Request* rq, int error) {
+  RequestQueue* q = rq->q;
+  BIOFS_PROBE(block, block_rq_complete, q->devt(), blk_rq_pos(rq), blk_rq_sectors(rq), error, rq->cmd_flags, rq);
+  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
+    blk_add_trace_rq(bt, rq, BLK_TA_COMPLETE, error);
+}
+
+}  // namespace biofs
