@@ -23,6 +23,7 @@
 #include "daemon/fuse_transport.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
+#include "daemon/block_trace.h"
 #include "devices/open_device.h"
 #include "fs/mkfs.h"
 
@@ -112,6 +113,17 @@ int main(int argc, char** argv) {
     fprintf(stderr, "biofs: mount point '%s': %s\n", mnt.c_str(), strerror(errno));
     return 32;
   }
+  // trace=DIR: resolved now, before the daemon leaves the caller's working directory.
+  std::string trace_dir;
+  if (!opts.trace_dir.empty()) {
+    char* real = realpath(opts.trace_dir.c_str(), nullptr);
+    if (!real) {
+      fprintf(stderr, "biofs: trace=%s: %s\n", opts.trace_dir.c_str(), strerror(errno));
+      return 32;
+    }
+    trace_dir = real;
+    free(real);
+  }
   bool use_uring = false;
   std::string notes;
   if (Status s = decide_fuse_uring(opts.fuse_uring, &use_uring, &notes); !s.ok()) {
@@ -132,6 +144,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Device> dev;
   if (Status s = open_device_locked(spec, dopts, &lock, true, "biofs", &dev); !s.ok()) fail(32, s.message());
   lock.set_serving(true);
+  if (Status s = start_block_trace(*dev, trace_dir); !s.ok()) fail(32, s.message());
   BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
   // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
   if (dev->kind() == DeviceSpec::Kind::ram) {
@@ -281,6 +294,7 @@ int main(int argc, char** argv) {
   guard.reset();
   const int uerr = fs->unmount();
   if (uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
+  fputs(stop_block_trace(*dev).c_str(), stderr);
   fs.reset();
   return (ret || uerr) ? 1 : 0;
 }

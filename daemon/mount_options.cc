@@ -64,6 +64,11 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
     return Status();
   }
   if (const DaemonSwitch* s = find_daemon_switch(key)) return s->set(o, val) ? Status() : bad(s->values);
+  if (key == "trace") {
+    if (val.empty()) return bad("a directory");
+    o->trace_dir = val;
+    return Status();
+  }
   if (key == "verbose" && !has_value) {
     o->verbose = true;
     return Status();
@@ -188,7 +193,7 @@ std::string usage_text() {
          "       biofs --list-toggles   (each toggle and switch: NAME VALUES A B block|daemon)\n" +
          opts + "\n"
          "     queues=N,qd=N,threads=N,poll_queues=N,max_background=N,commit=SECONDS,meta_cache=MiB,fuse_uring_qd=N,\n"
-         "     ro,verbose, and FUSE/mount options\n"
+         "     trace=DIR,ro,verbose, and FUSE/mount options\n"
          "  -f foreground   -d debug (implies -f)   -s single-threaded\n";
 }
 

@@ -48,6 +48,9 @@ struct DaemonOptions {
   // fuse_uring_hot=on|off: the reactor decodes READ and WRITE itself from the ring entry
   // (daemon/README.md, "Reads and writes without libfuse"); off: libfuse decodes every request.
   bool fuse_uring_hot = true;
+  // trace=DIR: blktrace files of every request queue in DIR (daemon/block_trace.h), written
+  // from mount to unmount; blkparse -i biofs -D DIR reads them.
+  std::string trace_dir;
   // verbose: print the I/O contract (devices/io_contract.h) when mounting, on stderr.
   bool verbose = false;
   // fuse_uring_sched=normal|idle|auto: idle puts the reactor's threads in SCHED_IDLE, so a woken

@@ -2,6 +2,9 @@
 // of nvme_uring_cmd_io() (drivers/nvme/host/ioctl.c).
 #include "nvme_cmd.h"
 
+#include "blockcore/blk_mq.h"
+#include "blockcore/usdt.h"
+
 #include <linux/nvme_ioctl.h>
 #include <sys/ioctl.h>
 
@@ -68,7 +71,7 @@ static blk_status_t nvme_setup_discard(const NvmeNsInfo& ns, Request* rq, NvmeIo
   return BLK_STS_OK;
 }
 
-blk_status_t nvme_setup_cmd(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
+static blk_status_t nvme_setup_cmd_fields(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
   NvmeCommand& c = iod->cmd;
   std::memset(&c, 0, sizeof(c));
   c.command_id = uint16_t(rq->tag);
@@ -96,6 +99,16 @@ blk_status_t nvme_setup_cmd(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
     default:
       return BLK_STS_NOTSUPP;
   }
+}
+
+// The nvme:nvme_setup_cmd tracepoint's place (drivers/nvme/host/core.c, v6.18): a command made,
+// as USDT `nvme:nvme_setup_cmd` (qid, cid, opcode, nsid, cdw10, cdw11, cdw12): the kernel's
+// field order without its controller id, flags and metadata.
+blk_status_t nvme_setup_cmd(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
+  const blk_status_t st = nvme_setup_cmd_fields(ns, rq, iod);
+  const NvmeCommand& c = iod->cmd;
+  BIOFS_PROBE(nvme, nvme_setup_cmd, rq->mq_hctx->queue_num, c.command_id, c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12);
+  return st;
 }
 
 NvmeCommand nvme_identify_cmd(uint8_t cns, uint32_t nsid) {

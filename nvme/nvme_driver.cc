@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "blockcore/stage_clock.h"
+#include "blockcore/usdt.h"
 #include "lib/background_thread.h"
 
 namespace biofs {
@@ -267,6 +268,18 @@ void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
   reap_own(nq);
 }
 
+// The nvme:nvme_complete_rq tracepoint for each successful completion in `iob` after `after`
+// (USDT `nvme:nvme_complete_rq`: qid, cid, status; the kernel's order without its controller
+// id, result, retries and flags); failures fire it in end_failed(), retried or not, as the kernel's.
+static inline void trace_nvme_complete_batch(const IoCompBatch& iob, const Request* after = nullptr) {
+#if BIOFS_HAS_USDT
+  for (const Request* rq = after ? after->rq_next : iob.req_list.head; rq; rq = rq->rq_next)
+    BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, 0);
+#else
+  (void)iob, (void)after;
+#endif
+}
+
 // nvme_poll(): successes go to iob for the caller to end; failures are ended here.
 int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
   auto* nq = static_cast<NvmeHctx*>(hctx->driver_data);
@@ -275,7 +288,9 @@ int NvmeDriver::poll(BlkMqHwCtx* hctx, IoCompBatch* iob) {
   {
     std::unique_lock guard(nq->cq_lock, std::try_to_lock);
     if (!guard.owns_lock()) return 0;
+    const Request* before = iob->req_list.tail;
     n = nq->q->reap(iob, &failed);
+    trace_nvme_complete_batch(*iob, before);
   }
   end_failed(nq, &failed);
   if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
@@ -312,6 +327,7 @@ int NvmeDriver::reap(NvmeHctx* nq, bool block) {
         return total ? total : -1;
       n = nq->q->reap(&iob, &failed);
     }
+    trace_nvme_complete_batch(iob);
     blk_mq_end_request_batch(&iob);
     const bool resent = end_failed(nq, &failed);
     if (n) nq->inflight.fetch_sub(uint64_t(n), std::memory_order_acq_rel);
@@ -336,6 +352,7 @@ static bool nvme_should_retry(Request* rq, unsigned max_retries) {
 bool NvmeDriver::end_failed(NvmeHctx* nq, RqList* failed) {
   bool resent = false;
   while (Request* rq = failed->pop()) {
+    BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, nvme_iod(rq)->status);
     if (nvme_should_retry(rq, cfg_.max_retries) && nvme_retry_req(nq, rq)) {
       resent = true;
       continue;

@@ -1,0 +1,20 @@
+// The mount's side of tracing (docs/tracing.md): device numbers for the block tracepoints and,
+// with `-o trace=DIR`, blktrace files of every queue under the device (blockcore/blk_trace.h).
+#pragma once
+
+#include <string>
+
+#include "devices/open_device.h"
+#include "lib/status.h"
+
+namespace biofs {
+
+// Numbers the device's queues 259,0, 259,1, ... (the USDT probes' and records' dev) and, when
+// `dir` is not empty, starts blktrace on each: DIR/biofs.blktrace.N for one queue, DIR/biofsK.*
+// for a stripe's K-th member. Read with `blkparse -i biofs -D DIR`.
+Status start_block_trace(Device& dev, const std::string& dir);
+// Stops tracing: what is buffered goes to the files. One line per queue that dropped records
+// (a ring full because the writer fell behind), for stderr; empty otherwise.
+std::string stop_block_trace(Device& dev);
+
+}  // namespace biofs
