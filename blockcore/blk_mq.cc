@@ -341,7 +341,7 @@ static QueueCounters* plug_counters(BlkPlug* plug, RequestQueue* q) {
 // Hands one queue's requests to its driver in one call; what it leaves goes one by one.
 static void blk_mq_dispatch_queue_list(RqList* list) {
   RequestQueue* q = list->peek()->q;
-  for (Request* rq = list->head; rq; rq = rq->rq_next) trace_block_rq_issue(rq);
+  trace_block_rq_issue_list(list->head);
   q->ops()->queue_rqs(list);
   if (!list->empty()) q->ops()->BlkMqOps::queue_rqs(list);
 }

@@ -254,17 +254,23 @@ Status blk_trace_setup(RequestQueue* q, const BlkTraceConfig& cfg) {
   if (Status s = bt->start(); !s.ok()) return s;
   q->blk_trace_.store(bt.get(), std::memory_order_release);
   q->traces_.push_back(std::move(bt));
+  trace_gate_blktrace(+1);
   return {};
 }
 
 bool blk_trace_remove(RequestQueue* q, BlkTraceStats* stats) {
   BlkTrace* bt = q->blk_trace_.exchange(nullptr, std::memory_order_acq_rel);
   if (!bt) return false;
+  trace_gate_blktrace(-1);
   bt->stop();
   if (stats) *stats = bt->stats();
   return true;
 }
 
+namespace {
+
+// __blk_add_trace()'s callers: blk_add_trace_bio, blk_add_trace_split, blk_add_trace_rq,
+// blk_add_trace_plug, blk_add_trace_unplug.
 void blk_add_trace_bio(BlkTrace* bt, const Bio* bio, uint32_t what) {
   bt->add(bio->bi_iter.bi_sector, bio->bi_iter.bi_size, what | blk_trace_category(bio->bi_opf),
           blk_status_to_errno(bio->bi_status), nullptr, 0);
@@ -289,5 +295,56 @@ void blk_add_trace_unplug(BlkTrace* bt, unsigned depth, bool explicit_unplug) {
   const uint64_t pdu = __builtin_bswap64(uint64_t(depth));
   bt->add(0, 0, explicit_unplug ? BLK_TA_UNPLUG_IO : BLK_TA_UNPLUG_TIMER, 0, &pdu, sizeof pdu);
 }
+
+}  // namespace
+
+namespace tracepoint {
+
+void block_bio_queue(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_bio_queue, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_bio(bt, bio, BLK_TA_QUEUE);
+}
+void block_split(RequestQueue* q, const Bio* bio, sector_t new_sector) {
+  BIOFS_PROBE(block, block_split, q->devt(), bio->bi_iter.bi_sector, new_sector, bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_split(bt, bio, new_sector);
+}
+void block_bio_backmerge(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_bio_backmerge, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_bio(bt, bio, BLK_TA_BACKMERGE);
+}
+void block_bio_frontmerge(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_bio_frontmerge, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_bio(bt, bio, BLK_TA_FRONTMERGE);
+}
+void block_getrq(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_getrq, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_bio(bt, bio, BLK_TA_GETRQ);
+}
+void block_sleeprq(RequestQueue* q, const Bio* bio) {
+  BIOFS_PROBE(block, block_sleeprq, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_bio(bt, bio, BLK_TA_SLEEPRQ);
+}
+void block_plug(RequestQueue* q) {
+  BIOFS_PROBE(block, block_plug, q->devt());
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_plug(bt);
+}
+void block_unplug(RequestQueue* q, unsigned depth, bool explicit_unplug) {
+  BIOFS_PROBE(block, block_unplug, depth, explicit_unplug, q->devt());
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_unplug(bt, depth, explicit_unplug);
+}
+// The request probes' last argument is the request's address: the key that pairs an issue
+// with its completion (tools/bpf/biosnoop.bt, biolatency.bt).
+void block_rq_issue(Request* rq) {
+  RequestQueue* q = rq->q;
+  BIOFS_PROBE(block, block_rq_issue, q->devt(), blk_rq_pos(rq), blk_rq_sectors(rq), blk_rq_bytes(rq), rq->cmd_flags, rq);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_rq(bt, rq, BLK_TA_ISSUE, 0);
+}
+void block_rq_complete(Request* rq, int error) {
+  RequestQueue* q = rq->q;
+  BIOFS_PROBE(block, block_rq_complete, q->devt(), blk_rq_pos(rq), blk_rq_sectors(rq), error, rq->cmd_flags, rq);
+  if (BlkTrace* bt = q->blk_trace()) blk_add_trace_rq(bt, rq, BLK_TA_COMPLETE, error);
+}
+
+}  // namespace tracepoint
 
 }  // namespace biofs

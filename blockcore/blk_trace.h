@@ -30,8 +30,9 @@
 // a full buffer dropped. Nothing on the I/O path blocks: each thread writes into its own ring,
 // and a writer thread drains the rings into the files; a full ring drops the record and counts it.
 //
-// Cost with tracing off: one relaxed load of q->blk_trace() and a branch per tracepoint, plus
-// the USDT nops (docs/tracing.md has the instructions per I/O).
+// Cost with tracing off: per tracepoint one compare of the gate word (usdt.h) and a branch not
+// taken; with it on, the probe and the queue's q->blk_trace() load, out of line
+// (docs/tracing.md has the instructions per I/O).
 #pragma once
 
 #include <atomic>
@@ -70,68 +71,63 @@ Status blk_trace_setup(RequestQueue* q, const BlkTraceConfig& cfg);
 // is destroyed. False if the queue was not traced.
 bool blk_trace_remove(RequestQueue* q, BlkTraceStats* stats = nullptr);
 
-// ---- the slow halves (only with a trace set up) ----
-void blk_add_trace_bio(BlkTrace* bt, const Bio* bio, uint32_t what);
-void blk_add_trace_split(BlkTrace* bt, const Bio* bio, sector_t new_sector);
-void blk_add_trace_rq(BlkTrace* bt, const Request* rq, uint32_t what, int error);
-void blk_add_trace_plug(BlkTrace* bt);
-void blk_add_trace_unplug(BlkTrace* bt, unsigned depth, bool explicit_unplug);
+// ---- the tracepoints: the gate inline (usdt.h), the rest out of line in blk_trace.cc ----
+// Each fires its USDT probe (arguments in the kernel tracepoint's order, biofs's extras after)
+// and, on a queue with blktrace on, writes its record.
+namespace tracepoint {
+void block_bio_queue(RequestQueue* q, const Bio* bio);
+void block_split(RequestQueue* q, const Bio* bio, sector_t new_sector);
+void block_bio_backmerge(RequestQueue* q, const Bio* bio);
+void block_bio_frontmerge(RequestQueue* q, const Bio* bio);
+void block_getrq(RequestQueue* q, const Bio* bio);
+void block_sleeprq(RequestQueue* q, const Bio* bio);
+void block_plug(RequestQueue* q);
+void block_unplug(RequestQueue* q, unsigned depth, bool explicit_unplug);
+void block_rq_issue(Request* rq);
+void block_rq_complete(Request* rq, int error);
+}  // namespace tracepoint
 
-// ---- the tracepoints ----
 inline void trace_block_bio_queue(RequestQueue* q, const Bio* bio) {
-  BIOFS_PROBE(block, block_bio_queue, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_bio(bt, bio, BLK_TA_QUEUE);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_bio_queue(q, bio);
 }
 // `bio` is the part split off (it goes on now), `new_sector` where the rest starts.
 inline void trace_block_split(RequestQueue* q, const Bio* bio, sector_t new_sector) {
-  BIOFS_PROBE(block, block_split, q->devt(), bio->bi_iter.bi_sector, new_sector, bio->bi_opf);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_split(bt, bio, new_sector);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_split(q, bio, new_sector);
 }
 inline void trace_block_bio_backmerge(RequestQueue* q, const Bio* bio) {
-  BIOFS_PROBE(block, block_bio_backmerge, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_bio(bt, bio, BLK_TA_BACKMERGE);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_bio_backmerge(q, bio);
 }
 inline void trace_block_bio_frontmerge(RequestQueue* q, const Bio* bio) {
-  BIOFS_PROBE(block, block_bio_frontmerge, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_bio(bt, bio, BLK_TA_FRONTMERGE);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_bio_frontmerge(q, bio);
 }
 inline void trace_block_getrq(RequestQueue* q, const Bio* bio) {
-  BIOFS_PROBE(block, block_getrq, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_bio(bt, bio, BLK_TA_GETRQ);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_getrq(q, bio);
 }
 inline void trace_block_sleeprq(RequestQueue* q, const Bio* bio) {
-  BIOFS_PROBE(block, block_sleeprq, q->devt(), bio->bi_iter.bi_sector, bio_sectors(bio), bio->bi_opf);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_bio(bt, bio, BLK_TA_SLEEPRQ);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_sleeprq(q, bio);
 }
 inline void trace_block_plug(RequestQueue* q) {
-  BIOFS_PROBE(block, block_plug, q->devt());
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_plug(bt);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_plug(q);
 }
 inline void trace_block_unplug(RequestQueue* q, unsigned depth, bool explicit_unplug) {
-  BIOFS_PROBE(block, block_unplug, depth, explicit_unplug, q->devt());
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_unplug(bt, depth, explicit_unplug);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_unplug(q, depth, explicit_unplug);
 }
-// The last argument of the request probes is the request's address: the key that pairs an issue
-// with its completion (biosnoop, biolatency).
-inline void trace_block_rq_issue(Request* rq) {
-  RequestQueue* q = rq->q;
-  BIOFS_PROBE(block, block_rq_issue, q->devt(), blk_rq_pos(rq), blk_rq_sectors(rq), blk_rq_bytes(rq), rq->cmd_flags, rq);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_rq(bt, rq, BLK_TA_ISSUE, 0);
+// Every request of a list the core hands to the driver.
+inline void trace_block_rq_issue_list(Request* first) {
+  if (tracing_on()) [[unlikely]]
+    for (Request* rq = first; rq; rq = rq->rq_next) tracepoint::block_rq_issue(rq);
 }
 inline void trace_block_rq_complete(Request* rq, int error) {
-  RequestQueue* q = rq->q;
-  BIOFS_PROBE(block, block_rq_complete, q->devt(), blk_rq_pos(rq), blk_rq_sectors(rq), error, rq->cmd_flags, rq);
-  if (BlkTrace* bt = q->blk_trace()) [[unlikely]]
-    blk_add_trace_rq(bt, rq, BLK_TA_COMPLETE, error);
+  if (tracing_on()) [[unlikely]]
+    tracepoint::block_rq_complete(rq, error);
 }
 
 }  // namespace biofs

@@ -137,14 +137,16 @@ class HeldReply {
 
 // The reply to a read or write, from its callback or (HeldReply) its handler, ending its trace.
 void reply_read(const DataRequest& d, StageToken t, ssize_t n, const uint8_t* data) {
-  BIOFS_PROBE(fuse, fuse_request_reply, d.who, n);
+  if (tracing_on()) [[unlikely]]
+    BIOFS_PROBE(fuse, fuse_request_reply, d.who, n);
   if (d.hot) FuseReactor::reply_hot(d.who, n < 0 ? int(-n) : 0, data, n < 0 ? 0 : size_t(n));
   else if (n < 0) fuse_reply_err(d.req(), int(-n));
   else fuse_reply_buf(d.req(), reinterpret_cast<const char*>(data), size_t(n));
   stage_request_reply(t);
 }
 void reply_write(const DataRequest& d, StageToken t, ssize_t n) {
-  BIOFS_PROBE(fuse, fuse_request_reply, d.who, n);
+  if (tracing_on()) [[unlikely]]
+    BIOFS_PROBE(fuse, fuse_request_reply, d.who, n);
   if (d.hot) {
     const fuse_write_out out{uint32_t(n < 0 ? 0 : n), 0};
     FuseReactor::reply_hot(d.who, n < 0 ? int(-n) : 0, &out, sizeof(out));
@@ -159,7 +161,8 @@ void reply_write(const DataRequest& d, StageToken t, ssize_t n) {
 }  // namespace
 
 void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
-  BIOFS_PROBE(fuse, fuse_request_receive, d.who, FUSE_READ, size, ino, off);
+  if (tracing_on()) [[unlikely]]
+    BIOFS_PROBE(fuse, fuse_request_receive, d.who, FUSE_READ, size, ino, off);
   const StageToken t = stage_request_received();
   FuseContext* ctx = d.ctx;
   note_transport(ctx, d.req());
@@ -197,7 +200,8 @@ void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
 
 void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t size, off_t off,
                 const fuse_file_info* fi, bool keep_setid) {
-  BIOFS_PROBE(fuse, fuse_request_receive, d.who, FUSE_WRITE, size, ino, off);
+  if (tracing_on()) [[unlikely]]
+    BIOFS_PROBE(fuse, fuse_request_receive, d.who, FUSE_WRITE, size, ino, off);
   const StageToken t = stage_request_received();
   FuseContext* ctx = d.ctx;
   note_transport(ctx, d.req());

@@ -106,8 +106,10 @@ static blk_status_t nvme_setup_cmd_fields(const NvmeNsInfo& ns, Request* rq, Nvm
 // field order without its controller id, flags and metadata.
 blk_status_t nvme_setup_cmd(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
   const blk_status_t st = nvme_setup_cmd_fields(ns, rq, iod);
-  const NvmeCommand& c = iod->cmd;
-  BIOFS_PROBE(nvme, nvme_setup_cmd, rq->mq_hctx->queue_num, c.command_id, c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12);
+  if (tracing_on()) [[unlikely]] {
+    const NvmeCommand& c = iod->cmd;
+    BIOFS_PROBE(nvme, nvme_setup_cmd, rq->mq_hctx->queue_num, c.command_id, c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12);
+  }
   return st;
 }
 

@@ -272,12 +272,9 @@ void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
 // (USDT `nvme:nvme_complete_rq`: qid, cid, status; the kernel's order without its controller
 // id, result, retries and flags); failures fire it in end_failed(), retried or not, as the kernel's.
 static inline void trace_nvme_complete_batch(const IoCompBatch& iob, const Request* after = nullptr) {
-#if BIOFS_HAS_USDT
-  for (const Request* rq = after ? after->rq_next : iob.req_list.head; rq; rq = rq->rq_next)
-    BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, 0);
-#else
-  (void)iob, (void)after;
-#endif
+  if (tracing_on()) [[unlikely]]
+    for (const Request* rq = after ? after->rq_next : iob.req_list.head; rq; rq = rq->rq_next)
+      BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, 0);
 }
 
 // nvme_poll(): successes go to iob for the caller to end; failures are ended here.
@@ -352,7 +349,8 @@ static bool nvme_should_retry(Request* rq, unsigned max_retries) {
 bool NvmeDriver::end_failed(NvmeHctx* nq, RqList* failed) {
   bool resent = false;
   while (Request* rq = failed->pop()) {
-    BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, nvme_iod(rq)->status);
+    if (tracing_on()) [[unlikely]]
+      BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, nvme_iod(rq)->status);
     if (nvme_should_retry(rq, cfg_.max_retries) && nvme_retry_req(nq, rq)) {
       resent = true;
       continue;

@@ -56,6 +56,15 @@ TEST_CASE("mount options: unknown or malformed options are refused by name") {
   CHECK(parse_mount_options("queues=1x", &o).message().find("queues") != std::string::npos);
   CHECK(parse_mount_options("allow_other=1", &o).message() == "unknown mount option 'allow_other=1'");
   CHECK(parse_mount_options("fsname=", &o).message().find("fsname") != std::string::npos);
+  CHECK(parse_mount_options("trace=", &o).message() == "bad value for mount option trace: '' (expected a directory)");
+  CHECK(o.trace_dir.empty());
+}
+
+TEST_CASE("mount options: trace=DIR is kept as given, for the daemon to resolve before it detaches") {
+  DaemonOptions o;
+  CHECK(o.trace_dir.empty());  // off by default
+  REQUIRE(parse_mount_options("trace=out/trace,bio_cache=off", &o).ok());
+  CHECK(o.trace_dir == "out/trace");
 }
 
 TEST_CASE("mount options: the FUSE transport") {
