@@ -339,7 +339,7 @@ static QueueCounters* plug_counters(BlkPlug* plug, RequestQueue* q) {
 }
 
 // Hands one queue's requests to its driver in one call; what it leaves goes one by one.
-static void blk_mq_dispatch_queue_list(RqList* list) {
+[[gnu::always_inline]] inline void blk_mq_dispatch_queue_list(RqList* list) {
   RequestQueue* q = list->peek()->q;
   trace_block_rq_issue_list(list->head);
   q->ops()->queue_rqs(list);
@@ -542,7 +542,7 @@ void blk_mq_submit_bio_plug(Bio* bio, BlkPlug* plug) {
 // blk_update_request() for a whole request: ends every bio with the request's status.
 static void blk_mq_end_bios(Request* rq, blk_status_t status) {
   stage_rq_completed(rq);
-  trace_block_rq_complete(rq, blk_status_to_errno(status));
+  trace_block_rq_complete(rq, status);
   blk_stat_account_done(req_op_of(rq), blk_rq_bytes(rq), status != BLK_STS_OK);  // blk_account_io_done
   Bio* bio = rq->bio;
   rq->bio = rq->biotail = nullptr;

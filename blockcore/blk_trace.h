@@ -75,16 +75,16 @@ bool blk_trace_remove(RequestQueue* q, BlkTraceStats* stats = nullptr);
 // Each fires its USDT probe (arguments in the kernel tracepoint's order, biofs's extras after)
 // and, on a queue with blktrace on, writes its record.
 namespace tracepoint {
-void block_bio_queue(RequestQueue* q, const Bio* bio);
-void block_split(RequestQueue* q, const Bio* bio, sector_t new_sector);
-void block_bio_backmerge(RequestQueue* q, const Bio* bio);
-void block_bio_frontmerge(RequestQueue* q, const Bio* bio);
-void block_getrq(RequestQueue* q, const Bio* bio);
-void block_sleeprq(RequestQueue* q, const Bio* bio);
-void block_plug(RequestQueue* q);
-void block_unplug(RequestQueue* q, unsigned depth, bool explicit_unplug);
-void block_rq_issue(Request* rq);
-void block_rq_complete(Request* rq, int error);
+[[gnu::cold]] void block_bio_queue(RequestQueue* q, const Bio* bio);
+[[gnu::cold]] void block_split(RequestQueue* q, const Bio* bio, sector_t new_sector);
+[[gnu::cold]] void block_bio_backmerge(RequestQueue* q, const Bio* bio);
+[[gnu::cold]] void block_bio_frontmerge(RequestQueue* q, const Bio* bio);
+[[gnu::cold]] void block_getrq(RequestQueue* q, const Bio* bio);
+[[gnu::cold]] void block_sleeprq(RequestQueue* q, const Bio* bio);
+[[gnu::cold]] void block_plug(RequestQueue* q);
+[[gnu::cold]] void block_unplug(RequestQueue* q, unsigned depth, bool explicit_unplug);
+[[gnu::cold]] void block_rq_issue_list(Request* first);  // every request of the list
+[[gnu::cold]] void block_rq_complete(Request* rq, blk_status_t status);
 }  // namespace tracepoint
 
 inline void trace_block_bio_queue(RequestQueue* q, const Bio* bio) {
@@ -123,11 +123,11 @@ inline void trace_block_unplug(RequestQueue* q, unsigned depth, bool explicit_un
 // Every request of a list the core hands to the driver.
 inline void trace_block_rq_issue_list(Request* first) {
   if (tracing_on()) [[unlikely]]
-    for (Request* rq = first; rq; rq = rq->rq_next) tracepoint::block_rq_issue(rq);
+    tracepoint::block_rq_issue_list(first);
 }
-inline void trace_block_rq_complete(Request* rq, int error) {
+inline void trace_block_rq_complete(Request* rq, blk_status_t status) {
   if (tracing_on()) [[unlikely]]
-    tracepoint::block_rq_complete(rq, error);
+    tracepoint::block_rq_complete(rq, status);
 }
 
 }  // namespace biofs

@@ -71,7 +71,7 @@ static blk_status_t nvme_setup_discard(const NvmeNsInfo& ns, Request* rq, NvmeIo
   return BLK_STS_OK;
 }
 
-static blk_status_t nvme_setup_cmd_fields(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
+[[gnu::always_inline]] static inline blk_status_t nvme_setup_cmd_fields(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
   NvmeCommand& c = iod->cmd;
   std::memset(&c, 0, sizeof(c));
   c.command_id = uint16_t(rq->tag);
@@ -104,12 +104,14 @@ static blk_status_t nvme_setup_cmd_fields(const NvmeNsInfo& ns, Request* rq, Nvm
 // The nvme:nvme_setup_cmd tracepoint's place (drivers/nvme/host/core.c, v6.18): a command made,
 // as USDT `nvme:nvme_setup_cmd` (qid, cid, opcode, nsid, cdw10, cdw11, cdw12): the kernel's
 // field order without its controller id, flags and metadata.
+[[gnu::cold, gnu::noinline]] static void trace_nvme_setup_cmd(const Request* rq, const NvmeCommand& c) {
+  BIOFS_PROBE(nvme, nvme_setup_cmd, rq->mq_hctx->queue_num, c.command_id, c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12);
+}
+
 blk_status_t nvme_setup_cmd(const NvmeNsInfo& ns, Request* rq, NvmeIod* iod) {
   const blk_status_t st = nvme_setup_cmd_fields(ns, rq, iod);
-  if (tracing_on()) [[unlikely]] {
-    const NvmeCommand& c = iod->cmd;
-    BIOFS_PROBE(nvme, nvme_setup_cmd, rq->mq_hctx->queue_num, c.command_id, c.opcode, c.nsid, c.cdw10, c.cdw11, c.cdw12);
-  }
+  if (tracing_on()) [[unlikely]]
+    trace_nvme_setup_cmd(rq, iod->cmd);
   return st;
 }
 

@@ -271,10 +271,12 @@ void NvmeDriver::commit_rqs(BlkMqHwCtx* hctx) {
 // The nvme:nvme_complete_rq tracepoint for each successful completion in `iob` after `after`
 // (USDT `nvme:nvme_complete_rq`: qid, cid, status; the kernel's order without its controller
 // id, result, retries and flags); failures fire it in end_failed(), retried or not, as the kernel's.
+[[gnu::cold, gnu::noinline]] static void trace_nvme_complete_list(const Request* first) {
+  for (const Request* rq = first; rq; rq = rq->rq_next) BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, 0);
+}
 static inline void trace_nvme_complete_batch(const IoCompBatch& iob, const Request* after = nullptr) {
   if (tracing_on()) [[unlikely]]
-    for (const Request* rq = after ? after->rq_next : iob.req_list.head; rq; rq = rq->rq_next)
-      BIOFS_PROBE(nvme, nvme_complete_rq, rq->mq_hctx->queue_num, rq->tag, 0);
+    trace_nvme_complete_list(after ? after->rq_next : iob.req_list.head);
 }
 
 // nvme_poll(): successes go to iob for the caller to end; failures are ended here.

@@ -1,15 +1,15 @@
 #!/bin/bash
 # What tracing costs through a mount: fio (4 KiB random reads, io_uring, depth 16, direct) on a
 # RAM-disk mount, three sides interleaved round by round:
-#   nousdt  the daemon built with -DBIOFS_USDT=OFF (no probes at all)
+#   base    a daemon built without the tracepoints (the commit before them: git worktree)
 #   usdt    the daemon as shipped: USDT probes compiled in, nothing attached, blktrace off
 #   trace   the same daemon with -o trace=DIR: every bio's records written
 # Per run: IOPS and the daemon's CPU per I/O (utime+stime from /proc over the run). Prints
-# each run, then per side the median and the ratio to nousdt.
+# each run, then per side the median and the ratio to base.
 #
-#   docs/results/tracing/cost.sh NOUSDT_BUILD USDT_BUILD [ROUNDS] [SECONDS]    (root)
+#   docs/results/tracing/cost.sh BASE_BUILD BUILD [ROUNDS] [SECONDS]    (root)
 set -euo pipefail
-nousdt=$(cd "$1" && pwd)/bin
+base=$(cd "$1" && pwd)/bin
 usdt=$(cd "$2" && pwd)/bin
 rounds=${3:-6}
 secs=${4:-4}
@@ -37,7 +37,7 @@ run() {  # SIDE BIN OPTS
   echo "$side $1 $(python3 -c "print(round(($c1 - $c0) / $tick / $2 * 1e6, 3))")"
 }
 for r in $(seq "$rounds"); do
-  run nousdt "$nousdt" ""
+  run base "$base" ""
   run usdt "$usdt" ""
   run trace "$usdt" "trace=$work/trace"
 done | tee "$work/runs.txt"
@@ -45,10 +45,10 @@ python3 - "$work/runs.txt" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 med = {}
-for side in ("nousdt", "usdt", "trace"):
+for side in ("base", "usdt", "trace"):
     iops = [float(r[1]) for r in rows if r[0] == side]
     cpu = [float(r[2]) for r in rows if r[0] == side]
     med[side] = (statistics.median(iops), statistics.median(cpu))
 for side, (i, c) in med.items():
-    print(f"{side:7s} IOPS {i:9.0f} ({i / med['nousdt'][0]:.3f}x)  daemon CPU/IO {c:6.2f} us ({c / med['nousdt'][1]:.3f}x)")
+    print(f"{side:7s} IOPS {i:9.0f} ({i / med['base'][0]:.3f}x)  daemon CPU/IO {c:6.2f} us ({c / med['base'][1]:.3f}x)")
 PY
