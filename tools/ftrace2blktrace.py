@@ -44,6 +44,7 @@ def main():
     name = sys.argv[3] if len(sys.argv) > 3 else 'kernel'
     files = defaultdict(bytearray)
     seq = defaultdict(int)
+    named = set()
     for line in open(src):
         m = LINE.match(line)
         if not m or m['act'] not in ACTIONS:
@@ -72,8 +73,15 @@ def main():
         cpu = int(m['cpu'])
         dev = int(m['maj']) << 20 | int(m['min'])
         t = int(round(float(m['ts']) * 1e9))
+        pid = int(m['pid'])
+        if pid not in named:  # the kernel's trace_note_tsk(): the task's name, once
+            named.add(pid)
+            comm = m['comm'].strip().encode()[:15].ljust(16, b'\0')
+            files[cpu] += struct.pack('<IIQQIIIIIHH', MAGIC, seq[cpu], t, 0, 0, TC['NOTIFY'] << 16,
+                                      pid, dev, cpu, 0, len(comm)) + comm
+            seq[cpu] += 1
         files[cpu] += struct.pack('<IIQQIIIIIHH', MAGIC, seq[cpu], t, sector, nbytes,
-                                  basic | tc << 16, int(m['pid']), dev, cpu, error, len(pdu)) + pdu
+                                  basic | tc << 16, pid, dev, cpu, error, len(pdu)) + pdu
         seq[cpu] += 1
     for cpu in range(max(files) + 1 if files else 0):  # blkparse wants every CPU's file
         with open(f'{outdir}/{name}.blktrace.{cpu}', 'wb') as f:

@@ -231,6 +231,42 @@ TEST_CASE("a plugged batch: four 4 KiB writes trace as the kernel's do, one unpl
   CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
 }
 
+TEST_CASE("back merges: three adjacent 4 KiB writes trace as the kernel's do, one request of 24 sectors") {
+  TracedQueue t(64, 255);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  for (sector_t s : {0, 8, 16}) t.write(s, 4096);
+  blk_finish_plug(&plug);
+  t.driver.complete_all();
+  REQUIRE(blk_trace_remove(t.q.get()));
+  const auto got = describe_all(read_records(t.dir), "");
+  const auto want = kernel_reference("merge");
+  CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
+}
+
+// blk_add_rq_to_plug: a plug holding BLK_MAX_REQUEST_COUNT requests is flushed before the next
+// joins it, and that one starts the list again: U 32, its 32 issues, then P.
+TEST_CASE("a full plug: the 33rd request flushes 32 (U 32) and starts the list again (P)") {
+  TracedQueue t(64, 255);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  for (sector_t s = 0; s < 33 * 16; s += 16) t.write(s, 4096);
+  blk_finish_plug(&plug);
+  t.driver.complete_all();
+  REQUIRE(blk_trace_remove(t.q.get()));
+  const auto all = describe_all(read_records(t.dir), "");
+  const auto u32 = std::find(all.begin(), all.end(), "U 32");
+  REQUIRE(u32 != all.end());
+  CHECK(*(u32 - 1) == "G WS 512+8");  // the 33rd write has its request, then the flush
+  auto next = u32 + 1;
+  while (next != all.end() && (*next)[0] == 'D') next++;
+  CHECK(next - u32 == 33);
+  REQUIRE(next != all.end());
+  CHECK(*next == "P");
+  CHECK(std::count(all.begin(), all.end(), "P") == 2);
+  CHECK(std::count(all.begin(), all.end(), "U 1") == 1);  // blk_finish_plug: the 33rd alone
+}
+
 // The fifth write finds no tag: the plug is flushed on the way to sleep (UT 4), the sleeper gets
 // its tag once the first four complete. Two departures, named in blk_trace.h: biofs records the
 // sleep (S; v6.18 has no block_sleeprq) and has no insert (I) since it dispatches the flushed

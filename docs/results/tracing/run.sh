@@ -1,7 +1,7 @@
 #!/bin/bash
-# docs/tracing.md's figures. One fio job (4 KiB random reads, io_uring, depth 16, direct, 20000
+# docs/tracing.md's figures. One fio job (4 KiB random reads, io_uring, depth 16, direct, 16000
 # I/Os) on a biofs mount of an emulated namespace with blktrace on (-o trace=DIR), with
-# bio_cache off and on and tag_batch off and on; then the same job on a loop device over the
+# bio_cache off and on and tag_batch off and loop (its default); then the same job on a loop device over the
 # same kind of file, traced by the kernel (ftrace's blk tracer: blktrace's debugfs files are
 # refused under lockdown; tools/ftrace2blktrace.py turns the text back into blktrace files).
 # For each: blkparse's first records and summary, btt's table, and one summary line in
@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 job=(--name=job --rw=randread --bs=4k --ioengine=io_uring --iodepth=16 --direct=1 --size=64M
-     --number_ios=20000 --randrepeat=1 --minimal)
+     --number_ios=16000 --randrepeat=1 --minimal)
 
 unmount_and_wait() {  # the records are in the files once the daemon has exited
   fusermount3 -u "$work/mnt"
@@ -49,7 +49,7 @@ mkdir "$work/mnt"
 "$bin/biofs" "emu:$work/img" "$work/mnt"
 fio --name=fill --filename="$work/mnt/f" --size=64M --bs=1M --rw=write --end_fsync=1 --minimal >/dev/null
 unmount_and_wait
-for t in bio_cache=off bio_cache=on tag_batch=off tag_batch=on; do
+for t in bio_cache=off bio_cache=on tag_batch=off tag_batch=loop; do
   name=${t/=/-}
   mkdir "$work/$name"
   "$bin/biofs" "emu:$work/img" "$work/mnt" -o "trace=$work/$name,$t"

@@ -6,7 +6,7 @@
 #
 #   tests/data/kernel-blktrace/capture.sh [OUTDIR]     (root; default: this script's folder)
 #
-# Writes split.txt, plugged.txt, tagsleep.txt: one line per record, "ACTION RWBS SECTOR+N".
+# Writes split.txt, plugged.txt, merge.txt, tagsleep.txt: one line per record, "ACTION RWBS SECTOR+N".
 # blk_trace_test compares biofs's records for the same patterns with these.
 set -euo pipefail
 out=${1:-$(dirname "$0")}
@@ -45,6 +45,8 @@ capture split fio_job --rw=write:16k --bs=16k --iodepth=3 --iodepth_batch_submit
 echo 1280 > $q/max_sectors_kb
 # A plugged batch: 4 non-adjacent 4 KiB writes in one io_submit.
 capture plugged fio_job --rw=write:4k --bs=4k --iodepth=4 --iodepth_batch_submit=4 --number_ios=4 --size=1M
+# Back merges: three adjacent 4 KiB writes in one io_submit.
+capture merge fio_job --rw=write --bs=4k --iodepth=3 --iodepth_batch_submit=3 --number_ios=3 --size=1M
 # A tag sleep: 8 writes in one io_submit on a queue of 4 tags.
 echo 4 > $q/nr_requests
 capture tagsleep fio_job --rw=write:4k --bs=4k --iodepth=8 --iodepth_batch_submit=8 --number_ios=8 --size=1M
