@@ -41,7 +41,9 @@ extern volatile unsigned short block_block_bio_queue_semaphore, block_block_spli
 namespace biofs {
 
 // True while a tracer is attached to a probe or a queue has blktrace on.
-inline bool tracing_on() { return biofs_trace_gate != 0; }
+// A relaxed atomic load (a plain load on x86): the word changes under the process, by the
+// kernel and by blktrace's setup, and the thread sanitizer is to see a load that may race.
+inline bool tracing_on() { return __atomic_load_n(&biofs_trace_gate, __ATOMIC_RELAXED) != 0; }
 // blktrace's half of the gate: +1 at a queue's setup, -1 at its removal.
 void trace_gate_blktrace(int delta);
 
