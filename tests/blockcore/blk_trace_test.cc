@@ -98,6 +98,17 @@ struct TracedQueue {
     blk_trace_remove(q.get());
     if (!getenv("KEEP")) fs::remove_all(dir);
   }
+  // `sectors.size()` writes of `bytes` in one plug (one io_submit), completed in one batch;
+  // then the trace is removed, so its files are whole.
+  void plugged_writes(const std::vector<sector_t>& sectors, uint32_t bytes) {
+    BlkPlug plug;
+    blk_start_plug(&plug);
+    for (sector_t s : sectors) write(s, bytes);
+    blk_finish_plug(&plug);
+    driver.complete_all();
+    REQUIRE(done == int(sectors.size()));
+    REQUIRE(blk_trace_remove(q.get()));
+  }
   // A synchronous direct write, as fio's O_DIRECT writes are: REQ_OP_WRITE | REQ_SYNC.
   void write(sector_t sector, uint32_t bytes) {
     Bio* bio = bio_alloc_bioset(&bdev, uint16_t(bytes / PAGE_SIZE), REQ_OP_WRITE | REQ_SYNC, GFP_KERNEL, &bs);
@@ -184,6 +195,17 @@ std::vector<std::string> kernel_reference(const std::string& name, const std::st
   return out;
 }
 
+std::string join(const std::vector<std::string>& v);
+
+// The traced queue's records against the kernel's for the same pattern, each side's own
+// actions (`drop_biofs`, `drop_kernel`) left out.
+void check_against_kernel(const TracedQueue& t, const std::string& pattern, const std::string& drop_biofs = "",
+                          const std::string& drop_kernel = "") {
+  const auto got = describe_all(read_records(t.dir), drop_biofs);
+  const auto want = kernel_reference(pattern, drop_kernel);
+  CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + "; ";
@@ -206,54 +228,29 @@ bool have(const char* tool) { return run(std::string("command -v ") + tool + " 2
 
 TEST_CASE("a split: three 16 KiB writes on a queue of 4 KiB requests trace as the kernel's do") {
   TracedQueue t(64, 8);
-  BlkPlug plug;
-  blk_start_plug(&plug);
-  for (sector_t s : {0, 64, 128}) t.write(s, 16384);
-  blk_finish_plug(&plug);
-  t.driver.complete_all();
-  REQUIRE(t.done == 3);
-  REQUIRE(blk_trace_remove(t.q.get()));
-  const auto got = describe_all(read_records(t.dir), "");
-  const auto want = kernel_reference("split");
-  CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
+  t.plugged_writes({0, 64, 128}, 16384);
+  check_against_kernel(t, "split");
 }
 
 TEST_CASE("a plugged batch: four 4 KiB writes trace as the kernel's do, one unplug of depth 4") {
   TracedQueue t(64, 255);
-  BlkPlug plug;
-  blk_start_plug(&plug);
-  for (sector_t s : {0, 16, 32, 48}) t.write(s, 4096);
-  blk_finish_plug(&plug);
-  t.driver.complete_all();
-  REQUIRE(blk_trace_remove(t.q.get()));
-  const auto got = describe_all(read_records(t.dir), "");
-  const auto want = kernel_reference("plugged");
-  CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
+  t.plugged_writes({0, 16, 32, 48}, 4096);
+  check_against_kernel(t, "plugged");
 }
 
 TEST_CASE("back merges: three adjacent 4 KiB writes trace as the kernel's do, one request of 24 sectors") {
   TracedQueue t(64, 255);
-  BlkPlug plug;
-  blk_start_plug(&plug);
-  for (sector_t s : {0, 8, 16}) t.write(s, 4096);
-  blk_finish_plug(&plug);
-  t.driver.complete_all();
-  REQUIRE(blk_trace_remove(t.q.get()));
-  const auto got = describe_all(read_records(t.dir), "");
-  const auto want = kernel_reference("merge");
-  CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
+  t.plugged_writes({0, 8, 16}, 4096);
+  check_against_kernel(t, "merge");
 }
 
 // blk_add_rq_to_plug: a plug holding BLK_MAX_REQUEST_COUNT requests is flushed before the next
 // joins it, and that one starts the list again: U 32, its 32 issues, then P.
 TEST_CASE("a full plug: the 33rd request flushes 32 (U 32) and starts the list again (P)") {
   TracedQueue t(64, 255);
-  BlkPlug plug;
-  blk_start_plug(&plug);
-  for (sector_t s = 0; s < 33 * 16; s += 16) t.write(s, 4096);
-  blk_finish_plug(&plug);
-  t.driver.complete_all();
-  REQUIRE(blk_trace_remove(t.q.get()));
+  std::vector<sector_t> sectors;
+  for (sector_t s = 0; s < 33 * 16; s += 16) sectors.push_back(s);
+  t.plugged_writes(sectors, 4096);
   const auto all = describe_all(read_records(t.dir), "");
   const auto u32 = std::find(all.begin(), all.end(), "U 32");
   REQUIRE(u32 != all.end());
@@ -286,10 +283,8 @@ TEST_CASE("a tag sleep: eight writes on four tags trace as the kernel's do, the 
   t.driver.complete_all();
   REQUIRE(t.done == 8);
   REQUIRE(blk_trace_remove(t.q.get()));
+  check_against_kernel(t, "tagsleep", "S", "I");
   const auto recs = read_records(t.dir);
-  const auto got = describe_all(recs, "S");
-  const auto want = kernel_reference("tagsleep", "I");
-  CHECK_MESSAGE(got == want, "biofs:  " << join(got) << "\nkernel: " << join(want));
   // The sleep itself: one S, for the fifth write (sector 64), just before the UT.
   const auto all = describe_all(recs, "");
   const auto s = std::find(all.begin(), all.end(), "S WS 64+8");
@@ -316,12 +311,7 @@ TEST_CASE("blkparse reads the files: the split writes counted as the kernel coun
     return;
   }
   TracedQueue t(64, 8);
-  BlkPlug plug;
-  blk_start_plug(&plug);
-  for (sector_t s : {0, 64, 128}) t.write(s, 16384);
-  blk_finish_plug(&plug);
-  t.driver.complete_all();
-  REQUIRE(blk_trace_remove(t.q.get()));
+  t.plugged_writes({0, 64, 128}, 16384);
   const std::string out = run("blkparse -i biofs -D " + t.dir.string() + " 2>&1");
   INFO(out);
   // Its per-device summary: 3 bios queued, split into 12 requests, issued and completed; one
@@ -341,12 +331,7 @@ TEST_CASE("btt reads blkparse's dump: D2C and Q2C for every request") {
     return;
   }
   TracedQueue t(64, 255);
-  BlkPlug plug;
-  blk_start_plug(&plug);
-  for (sector_t s : {0, 16, 32, 48}) t.write(s, 4096);
-  blk_finish_plug(&plug);
-  t.driver.complete_all();
-  REQUIRE(blk_trace_remove(t.q.get()));
+  t.plugged_writes({0, 16, 32, 48}, 4096);
   const std::string d = t.dir.string();
   run("blkparse -q -i biofs -D " + d + " -d " + d + "/all.bin >/dev/null 2>&1");
   const std::string btt = run("btt -i " + d + "/all.bin 2>&1");

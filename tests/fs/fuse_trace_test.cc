@@ -18,13 +18,16 @@ namespace {
 
 constexpr int kReads = 400;
 
-// A file of 8 MiB written and synced, then kReads direct 4 KiB reads of it by one fio thread:
-// each read is one FUSE READ and one bio of its own.
-void write_then_read(const std::string& mnt) {
+// A file of 8 MiB, written and synced.
+void write_file(const std::string& mnt) {
   std::string out;
   REQUIRE_MESSAGE(run("fio --name=w --filename=" + mnt + "/f --size=8M --bs=1M --rw=write --end_fsync=1 --minimal", &out) == 0, out);
+}
+// kReads direct 4 KiB reads of it by one fio thread: each one FUSE READ and one bio of its own.
+void read_file_direct(const std::string& mnt) {
+  std::string out;
   REQUIRE_MESSAGE(run("fio --name=r --filename=" + mnt + "/f --size=8M --bs=4k --rw=randread --direct=1 --ioengine=psync"
-                      " --number_ios=" + std::to_string(kReads) + " --randrepeat=0 --norandommap --minimal", &out) == 0, out);
+                      " --number_ios=" + std::to_string(kReads) + " --norandommap --minimal", &out) == 0, out);
 }
 
 long long number_after(const std::string& text, const std::string& label) {
@@ -49,7 +52,8 @@ TEST_CASE("trace=DIR: blkparse reads the mount's records, every read queued, iss
   const std::string dir = s.dir + "/trace";
   std::filesystem::create_directory(dir);
   pid_t pid = mount_fg(s.img, s.mnt, "trace=" + dir);
-  write_then_read(s.mnt);
+  write_file(s.mnt);
+  read_file_direct(s.mnt);
   unmount(s.mnt, pid);  // the records are in the files once the daemon has exited
   REQUIRE_MESSAGE(run("blkparse -i biofs -D " + dir + " -d " + dir + "/all.bin", &out) == 0, out);
   INFO(out.substr(out.size() > 3000 ? out.size() - 3000 : 0));
@@ -99,7 +103,7 @@ TEST_CASE("USDT: bpftrace counts one fuse_request_receive per read and as many b
   }
   FuseScratch s(256 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, "");
-  REQUIRE(run("fio --name=w --filename=" + s.mnt + "/f --size=8M --bs=1M --rw=write --end_fsync=1 --minimal", &out) == 0);
+  write_file(s.mnt);
   const std::string bin = kBin + "/biofs", log = s.dir + "/bpftrace.out";
   const std::string script = "BEGIN { printf(\"ready\\n\"); } "
                              "usdt:" + bin + ":fuse:fuse_request_receive /arg1 == 15/ { @reads = count(); } "
@@ -127,8 +131,7 @@ TEST_CASE("USDT: bpftrace counts one fuse_request_receive per read and as many b
     MESSAGE("skipped: bpftrace could not attach (the kernel refuses BPF here?): " << read_file(log));
     return;
   }
-  REQUIRE_MESSAGE(run("fio --name=r --filename=" + s.mnt + "/f --size=8M --bs=4k --rw=randread --direct=1 --ioengine=psync"
-                      " --number_ios=" + std::to_string(kReads) + " --norandommap --minimal", &out) == 0, out);
+  read_file_direct(s.mnt);
   kill(tracer, SIGINT);
   REQUIRE(waitpid(tracer, nullptr, 0) == tracer);
   unmount(s.mnt, pid);
