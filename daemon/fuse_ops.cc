@@ -74,6 +74,14 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     // requests come from the flusher and carry no writer, so the kernel clears the set-id bits
     // itself when the write() happens: without FUSE_CAP_HANDLE_KILLPRIV it sends the mode.
     fuse_unwant(conn, FUSE_CAP_HANDLE_KILLPRIV);
+  } else {
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+    // The daemon drops set-id bits and capabilities on write, truncation and chown itself
+    // (fs/file.cc, file_io.cc), so the kernel may mark the superblock SB_NOSEC: it then stops
+    // asking for security.capability before every write (a GETXATTR round trip each,
+    // docs/results.md "Per operation").
+    fuse_want(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+#endif
   }
   // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h), not whenever a
   // file's mtime moves (libfuse's default FUSE_CAP_AUTO_INVAL_DATA, meant for servers whose
@@ -215,7 +223,7 @@ void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
 // (no SETATTR), so open itself truncates, under truncate's rules.
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   bool cache_valid = false;
-  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid)) {
+  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req))) {
     fuse_reply_err(req, -err);
     return;
   }
@@ -241,7 +249,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
       return (void)fuse_reply_err(req, S_ISDIR(st.st_mode) ? EISDIR : EEXIST);
     }
     bool cache_valid = false;
-    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid)) == 0)
+    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req))) == 0)
       FS(req)->getattr(st.st_ino, &st);
     else FS(req)->forget(st.st_ino, 1);
     if (err) return (void)fuse_reply_err(req, -err);

@@ -193,7 +193,7 @@ int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* o
   return 0;
 }
 
-int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid) {
+int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid, bool fsetid) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
@@ -201,6 +201,11 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
     if (s_.opts.read_only) return -EROFS;
     if (int err = s_.super->maybe_commit()) return err;
     if (int err = truncate(in, 0)) return err;
+    // The kernel sends no SETATTR for an atomic O_TRUNC: the truncation's killing of the
+    // set-id bits (should_remove_suid) and of the capability (cap_inode_killpriv) is ours.
+    if (!fsetid && FileIo::drop_suidgid(in->d) && s_.opts.setid_dropped) s_.opts.setid_dropped(in->ino);
+    if (int err = s_.xattrs->kill_caps(in)) return err;
+    if (int err = s_.itable->isave(in)) return err;
   }
   in->open++;
   if (direct_writer) {

@@ -89,8 +89,11 @@ class Filesystem {
   // as truncate does (waits for its I/O in flight, updates mtime/ctime, journaled).
   // `direct_writer`: opened for writing with O_DIRECT (the kernel's page cache is bypassed).
   // *cache_valid, if given: whether pages the kernel kept from earlier opens are still right.
-  int open(uint64_t ino, bool truncate = false, bool direct_writer = false, bool* cache_valid = nullptr) {
-    return files_.open(ino, truncate, direct_writer, cache_valid);
+  // The truncation drops the file's capability and, for a caller without `fsetid`, its set-id
+  // bits, as do_truncate()'s notify_change() does on ext4.
+  int open(uint64_t ino, bool truncate = false, bool direct_writer = false, bool* cache_valid = nullptr,
+           bool fsetid = true) {
+    return files_.open(ino, truncate, direct_writer, cache_valid, fsetid);
   }
   int release(uint64_t ino, bool direct_writer = false) {  // may free an unlinked inode
     return files_.release(ino, direct_writer);

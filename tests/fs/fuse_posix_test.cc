@@ -419,6 +419,22 @@ TEST_CASE("fuse posix: with allow_other alone, a second user gets what ext4 woul
   REQUIRE(chmod(suid.c_str(), 04755) == 0);
   REQUIRE(chown(suid.c_str(), kNobody, kNobody) == 0);
   CHECK(mode_of(suid) == 0755);  // chown drops setuid, as on ext4
+  // open(O_TRUNC) truncates inside OPEN (atomic_o_trunc: no SETATTR reaches the daemon), and the
+  // truncation drops the bits for a caller without CAP_FSETID, as ext4's do_truncate does;
+  // root's keeps them.
+  const std::string tsuid = m + "/tsuid";
+  write_file(tsuid, "x");
+  REQUIRE(chmod(tsuid.c_str(), 06777) == 0);
+  CHECK(errno_as_nobody([&] {
+    const int fd = open(tsuid.c_str(), O_WRONLY | O_TRUNC);
+    return fd < 0 ? -1 : close(fd);
+  }) == 0);
+  CHECK(mode_of(tsuid) == 0777);
+  CHECK(read_file(tsuid).empty());
+  write_file(tsuid, "x");
+  REQUIRE(chmod(tsuid.c_str(), 06777) == 0);
+  write_file(tsuid, "");  // root: O_TRUNC keeps them
+  CHECK(mode_of(tsuid) == 06777);
 
   // The stats are for root and the mounting user (root here).
   char v[16];
