@@ -104,12 +104,13 @@ TEST_CASE("USDT: bpftrace counts one fuse_request_receive per read and as many b
   FuseScratch s(256 << 20);
   pid_t pid = mount_fg(s.img, s.mnt, "");
   write_file(s.mnt);
-  const std::string bin = kBin + "/biofs", log = s.dir + "/bpftrace.out";
+  // Only this mount's daemon: other tests' daemons run the same binary meanwhile.
+  const std::string bin = kBin + "/biofs", log = s.dir + "/bpftrace.out", mine = "pid == " + std::to_string(pid);
   const std::string script = "BEGIN { printf(\"ready\\n\"); } "
-                             "usdt:" + bin + ":fuse:fuse_request_receive /arg1 == 15/ { @reads = count(); } "
-                             "usdt:" + bin + ":block:block_rq_issue { @issue = count(); } "
-                             "usdt:" + bin + ":block:block_rq_complete { @complete = count(); } "
-                             "usdt:" + bin + ":nvme:nvme_setup_cmd { @setup = count(); }";
+                             "usdt:" + bin + ":fuse:fuse_request_receive /" + mine + " && arg1 == 15/ { @reads = count(); } "
+                             "usdt:" + bin + ":block:block_rq_issue /" + mine + "/ { @issue = count(); } "
+                             "usdt:" + bin + ":block:block_rq_complete /" + mine + "/ { @complete = count(); } "
+                             "usdt:" + bin + ":nvme:nvme_setup_cmd /" + mine + "/ { @setup = count(); }";
   const pid_t tracer = fork();
   REQUIRE(tracer >= 0);
   if (tracer == 0) {
