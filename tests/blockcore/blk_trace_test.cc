@@ -334,7 +334,7 @@ TEST_CASE("btt reads blkparse's dump: D2C and Q2C for every request") {
   t.plugged_writes({0, 16, 32, 48}, 4096);
   const std::string d = t.dir.string();
   run("blkparse -q -i biofs -D " + d + " -d " + d + "/all.bin >/dev/null 2>&1");
-  const std::string btt = run("btt -i " + d + "/all.bin 2>&1");
+  const std::string btt = run("cd " + d + " && btt -i all.bin 2>&1");  // btt writes .dat files where it runs
   INFO(btt);
   auto samples = [&](const std::string& name) {  // the N column of the ALL table's row
     std::istringstream in(btt);

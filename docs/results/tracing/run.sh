@@ -38,7 +38,7 @@ report() {  # NAME DIR TRACE_NAME: blkparse and btt over DIR/TRACE_NAME.blktrace
   blkparse -i "$tname" -D "$dir" -d "$dir/all.bin" > "$dir/blkparse.txt"
   head -24 "$dir/blkparse.txt" > "$out/blkparse-$name.txt"
   sed -n '/^Total/,/^Events/p' "$dir/blkparse.txt" >> "$out/blkparse-$name.txt"
-  btt -i "$dir/all.bin" > "$out/btt-$name.txt"
+  (cd "$dir" && btt -i all.bin) > "$out/btt-$name.txt"  # btt writes .dat files where it runs
   summarize "$name" "$out/btt-$name.txt" | tee -a "$out/summary.txt"
 }
 
