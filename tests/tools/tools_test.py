@@ -866,12 +866,16 @@ class Mount(unittest.TestCase):
             cells = [l.split(",") for l in f.read().splitlines()]
         row = dict(zip(cells[0], cells[1]))
         self.assertEqual(float(row["hit_rate_old"]), 0.0)  # bio_cache=off: no cache
-        # bio_cache=on: every repeat hits, and the cell's rate is its repeats' hits over their
-        # allocations. How many hit depends on where the scheduler ran the completions (a put goes
-        # to the putting CPU's cache, v6.18), so the test pins the arithmetic, not a level.
+        # bio_cache=on: every repeat that did enough I/O for its bios to come back hits, and the
+        # cell's rate is its repeats' hits over their allocations. How many hit depends on where
+        # the scheduler ran the completions (a put goes to the putting CPU's cache, v6.18), so the
+        # test pins the arithmetic, not a level. A repeat stalled by a busy machine can do a few
+        # I/Os in its second, all first allocations (9 at depth 8, seen under ctest -j2): those
+        # prove nothing either way, and at least one repeat must still hit.
         with open(os.path.join(out, "runs.jsonl")) as f:
             on = [json.loads(r)["counters"] for r in f if json.loads(r)["side"] == "on"]
-        self.assertTrue(all(c["hits"] > 0 for c in on), on)
+        self.assertTrue(all(c["hits"] > 0 for c in on if c["ios"] >= 100), on)
+        self.assertTrue(any(c["hits"] > 0 for c in on), on)
         hits = sum(c["hits"] for c in on)
         self.assertEqual(row["hit_rate_new"], f"{hits / (hits + sum(c['misses'] for c in on)):.4f}")
         self.assertGreater(int(row["requests_new"]), 0)
