@@ -119,8 +119,9 @@ class BlkTrace {
     s.t.pdu_len = uint16_t(pdu_len);
     if (pdu_len) memcpy(s.pdu, pdu, pdu_len);
     r->head.store(head + 1, std::memory_order_release);
-    // Every half ring, the writer is woken rather than left to its timer: a thread making
-    // records faster than one ring per drain interval then still loses none.
+    // Every half ring, the writer is woken rather than left to its timer, for a thread that
+    // makes more than a ring's worth of records per drain interval (at in-process rates of
+    // millions of I/Os a second it still falls behind: docs/tracing.md, "Cost").
     if (((head + 1) & (r->mask >> 1)) == 0) [[unlikely]]
       kick_writer();
   }
