@@ -264,6 +264,27 @@ TEST_CASE("a full plug: the 33rd request flushes 32 (U 32) and starts the list a
   CHECK(std::count(all.begin(), all.end(), "U 1") == 1);  // blk_finish_plug: the 33rd alone
 }
 
+// v6.18 blk_mq_dispatch_list: a plug that holds two queues' requests is unplugged per queue,
+// each queue's U carrying its own depth, not the plug's.
+TEST_CASE("a plug over two queues: each queue's unplug carries its own depth") {
+  TracedQueue a(64, 255), b(64, 255);
+  BlkPlug plug;
+  blk_start_plug(&plug);
+  a.write(0, 4096);
+  b.write(0, 4096);
+  a.write(16, 4096);
+  b.write(16, 4096);
+  a.write(32, 4096);
+  blk_finish_plug(&plug);
+  a.driver.complete_all();
+  b.driver.complete_all();
+  REQUIRE(blk_trace_remove(a.q.get()));
+  REQUIRE(blk_trace_remove(b.q.get()));
+  const auto ra = describe_all(read_records(a.dir), ""), rb = describe_all(read_records(b.dir), "");
+  CHECK(std::count(ra.begin(), ra.end(), "U 3") == 1);
+  CHECK(std::count(rb.begin(), rb.end(), "U 2") == 1);
+}
+
 // The fifth write finds no tag: the plug is flushed on the way to sleep (UT 4), the sleeper gets
 // its tag once the first four complete. Two departures, named in blk_trace.h: biofs records the
 // sleep (S; v6.18 has no block_sleeprq) and has no insert (I) since it dispatches the flushed
