@@ -23,7 +23,7 @@
 #include "daemon/fuse_transport.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
-#include "daemon/block_trace.h"
+#include "devices/block_trace.h"
 #include "devices/open_device.h"
 #include "fs/mkfs.h"
 
@@ -115,14 +115,9 @@ int main(int argc, char** argv) {
   }
   // trace=DIR: resolved now, before the daemon leaves the caller's working directory.
   std::string trace_dir;
-  if (!opts.trace_dir.empty()) {
-    char* real = realpath(opts.trace_dir.c_str(), nullptr);
-    if (!real) {
-      fprintf(stderr, "biofs: trace=%s: %s\n", opts.trace_dir.c_str(), strerror(errno));
-      return 32;
-    }
-    trace_dir = real;
-    free(real);
+  if (Status s = resolve_trace_dir(opts.trace_dir, &trace_dir); !s.ok()) {
+    fprintf(stderr, "biofs: %s\n", s.message().c_str());
+    return 32;
   }
   bool use_uring = false;
   std::string notes;

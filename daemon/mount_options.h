@@ -48,7 +48,7 @@ struct DaemonOptions {
   // fuse_uring_hot=on|off: the reactor decodes READ and WRITE itself from the ring entry
   // (daemon/README.md, "Reads and writes without libfuse"); off: libfuse decodes every request.
   bool fuse_uring_hot = true;
-  // trace=DIR: blktrace files of every request queue in DIR (daemon/block_trace.h), written
+  // trace=DIR: blktrace files of every request queue in DIR (devices/block_trace.h), written
   // from mount to unmount; blkparse -i biofs -D DIR reads them.
   std::string trace_dir;
   // verbose: print the I/O contract (devices/io_contract.h) when mounting, on stderr.

@@ -69,7 +69,7 @@
 #include "cli.h"
 #include "devices/device_string.h"
 #include "devices/null_remap.h"
-#include "blockcore/blk_trace.h"
+#include "devices/block_trace.h"
 #include "devices/open_device.h"
 #include "devices/settle.h"
 #include "fs/filesystem.h"
@@ -409,7 +409,7 @@ int fsio_main(int argc, char** argv) {
                "emu: do not wait (uncounted) for each command at its doorbell; the count then depends on\n"
                "the kernel's completion timing");
   app.add_flag("--json", o.json, "one JSON object");
-  app.add_option("--trace", o.trace_dir, "blktrace on the data device's queues, NAME.blktrace.* files in this directory");
+  app.add_option("--trace", o.trace_dir, "blktrace on the data device's queues: biofs.blktrace.* files in this directory");
   if (const int rc = parse_cli(app, argc, argv); rc >= 0) return rc;
   o.settle = !no_settle;
   if (o.bs % 4096) throw std::invalid_argument("--bs=" + std::to_string(o.bs) + ": not a multiple of 4096");
@@ -426,13 +426,7 @@ int fsio_main(int argc, char** argv) {
   freeze_coarse_clock();
 
   Rig rig(o);
-  const std::vector<RequestQueue*> traced = o.trace_dir.empty() ? std::vector<RequestQueue*>{} : rig.device->queues();
-  for (size_t i = 0; i < traced.size(); i++) {
-    BlkTraceConfig tc;
-    tc.dir = o.trace_dir;
-    tc.name = "biofs" + std::to_string(i);
-    stop_unless_ok(blk_trace_setup(traced[i], tc), "--trace: ");
-  }
+  if (!o.trace_dir.empty()) stop_unless_ok(start_block_trace(*rig.device, o.trace_dir), "--trace: ");
   std::vector<char> wbuf(o.bs);
   for (size_t i = 0; i < wbuf.size(); i++) wbuf[i] = char(i * 7 + 1);
   Loop loop{rig.fs.get(), o.completion_thread ? nullptr : rig.nvme, rig.ino, o.qdepth, o.bs,
@@ -450,7 +444,7 @@ int fsio_main(int argc, char** argv) {
   measured_region(loop, o.ios);
   const uint64_t t1 = now_ns();
   CALLGRIND_STOP_INSTRUMENTATION;
-  for (RequestQueue* q : traced) blk_trace_remove(q);
+  if (!o.trace_dir.empty()) std::fputs(stop_block_trace(*rig.device).c_str(), stderr);
   const uint64_t bios = rig.io->bios.load() - bios0, errors = loop.errors.load() - errors0;
   const BioCacheCounters c1 = rig.io->bio_set().has_cache() ? rig.io->bio_set().stats().total : BioCacheCounters{};
 

@@ -1,8 +1,22 @@
 #include "block_trace.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include "blockcore/blk_trace.h"
 
 namespace biofs {
+
+Status resolve_trace_dir(const std::string& dir, std::string* out) {
+  out->clear();
+  if (dir.empty()) return {};
+  char* real = realpath(dir.c_str(), nullptr);
+  if (!real) return Status::not_found("trace=" + dir + ": " + strerror(errno));
+  *out = real;
+  free(real);
+  return {};
+}
 
 Status start_block_trace(Device& dev, const std::string& dir) {
   const std::vector<RequestQueue*> queues = dev.queues();
