@@ -122,7 +122,7 @@ class BlkTrace {
     // Every half ring, the writer is woken rather than left to its timer, for a thread that
     // makes more than a ring's worth of records per drain interval (at in-process rates of
     // millions of I/Os a second it still falls behind: docs/tracing.md, "Cost").
-    if (((head + 1) & (r->mask >> 1)) == 0) [[unlikely]]
+    if (((head + 1) & (r->mask >> 1)) == 0 && cfg_.kick_at_half) [[unlikely]]
       kick_writer();
   }
 

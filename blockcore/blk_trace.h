@@ -53,6 +53,7 @@ struct BlkTraceConfig {
   uint32_t device = blk_trace_mkdev(259, 0);  // the records' device: blkext's major, as an NVMe namespace's
   unsigned ring_records = 1u << 16;           // per thread, a power of two
   unsigned drain_ms = 5;                      // how often the writer empties the rings
+  bool kick_at_half = true;                   // and whenever a ring is half full (off: its timer alone)
 };
 
 struct BlkTraceStats {
