@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where a metadata operation's time goes (issue 48's first step; docs/results.md, "Metadata per
-# operation"): for ext4 on a loop device, biofs (emu:IMG,vwc) and passthrough_hp (over a
-# directory of an ext4 loop mount), each of five operations on FILES files:
+# operation"): for ext4 on a loop device, biofs (emu:IMG,vwc), passthrough_hp (over a
+# directory of an ext4 loop mount) and fuse-null (a FUSE server doing no work, on biofs's
+# transport: the bound), each of five operations on FILES files:
 #   create   open(O_CREAT|O_EXCL) + close of an empty file
 #   stat     stat() after the kernel's dentry and inode caches are dropped
 #   unlink   unlink()
@@ -11,12 +12,13 @@
 # opcode (the kernel's fuse:fuse_request_send tracepoint, tools/bpf/fuse-ops.bt), the kernel's
 # round trip per request, and the daemon's CPU per request (utime+stime over the phase).
 # One run per layer, in the order given; root; images on WORK_DIR (/var/tmp).
-#   tools/bench-fuse-ops.sh [FILES] [LAYERS]     (default: 5000 "ext4 biofs hp"; biofs:OPTIONS
-#                                                 mounts with -o OPTIONS, e.g. biofs:writeback_cache)
+#   tools/bench-fuse-ops.sh [FILES] [LAYERS]     (default: 5000 "ext4 biofs hp null"; biofs:OPTIONS
+#                                                 mounts with -o OPTIONS, e.g. biofs:writeback_cache;
+#                                                 null:dev serves /dev/fuse, not the reactor)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=${1:-5000}
-layers=${2:-ext4 biofs hp}
+layers=${2:-ext4 biofs hp null}
 hp=${PASSTHROUGH_HP:-/opt/biofs-libfuse/bin/passthrough_hp}
 tree=${EXTRACT_TREE:-/usr/include}
 work=$(mktemp -d "${WORK_DIR:-/var/tmp}/biofs-fuse-ops-XXXXXX")
@@ -48,6 +50,11 @@ mount_layer() {  # LAYER: mounts on $work/m (formatting when FRESH=1), sets $pid
       local opts=${layer#biofs}; opts=${opts#:}
       build/bin/biofs "emu:$work/img,vwc" "$work/m" ${opts:+-o "$opts"}
       pid=$(pgrep -n -f "biofs emu:$work/img") ;;
+    null*)  # null[:dev]: tools/fuse-null, a server doing no work on biofs's reactor (or /dev/fuse)
+      local transport=${layer#null}; transport=${transport#:}
+      (build/bin/fuse-null "$work/m" ${transport:+--transport "$transport"} &)
+      for _ in $(seq 100); do mountpoint -q "$work/m" && break; sleep 0.05; done
+      pid=$(pgrep -n -f "fuse-null $work/m") ;;
     hp)
       if [ "${FRESH:-0}" = 1 ]; then
         rm -f "$work/img"; truncate -s 2G "$work/img"; mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$work/img"
@@ -149,9 +156,13 @@ one_pass() {  # LAYER TRACE: prints "OP OPS SECONDS TICKS" per operation, the co
   run_op unlink "$files" py_phase unlink "$work/m/d"
   mkdir "$work/m/x"
   run_op tar-x "$entries" tar_x
-  unmount_layer "$layer"
-  drop_caches
-  mount_layer "$layer"
+  if [[ $layer == null* ]]; then
+    sync; echo 3 > /proc/sys/vm/drop_caches  # its tree lives in the server: cold caches, same mount
+  else
+    unmount_layer "$layer"
+    drop_caches
+    mount_layer "$layer"
+  fi
   run_op tar-c "$entries" tar_c
   unmount_layer "$layer"
 }

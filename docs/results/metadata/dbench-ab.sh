@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # dbench (Debian's dbench 4.0, its client.txt load) on ext4 (loop device) and on biofs mounts,
 # each run on a fresh 2 GiB image in WORK_DIR (default /dev/shm), layers alternated per round.
-# Prints dbench's throughput and, for biofs, the daemon's CPU seconds.
-# usage: dbench-ab.sh ROUNDS SECONDS CLIENTS LAYER...   LAYER: ext4 | biofs[:OPTIONS]
+# Prints dbench's throughput and, for biofs and fuse-null, the daemon's CPU seconds.
+# usage: dbench-ab.sh ROUNDS SECONDS CLIENTS LAYER...   LAYER: ext4 | biofs[:OPTIONS] | null[:dev]
 set -euo pipefail
 rounds=$1 secs=$2 clients=$3; shift 3
 bin=$(cd "$(dirname "$0")/../../.." && pwd)/build/bin
@@ -13,6 +13,11 @@ for r in $(seq "$rounds"); do
     rm -f "$work/img"; truncate -s 2G "$work/img"; pid=""
     if [ "$layer" = ext4 ]; then
       mkfs.ext4 -q -F "$work/img"; mount -o loop "$work/img" "$work/m"
+    elif [[ $layer == null* ]]; then  # tools/fuse-null: the FUSE bound, a server doing no work
+      transport=${layer#null}; transport=${transport#:}
+      ("$bin/fuse-null" "$work/m" ${transport:+--transport "$transport"} &)
+      for _ in $(seq 100); do mountpoint -q "$work/m" && break; sleep 0.05; done
+      pid=$(pgrep -n -f "fuse-null $work/m")
     else
       opts=${layer#biofs}; opts=${opts#:}
       "$bin/mkfs.biofs" -q "$work/img"
