@@ -12,7 +12,9 @@ import tempfile
 import time
 import unittest
 
-BIN = os.environ.get("BIOFS_BIN_DIR", os.path.join(os.path.dirname(__file__), "../../build/bin"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tool_paths import BIN, run_tests  # noqa: E402
+
 EXE = os.path.join(BIN, "fuse-null")
 
 
@@ -133,12 +135,4 @@ class NullArgs(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:]
-    if any(n.startswith("NullMount") for n in names) or not names:
-        why = need_mount()
-        if why:
-            print(f"skipped: {why}")
-            sys.exit(77)
-    suite = unittest.defaultTestLoader.loadTestsFromNames(names, sys.modules[__name__]) if names else \
-        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)
+    run_tests(sys.modules[__name__], "NullMount", need_mount)

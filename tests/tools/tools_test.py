@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tool_paths import BIN, REPO, TOOLS, load_tool  # noqa: E402
+from tool_paths import BIN, REPO, TOOLS, load_tool, run_tests  # noqa: E402
 
 
 compare_script = load_tool("biofs-compare")  # the entry point; its jobs are the modules of tools/compare/
@@ -1368,13 +1368,4 @@ class Profile(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:]
-    if any(n.startswith("Mount") for n in names) or not names:
-        why = need_mount()
-        if why:
-            print(f"skipped: {why}")
-            sys.exit(77)
-    suite = unittest.defaultTestLoader.loadTestsFromNames(names, sys.modules[__name__]) if names else \
-        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    run_tests(sys.modules[__name__], "Mount", need_mount)
