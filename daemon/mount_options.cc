@@ -16,6 +16,31 @@ namespace biofs {
 
 namespace {
 
+// The numeric options: each range is checked here, once; the layers below take what passes.
+struct NumericOption {
+  const char* name;
+  uint64_t lo, hi;
+  const char* unit;  // "a number", "seconds", "MiB": the error line's "expected UNIT from LO to HI"
+  void (*store)(DaemonOptions* o, uint64_t v);
+};
+
+const NumericOption kNumericOptions[] = {
+    {"queues", 1, 256, "a number", [](DaemonOptions* o, uint64_t v) { o->queues = unsigned(v); }},
+    {"qd", 1, 4096, "a number", [](DaemonOptions* o, uint64_t v) { o->qd = unsigned(v); }},
+    {"threads", 1, 1024, "a number", [](DaemonOptions* o, uint64_t v) { o->threads = unsigned(v); }},
+    {"poll_queues", 0, 256, "a number", [](DaemonOptions* o, uint64_t v) { o->poll_queues = int(v); }},
+    {"max_background", 1, 65535, "a number", [](DaemonOptions* o, uint64_t v) { o->max_background = unsigned(v); }},
+    {"commit", 0, 3600, "seconds", [](DaemonOptions* o, uint64_t v) { o->fs.commit_interval_s = unsigned(v); }},
+    {"meta_cache", 1, 1u << 20, "MiB", [](DaemonOptions* o, uint64_t v) { o->fs.meta_cache_bytes = size_t(v) << 20; }},
+    {"fuse_uring_qd", 1, 4096, "a number", [](DaemonOptions* o, uint64_t v) { o->fuse_uring_qd = unsigned(v); }},
+};
+
+const NumericOption* find_numeric_option(const std::string& name) {
+  for (const NumericOption& n : kNumericOptions)
+    if (name == n.name) return &n;
+  return nullptr;
+}
+
 // One option of a -o list: ok, or the line that stops the mount.
 Status parse_one(const std::string& opt, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
@@ -34,31 +59,14 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   auto bad = [&](const std::string& want) {
     return Status::invalid_argument("bad value for mount option " + key + ": '" + val + "' (expected " + want + ")");
   };
-  auto number = [&](unsigned lo, unsigned hi, unsigned* out, const std::string& want) {
-    uint64_t v;
-    if (!parse_uint(val, &v, lo, hi)) return bad(want);
-    *out = unsigned(v);
-    return Status();
-  };
   if (const ToggleInfo* t = find_toggle(key)) return t->set(&o->toggles, val) ? Status() : bad(t->values);
-  if (key == "queues") return number(1, 256, &o->queues, "a number from 1 to 256");
-  if (key == "qd") return number(1, 4096, &o->qd, "a number from 1 to 4096");
-  if (key == "threads") return number(1, 1024, &o->threads, "a number from 1 to 1024");
-  if (key == "poll_queues") {
-    unsigned n = 0;
-    if (Status s = number(0, 256, &n, "a number from 0 to 256"); !s.ok()) return s;
-    o->poll_queues = int(n);
+  if (const NumericOption* n = find_numeric_option(key)) {
+    uint64_t v;
+    if (!parse_uint(val, &v, n->lo, n->hi))
+      return bad(std::string(n->unit) + " from " + std::to_string(n->lo) + " to " + std::to_string(n->hi));
+    n->store(o, v);
     return Status();
   }
-  if (key == "max_background") return number(1, 65535, &o->max_background, "a number from 1 to 65535");
-  if (key == "commit") return number(0, 3600, &o->fs.commit_interval_s, "seconds from 0 to 3600");
-  if (key == "meta_cache") {
-    unsigned mib = 0;
-    if (Status s = number(1, 1u << 20, &mib, "MiB from 1"); !s.ok()) return s;
-    o->fs.meta_cache_bytes = size_t(mib) << 20;
-    return Status();
-  }
-  if (key == "fuse_uring_qd") return number(1, 4096, &o->fuse_uring_qd, "a number from 1 to 4096");
   if (key == "writeback_cache" && !has_value) {  // mount(8)'s flag form
     o->writeback_cache = true;
     return Status();

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "daemon/daemon_switches.h"
 #include "daemon/mount_options.h"
@@ -177,4 +179,42 @@ TEST_CASE("mount options: every daemon switch and toggle is in the table, --list
   std::vector<const char*> argv = {"biofs", "--list-toggles"};
   CHECK(parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), &cl).ok());
   CHECK(cl.list_toggles);
+}
+
+// Each numeric option's range, checked once in the parser: both ends taken, one past either
+// end refused with a line naming the option and the range, the value stored where it belongs.
+TEST_CASE("mount options: every number is range-checked at both ends and stored") {
+  struct Range {
+    const char* name;
+    uint64_t lo, hi;
+    uint64_t (*stored)(const DaemonOptions& o);
+  };
+  const Range ranges[] = {
+      {"queues", 1, 256, [](const DaemonOptions& o) { return uint64_t(o.queues); }},
+      {"qd", 1, 4096, [](const DaemonOptions& o) { return uint64_t(o.qd); }},
+      {"threads", 1, 1024, [](const DaemonOptions& o) { return uint64_t(o.threads); }},
+      {"poll_queues", 0, 256, [](const DaemonOptions& o) { return uint64_t(o.poll_queues); }},
+      {"max_background", 1, 65535, [](const DaemonOptions& o) { return uint64_t(o.max_background); }},
+      {"commit", 0, 3600, [](const DaemonOptions& o) { return uint64_t(o.fs.commit_interval_s); }},
+      {"meta_cache", 1, 1u << 20, [](const DaemonOptions& o) { return uint64_t(o.fs.meta_cache_bytes >> 20); }},
+      {"fuse_uring_qd", 1, 4096, [](const DaemonOptions& o) { return uint64_t(o.fuse_uring_qd); }},
+  };
+  for (const Range& r : ranges) {
+    CAPTURE(r.name);
+    const std::string name = r.name;
+    for (uint64_t v : {r.lo, r.hi}) {
+      DaemonOptions o;
+      CHECK(parse_mount_options(name + "=" + std::to_string(v), &o).message() == "");
+      CHECK(r.stored(o) == v);
+    }
+    const std::string range = "from " + std::to_string(r.lo) + " to " + std::to_string(r.hi) + ")";
+    std::vector<uint64_t> outside = {r.hi + 1};
+    if (r.lo > 0) outside.push_back(r.lo - 1);
+    for (uint64_t v : outside) {
+      DaemonOptions o;
+      const std::string msg = parse_mount_options(name + "=" + std::to_string(v), &o).message();
+      CHECK(msg.find("mount option " + name + ":") != std::string::npos);
+      CHECK(msg.find(range) != std::string::npos);
+    }
+  }
 }
