@@ -46,8 +46,12 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
   static const std::set<std::string> pass = {
       "allow_other", "allow_root", "default_permissions", "auto_unmount", "rw", "dev", "nodev",
-      "suid", "nosuid", "exec", "noexec", "atime", "noatime", "relatime", "async", "sync",
-      "dirsync", "nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"};
+      "suid", "nosuid", "exec", "noexec", "noatime", "async", "sync", "dirsync"};
+  // Taken and dropped: fstab's own (for mount(8), which may hand them to a helper: nothing for a
+  // filesystem to do), and atime/relatime, which ask for the kernel's default (relatime).
+  // libfuse's session refuses each as an unknown option, so they must not reach it.
+  static const std::set<std::string> drop = {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev",
+                                             "atime", "relatime"};
   static const std::set<std::string> pass_value = {"fsname", "subtype", "max_read", "blksize"};
   if (opt.empty()) return Status();
   if (printable(opt) != opt)
@@ -86,6 +90,7 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
     o->fuse_opts.push_back("ro");
     return Status();
   }
+  if (!has_value && drop.count(key)) return Status();
   if (!has_value && pass.count(key)) {
     o->fuse_opts.push_back(opt);
     return Status();
