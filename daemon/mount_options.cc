@@ -46,7 +46,7 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
   static const std::set<std::string> pass = {
       "allow_other", "allow_root", "default_permissions", "auto_unmount", "rw", "dev", "nodev",
-      "suid", "nosuid", "exec", "noexec", "noatime", "async", "sync", "dirsync"};
+      "suid", "nosuid", "exec", "noexec", "noatime", "nodiratime", "async", "sync", "dirsync"};
   // Taken and dropped: fstab's own (for mount(8), which may hand them to a helper: nothing for a
   // filesystem to do), and atime/relatime, which ask for the kernel's default (relatime).
   // libfuse's session refuses each as an unknown option, so they must not reach it.

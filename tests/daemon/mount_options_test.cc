@@ -231,4 +231,7 @@ TEST_CASE("mount options: fstab-only options and atime/relatime are accepted and
   }
   DaemonOptions o;
   CHECK(parse_mount_options("strictatime", &o).message().find("strictatime") != std::string::npos);
+  DaemonOptions d;  // a flag libfuse takes: passed on (xfstests' generic/003 remounts with it)
+  CHECK(parse_mount_options("nodiratime", &d).message() == "");
+  CHECK(d.fuse_opts == std::vector<std::string>{"nodiratime"});
 }
