@@ -205,6 +205,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
 }
 
 bool direct_writer(const fuse_file_info* fi) { return (fi->flags & O_DIRECT) && (fi->flags & O_ACCMODE) != O_RDONLY; }
+bool reader(const fuse_file_info* fi) { return (fi->flags & O_ACCMODE) != O_WRONLY; }
 
 // O_DIRECT: no page cache in the kernel either, every read and write reaches the device.
 // Otherwise the kernel keeps the file's pages from earlier opens unless a direct writer may
@@ -223,7 +224,7 @@ void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
 // (no SETATTR), so open itself truncates, under truncate's rules.
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   bool cache_valid = false;
-  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req))) {
+  if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req), reader(fi))) {
     fuse_reply_err(req, -err);
     return;
   }
@@ -249,7 +250,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
       return (void)fuse_reply_err(req, S_ISDIR(st.st_mode) ? EISDIR : EEXIST);
     }
     bool cache_valid = false;
-    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req))) == 0)
+    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req),
+                             reader(fi))) == 0)
       FS(req)->getattr(st.st_ino, &st);
     else FS(req)->forget(st.st_ino, 1);
     if (err) return (void)fuse_reply_err(req, -err);
@@ -505,7 +507,7 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
 
 // lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, which the kernel's fileattr code forwards): biofs
 // keeps no per-inode attribute flags, so it reads none and accepts only a set of none. Every
-// other ioctl is ENOTTY, as on a filesystem that does not know it.
+// other ioctl but the shutdown and FITRIM below is ENOTTY, as on a filesystem that does not know it.
 constexpr unsigned int kShutdown = _IOR('X', 125, uint32_t);  // EXT4_IOC_SHUTDOWN
 
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned flags,
@@ -540,6 +542,17 @@ void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file
     if (in_bufsz >= sizeof(going)) std::memcpy(&going, in_buf, sizeof(going));
     if (int err = FS(req)->shutdown(going)) return (void)fuse_reply_err(req, -err);
     return (void)fuse_reply_ioctl(req, 0, nullptr, 0);
+  }
+  // FITRIM (fstrim(8), on any file or directory of the mount): the free space of the range
+  // discarded, the bytes discarded in the reply's len; for root only, as ext4's CAP_SYS_ADMIN.
+  if (cmd == FITRIM && in_bufsz >= sizeof(fstrim_range) && out_bufsz >= sizeof(fstrim_range)) {
+    if (fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EPERM);
+    fstrim_range r;
+    std::memcpy(&r, in_buf, sizeof(r));
+    uint64_t trimmed;
+    if (int err = FS(req)->trim(TrimRange{r.start, r.len, r.minlen}, &trimmed)) return (void)fuse_reply_err(req, -err);
+    r.len = trimmed;
+    return (void)fuse_reply_ioctl(req, 0, &r, sizeof(r));
   }
   fuse_reply_err(req, ENOTTY);
 }

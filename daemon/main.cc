@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   // until the attribute timeout. ext4 drops them at once: so does the kernel's copy here.
   static std::atomic<fuse_session*> notify_session{nullptr};
   MountOptions mount_opts = opts.fs;
-  mount_opts.setid_dropped = [](uint64_t ino) {
+  mount_opts.attrs_changed = [](uint64_t ino) {
     if (fuse_session* s = notify_session.load(std::memory_order_acquire)) fuse_lowlevel_notify_inval_inode(s, ino, -1, 0);
   };
   std::unique_ptr<Filesystem> fs;

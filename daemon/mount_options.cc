@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "daemon_switches.h"
@@ -46,12 +47,15 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
   static const std::set<std::string> pass = {
       "allow_other", "allow_root", "default_permissions", "auto_unmount", "rw", "dev", "nodev",
-      "suid", "nosuid", "exec", "noexec", "noatime", "nodiratime", "async", "sync", "dirsync"};
+      "suid", "nosuid", "exec", "noexec", "async", "sync", "dirsync"};
   // Taken and dropped: fstab's own (for mount(8), which may hand them to a helper: nothing for a
-  // filesystem to do), and atime/relatime, which ask for the kernel's default (relatime).
-  // libfuse's session refuses each as an unknown option, so they must not reach it.
-  static const std::set<std::string> drop = {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev",
-                                             "atime", "relatime"};
+  // filesystem to do). libfuse's session refuses each as an unknown option.
+  static const std::set<std::string> drop = {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"};
+  // The atime options: the daemon moves atime (fs/atime.h; FUSE's kernel side never does), so
+  // it keeps them; libfuse takes noatime and nodiratime for the mount's flags and refuses the rest.
+  static const std::map<std::string, AtimeMode> atime_modes = {
+      {"atime", AtimeMode::relatime}, {"relatime", AtimeMode::relatime},
+      {"strictatime", AtimeMode::strictatime}, {"noatime", AtimeMode::noatime}};
   static const std::set<std::string> pass_value = {"fsname", "subtype", "max_read", "blksize"};
   if (opt.empty()) return Status();
   if (printable(opt) != opt)
@@ -91,6 +95,17 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
     return Status();
   }
   if (!has_value && drop.count(key)) return Status();
+  if (!has_value && atime_modes.count(key)) {
+    o->fs.atime.mode = atime_modes.at(key);  // the last one wins, as in mount(8)
+    std::erase(o->fuse_opts, "noatime");
+    if (key == "noatime") o->fuse_opts.push_back(opt);
+    return Status();
+  }
+  if (key == "nodiratime" && !has_value) {
+    o->fs.atime.nodiratime = true;
+    o->fuse_opts.push_back(opt);
+    return Status();
+  }
   if (!has_value && pass.count(key)) {
     o->fuse_opts.push_back(opt);
     return Status();

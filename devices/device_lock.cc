@@ -16,6 +16,9 @@ namespace biofs {
 namespace {
 
 constexpr int kServedGraceMs = 2000;
+// A daemon whose mount has just gone lets go within milliseconds (it commits and closes): the
+// user hears of a wait only once it is longer than that (`umount; mount` in a script says nothing).
+constexpr int kSayAfterMs = 1000;
 
 // The "serving" lock: byte 0, as an OFD lock (independent of the flock on the same file).
 struct flock serving_range(short type) {
@@ -74,9 +77,10 @@ Status DeviceLock::lock_file(const std::string& path, bool exclusive, int wait_m
     if (served && std::chrono::steady_clock::now() >= served_grace) return Status::busy(path + " is in use (mounted)");
     if (std::chrono::steady_clock::now() >= deadline)
       return Status::busy(path + " is in use (a daemon shutting down, or another tool has it open)");
-    if (!said && !served) {  // a served file is waited for silently: mounted, or just unmounted
-      fprintf(stderr, "%s: waiting up to %d s for the process holding %s to let go of it\n", tool,
-              (wait_ms + 999) / 1000, path.c_str());
+    // A served file is waited for silently: mounted, or just unmounted.
+    if (!said && !served && std::chrono::steady_clock::now() >= start + std::chrono::milliseconds(kSayAfterMs)) {
+      fprintf(stderr, "%s: waiting up to %d s more for the process holding %s to let go of it\n", tool,
+              (wait_ms - kSayAfterMs + 999) / 1000, path.c_str());
       said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -193,7 +193,7 @@ int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* o
   return 0;
 }
 
-int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid, bool fsetid) {
+int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid, bool fsetid, bool reader) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
@@ -203,7 +203,7 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
     if (int err = truncate(in, 0)) return err;
     // The kernel sends no SETATTR for an atomic O_TRUNC: the truncation's killing of the
     // set-id bits (should_remove_suid) and of the capability (cap_inode_killpriv) is ours.
-    if (!fsetid && FileIo::drop_suidgid(in->d) && s_.opts.setid_dropped) s_.opts.setid_dropped(in->ino);
+    if (!fsetid && FileIo::drop_suidgid(in->d) && s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
     if (int err = s_.xattrs->kill_caps(in)) return err;
     if (int err = s_.itable->isave(in)) return err;
   }
@@ -214,6 +214,12 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
   } else if (cache_valid) {
     *cache_valid = !in->cache_stale;
     if (!in->direct_writers) in->cache_stale = false;  // this open drops what the kernel had
+    // Reads from pages the kernel kept never reach us (atime.h): a reader's open moves a due
+    // atime now, rather than drop the pages to see the READ.
+    if (*cache_valid && reader && s_.itable->atime_due(in)) {
+      if (int err = s_.itable->accessed(in)) return err;
+      if (s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
+    }
   }
   return 0;
 }

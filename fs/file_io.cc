@@ -59,6 +59,18 @@ void FileIo::read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone d
     shared.unlock();
     return done(-EISDIR, nullptr);
   }
+  // file_accessed(), first, as the write path sets its times first: a stat the kernel sends
+  // once it has the reply (the READ dropped its cached atime) must find the new time. A brief
+  // exclusive hold, once per change of the file under relatime.
+  if (s_.itable->atime_due(in)) {
+    shared.unlock();
+    if (int err = touch_atime(ino)) return done(err, nullptr);
+    shared.lock();
+    if (int err = s_.itable->iget_shared(shared, ino, &in)) {
+      shared.unlock();
+      return done(err, nullptr);
+    }
+  }
   if (off >= in->d.size || size == 0) {
     shared.unlock();
     return done(0, nullptr);
@@ -194,6 +206,13 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
 }
 
 // mtime and ctime to now, journaled with the next commit (file_update_time()).
+int FileIo::touch_atime(uint64_t ino) {
+  std::unique_lock ex(s_.lock);
+  InodeObj* in;
+  if (int err = s_.itable->iget(ino, &in)) return err;
+  return s_.itable->accessed(in);
+}
+
 int FileIo::update_file_times(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
@@ -277,7 +296,7 @@ int FileIo::update_after_write(InodeObj* in, uint64_t first, uint64_t n, uint64_
                                bool* extents_changed) {
   if (s_.extents->set_unwritten(in, first, n, false)) *extents_changed = true;
   if (end > in->d.size) in->d.size = end;
-  if (!fsetid && drop_suidgid(in->d) && s_.opts.setid_dropped) s_.opts.setid_dropped(in->ino);
+  if (!fsetid && drop_suidgid(in->d) && s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
   if (int err = s_.xattrs->kill_caps(in)) return err;
   InodeTable::touch(in->d, false, true, true);
   return 0;

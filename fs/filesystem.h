@@ -30,6 +30,7 @@
 #include "lib/status.h"
 #include "namei.h"
 #include "super.h"
+#include "trim.h"
 #include "xattr.h"
 
 namespace biofs {
@@ -88,12 +89,13 @@ class Filesystem {
   // Counts an open file; with `truncate` (open's O_TRUNC) cuts a regular file to 0 first,
   // as truncate does (waits for its I/O in flight, updates mtime/ctime, journaled).
   // `direct_writer`: opened for writing with O_DIRECT (the kernel's page cache is bypassed).
-  // *cache_valid, if given: whether pages the kernel kept from earlier opens are still right.
+  // *cache_valid, if given: whether pages the kernel kept from earlier opens are still right;
+  // where they are, a `reader` (opened for reading) moves a due atime (atime.h) at the open.
   // The truncation drops the file's capability and, for a caller without `fsetid`, its set-id
   // bits, as do_truncate()'s notify_change() does on ext4.
   int open(uint64_t ino, bool truncate = false, bool direct_writer = false, bool* cache_valid = nullptr,
-           bool fsetid = true) {
-    return files_.open(ino, truncate, direct_writer, cache_valid, fsetid);
+           bool fsetid = true, bool reader = false) {
+    return files_.open(ino, truncate, direct_writer, cache_valid, fsetid, reader);
   }
   int release(uint64_t ino, bool direct_writer = false) {  // may free an unlinked inode
     return files_.release(ino, direct_writer);
@@ -169,6 +171,7 @@ class Filesystem {
   }
   int sync() { return super_.sync(); }  // commit the running transaction and flush
   int shutdown(uint32_t flags) { return super_.shutdown(flags); }  // Super::shutdown
+  int trim(const TrimRange& range, uint64_t* trimmed) { return trim_fs(s_, range, trimmed); }  // FITRIM, trim.h
 
   const disk::SuperBlock& superblock() const { return s_.sb; }
   // Test hooks: make the next commit stop after its commit block; and drop the mount without

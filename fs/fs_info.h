@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "allocator.h"
+#include "atime.h"
 #include "block_io.h"
 #include "end_io_work.h"
 #include "format.h"
@@ -24,9 +25,11 @@ struct MountOptions {
   size_t meta_cache_bytes = 256u << 20;
   unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
   bool read_only = false;
-  // Called, under the filesystem's lock, when a write drops an inode's set-id bits (a writer
-  // without fsetid): whoever caches the mode (the kernel, over FUSE) must drop its copy.
-  std::function<void(uint64_t ino)> setid_dropped;
+  AtimePolicy atime;  // relatime, strictatime or noatime; nodiratime
+  // Called, under the filesystem's lock, when an inode's attributes change where the kernel
+  // does not expect it (a write by a writer without fsetid drops the set-id bits; an open moves
+  // the atime): whoever caches them (the kernel, over FUSE) must drop its copy.
+  std::function<void(uint64_t ino)> attrs_changed;
 };
 
 class InodeTable;

@@ -22,6 +22,19 @@ void InodeTable::touch(Inode& d, bool a, bool m, bool c) {
   if (c) d.ctime_sec = now.tv_sec, d.ctime_nsec = uint32_t(now.tv_nsec);
 }
 
+bool InodeTable::atime_due(const InodeObj* in) const {
+  if (s_.failed || s_.opts.read_only) return false;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return atime_needs_update(in->d, s_.opts.atime, now);
+}
+
+int InodeTable::accessed(InodeObj* in) {
+  if (!atime_due(in)) return 0;
+  touch(in->d, true, false, false);
+  return isave(in, true);
+}
+
 static void table_pos(const SuperBlock& sb, uint64_t ino, uint64_t* blk, uint32_t* off) {
   const uint64_t ipb = sb.block_size / INODE_SIZE;
   *blk = sb.inode_table_start + (ino - 1) / ipb;

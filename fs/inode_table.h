@@ -38,6 +38,11 @@ class InodeTable {
   int save_superblock_journaled();
   void fill_stat(const InodeObj* in, struct stat* st) const;
   static void touch(disk::Inode& d, bool a, bool m, bool c);
+  // Whether a read or a listing now would move the atime: as the mount's policy says
+  // (atime.h), never on a read-only or failed filesystem.
+  bool atime_due(const InodeObj* in) const;
+  // touch_atime() after a read or a listing, under the exclusive lock.
+  int accessed(InodeObj* in);
 
  private:
   FsInfo& s_;

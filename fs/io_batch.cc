@@ -1,5 +1,6 @@
 #include "io_batch.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <utility>
@@ -50,8 +51,9 @@ void IoBatch::add_bio(blk_opf_t op, uint64_t sector, uint8_t* buf, uint32_t len)
     op |= REQ_POLLED;
     if (!async_) poll_hctx_ = bdev->queue->map_queue(REQ_POLLED);
   }
-  Bio* bio = bio_alloc_bioset(bdev, len ? 1 : 0, op, GFP_KERNEL, &io->bio_set());
-  if (len) bio_add_virt(bio, buf, len);
+  Bio* bio = bio_alloc_bioset(bdev, buf ? 1 : 0, op, GFP_KERNEL, &io->bio_set());
+  if (buf) bio_add_virt(bio, buf, len);
+  else bio->bi_iter.bi_size = len;  // a discard's range (a flush's 0)
   bio->bi_iter.bi_sector = sector;
   if (Bio* prev = std::exchange(last_, bio)) {
     bio_chain(prev, bio);
@@ -88,6 +90,17 @@ void IoBatch::write(uint64_t blk, uint32_t count, const void* buf, blk_opf_t fla
 }
 
 void IoBatch::flush(blk_opf_t flags) { add_bio(REQ_OP_FLUSH | flags, 0, nullptr, 0); }
+
+void IoBatch::discard(uint64_t blk, uint64_t count) {
+  constexpr uint64_t kMaxDiscardBytes = 1u << 30;  // bi_size is 32 bits
+  uint64_t off = blk * io_->block_size(), left = count * io_->block_size();
+  while (left) {
+    const uint64_t n = std::min(left, kMaxDiscardBytes);
+    add_bio(REQ_OP_DISCARD, off >> SECTOR_SHIFT, nullptr, uint32_t(n));
+    off += n;
+    left -= n;
+  }
+}
 
 // The last bio's end_io: every bio of the batch has ended, and its status is the first error.
 void IoBatch::end_io(Bio* bio) {

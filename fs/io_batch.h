@@ -43,6 +43,9 @@ class IoBatch {
   // A byte-granular form for callers that address sectors (superblock at byte 0).
   void rw_bytes(bool write, uint64_t byte_off, uint32_t len, void* buf, blk_opf_t flags = 0);
   void flush(blk_opf_t flags = REQ_PREFLUSH);
+  // REQ_OP_DISCARD of `count` blocks at `blk` (blkdev_issue_discard()): bios with a size and
+  // no data, split by the queue to max_discard_sectors.
+  void discard(uint64_t blk, uint64_t count);
   // Submits the last bio and returns without waiting for the device: a write with
   // REQ_PREFLUSH is held by blk-flush until its pre-flush completes (blockcore/blk_flush.h).
   // With a callback, the batch may already have completed (and been destroyed by it) when this

@@ -354,6 +354,14 @@ int Namei::readdir(uint64_t ino, uint64_t off,
   InodeObj* dir;
   if (int err = s_.itable->iget(ino, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  const int err = iterate_dir(dir, off, fn);
+  // iterate_dir()'s file_accessed(): a listing that was read moves the directory's atime.
+  return err ? err : s_.itable->accessed(dir);
+}
+
+int Namei::iterate_dir(InodeObj* dir, uint64_t off,
+                       const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn) {
+  const uint64_t ino = dir->ino;
   if (int err = s_.dirs->dir_load(dir)) return err;  // checks every entry of every block (dir.cc)
   // Offsets: 1 after ".", 2 after "..", then 3 + lblk * block_size + the entry's byte offset
   // (+1 for the next one), stable while other entries come and go.

@@ -40,6 +40,9 @@ class Namei {
               const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
 
  private:
+  // The listing from `off` on, under the exclusive lock.
+  int iterate_dir(InodeObj* dir, uint64_t off,
+                  const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn);
   int make_node(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev,
                 const std::string* symlink_target, struct stat* st, mode_t umask = 0);
   int new_child(InodeObj* dir, mode_t mode, uid_t uid, gid_t gid, mode_t umask, bool inherit_acl, InodeObj** out,

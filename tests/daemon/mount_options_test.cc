@@ -219,19 +219,45 @@ TEST_CASE("mount options: every number is range-checked at both ends and stored"
   }
 }
 
-// fstab's options and the kernel's default atime forms: taken, and never handed to libfuse,
-// whose session refuses each of them as unknown (`mount -o relatime` failed with "cannot create
-// the FUSE session"; xfstests' _require_relatime found it).
-TEST_CASE("mount options: fstab-only options and atime/relatime are accepted and not passed on") {
-  for (const char* opt : {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev", "atime", "relatime"}) {
+// fstab's options: taken, and never handed to libfuse, whose session refuses each of them as
+// unknown (`mount -o relatime` failed with "cannot create the FUSE session"; xfstests'
+// _require_relatime found it).
+TEST_CASE("mount options: fstab-only options are accepted and not passed on") {
+  for (const char* opt : {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"}) {
     CAPTURE(opt);
     DaemonOptions o;
     CHECK(parse_mount_options(opt, &o).message() == "");
     CHECK(o.fuse_opts.empty());
   }
+}
+
+// The atime options set the daemon's policy (fs/atime.h), the last one winning as in mount(8);
+// only the flags libfuse knows reach it.
+TEST_CASE("mount options: atime, relatime, strictatime, noatime and nodiratime set the atime policy") {
+  const struct {
+    const char* opts;
+    AtimeMode mode;
+    bool nodiratime;
+    std::vector<std::string> to_libfuse;
+  } cases[] = {
+      {"", AtimeMode::relatime, false, {}},
+      {"relatime", AtimeMode::relatime, false, {}},
+      {"strictatime", AtimeMode::strictatime, false, {}},
+      {"noatime", AtimeMode::noatime, false, {"noatime"}},
+      {"noatime,atime", AtimeMode::relatime, false, {}},
+      {"atime,noatime,noatime", AtimeMode::noatime, false, {"noatime"}},
+      {"strictatime,relatime", AtimeMode::relatime, false, {}},
+      {"nodiratime", AtimeMode::relatime, true, {"nodiratime"}},
+      {"strictatime,nodiratime", AtimeMode::strictatime, true, {"nodiratime"}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.opts);
+    DaemonOptions o;
+    CHECK(parse_mount_options(c.opts, &o).message() == "");
+    CHECK(o.fs.atime.mode == c.mode);
+    CHECK(o.fs.atime.nodiratime == c.nodiratime);
+    CHECK(o.fuse_opts == c.to_libfuse);
+  }
   DaemonOptions o;
-  CHECK(parse_mount_options("strictatime", &o).message().find("strictatime") != std::string::npos);
-  DaemonOptions d;  // a flag libfuse takes: passed on (xfstests' generic/003 remounts with it)
-  CHECK(parse_mount_options("nodiratime", &d).message() == "");
-  CHECK(d.fuse_opts == std::vector<std::string>{"nodiratime"});
+  CHECK(parse_mount_options("lazytime", &o).message().find("lazytime") != std::string::npos);
 }
