@@ -224,6 +224,7 @@ void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
 // (no SETATTR), so open itself truncates, under truncate's rules.
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   bool cache_valid = false;
+  if (int err = FS(req)->may_open(ino, fi->flags)) return (void)fuse_reply_err(req, -err);  // chattr's flags
   if (int err = FS(req)->open(ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req), reader(fi))) {
     fuse_reply_err(req, -err);
     return;
@@ -250,7 +251,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
       return (void)fuse_reply_err(req, S_ISDIR(st.st_mode) ? EISDIR : EEXIST);
     }
     bool cache_valid = false;
-    if ((err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req),
+    if ((err = FS(req)->may_open(st.st_ino, fi->flags)) == 0 && (err = FS(req)->open(st.st_ino, fi->flags & O_TRUNC, direct_writer(fi), &cache_valid, may_keep_setid(req),
                              reader(fi))) == 0)
       FS(req)->getattr(st.st_ino, &st);
     else FS(req)->forget(st.st_ino, 1);
@@ -505,9 +506,9 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_fi
   fuse_reply_write(req, size_t(n));
 }
 
-// lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, which the kernel's fileattr code forwards): biofs
-// keeps no per-inode attribute flags, so it reads none and accepts only a set of none. Every
-// other ioctl but the shutdown and FITRIM below is ENOTTY, as on a filesystem that does not know it.
+// lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, which the kernel's fileattr code forwards after
+// checking CAP_LINUX_IMMUTABLE; fs/attr_flags.h), the shutdown and FITRIM. Every other ioctl is
+// ENOTTY, as on a filesystem that does not know it.
 constexpr unsigned int kShutdown = _IOR('X', 125, uint32_t);  // EXT4_IOC_SHUTDOWN
 
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned flags,
@@ -518,18 +519,20 @@ void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file
   // Both forms: the flags word (FS_IOC_[GS]ETFLAGS) and struct fsxattr (FS_IOC_FS[GS]ETXATTR,
   // which the kernel reads first when a flags change comes in).
   const unsigned int get = FS_IOC_GETFLAGS, set = FS_IOC_SETFLAGS;  // truncated to 32 bits, as libfuse passes them
-  if (cmd == get && out_bufsz >= sizeof(int)) {
-    const int none = 0;
-    return (void)fuse_reply_ioctl(req, 0, &none, sizeof(none));
-  }
-  if (cmd == FS_IOC_FSGETXATTR && out_bufsz >= sizeof(fsxattr)) {
-    const fsxattr none{};
-    return (void)fuse_reply_ioctl(req, 0, &none, sizeof(none));
+  if ((cmd == get && out_bufsz >= sizeof(int)) || (cmd == FS_IOC_FSGETXATTR && out_bufsz >= sizeof(fsxattr))) {
+    uint32_t flags;
+    if (int err = FS(req)->get_attr_flags(ino, &flags)) return (void)fuse_reply_err(req, -err);
+    if (cmd == get) return (void)fuse_reply_ioctl(req, 0, &flags, sizeof(int));
+    fsxattr x{};
+    x.fsx_xflags = xflags_from_fs_flags(flags);
+    return (void)fuse_reply_ioctl(req, 0, &x, sizeof(x));
   }
   if ((cmd == set && in_bufsz >= sizeof(int)) || (cmd == FS_IOC_FSSETXATTR && in_bufsz >= sizeof(fsxattr))) {
-    int want;  // the flags word, or fsx_xflags (the first member)
+    uint32_t want;  // the flags word, or fsx_xflags (the first member)
     std::memcpy(&want, in_buf, sizeof(want));
-    if (want != 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
+    int64_t flags = want;
+    if (cmd != set && (flags = fs_flags_from_xflags(want)) < 0) return (void)fuse_reply_err(req, EOPNOTSUPP);
+    if (int err = FS(req)->set_attr_flags(ino, uint32_t(flags))) return (void)fuse_reply_err(req, -err);
     return (void)fuse_reply_ioctl(req, 0, nullptr, 0);
   }
   // EXT4_IOC_SHUTDOWN, XFS_IOC_GOINGDOWN's number (xfs_io's shutdown, xfstests' godown): for

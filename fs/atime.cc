@@ -21,7 +21,7 @@ bool relatime_need_update(const disk::Inode& d, const struct timespec& now) {
 }  // namespace
 
 bool atime_needs_update(const disk::Inode& d, const AtimePolicy& policy, const struct timespec& now) {
-  if (policy.mode == AtimeMode::noatime) return false;
+  if (policy.mode == AtimeMode::noatime || (d.flags & disk::INODE_NOATIME)) return false;  // or chattr +A
   if (policy.nodiratime && S_ISDIR(d.mode)) return false;
   if (policy.mode == AtimeMode::relatime && !relatime_need_update(d, now)) return false;
   return !(d.atime_sec == now.tv_sec && d.atime_nsec == uint32_t(now.tv_nsec));

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 
+#include "attr_flags.h"
 #include "extent_map.h"
 #include "file_io.h"
 #include "inode_table.h"
@@ -101,6 +102,7 @@ int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
   if (len == 0) return -EINVAL;
+  if (int err = may_fallocate(in, mode)) return err;
   inode_dio_wait(in);
   const uint64_t end = off + len;
   if (end < off || end / s_.bs >= (1ull << 40)) return -EFBIG;
@@ -163,6 +165,7 @@ int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* o
   if (int err = s_.super->maybe_commit()) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = may_setattr(in, to_set)) return err;
   Inode& d = in->d;
   if (to_set & SETATTR_SIZE) {
     if (S_ISDIR(d.mode)) return -EISDIR;
@@ -222,6 +225,13 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
     }
   }
   return 0;
+}
+
+int File::may_open(uint64_t ino, int open_flags) {
+  std::shared_lock shared(s_.lock);
+  InodeObj* in;
+  if (int err = s_.itable->iget_shared(shared, ino, &in)) return err;
+  return biofs::may_open(in, open_flags);
 }
 
 int File::release(uint64_t ino, bool direct_writer) {

@@ -25,6 +25,7 @@ class File {
   int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out, bool fsetid);
   int open(uint64_t ino, bool truncate, bool direct_writer, bool* cache_valid, bool fsetid, bool reader);
   int release(uint64_t ino, bool direct_writer);
+  int may_open(uint64_t ino, int open_flags);  // attr_flags.h
   int fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len);
   int64_t lseek(uint64_t ino, uint64_t off, int whence);
 

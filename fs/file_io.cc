@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "attr_flags.h"
 #include "extent_map.h"
 #include "file.h"
 #include "inode_table.h"
@@ -167,7 +168,8 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
   std::shared_lock shared(s_.lock);
   InodeObj* in;
   if (s_.itable->iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
-      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.failed || s_.opts.read_only)
+      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.failed || s_.opts.read_only ||
+      IS_IMMUTABLE(in) || IS_APPEND(in))  // write_locked refuses them (attr_flags.h)
     return Overwrite::not_possible;
   const uint64_t first = off / s_.bs, last = (end - 1) / s_.bs;
   for (uint64_t l = first; l <= last;) {
@@ -234,6 +236,7 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return -EINVAL;
+  if (int err = may_write(in, off)) return err;
   if (size == 0) return 0;
   const uint64_t end = off + size;
   if (end < off || end / s_.bs >= (1ull << 40)) return -EFBIG;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "attr_flags.h"
 #include "dir.h"
 #include "extent_map.h"
 #include "file.h"
@@ -172,6 +173,10 @@ class Filesystem {
   int sync() { return super_.sync(); }  // commit the running transaction and flush
   int shutdown(uint32_t flags) { return super_.shutdown(flags); }  // Super::shutdown
   int trim(const TrimRange& range, uint64_t* trimmed) { return trim_fs(s_, range, trimmed); }  // FITRIM, trim.h
+  // chattr's flags (attr_flags.h): FS_IOC_GETFLAGS / SETFLAGS, and may_open()'s rules for them.
+  int get_attr_flags(uint64_t ino, uint32_t* fs_flags) { return biofs::get_attr_flags(s_, ino, fs_flags); }
+  int set_attr_flags(uint64_t ino, uint32_t fs_flags) { return biofs::set_attr_flags(s_, ino, fs_flags); }
+  int may_open(uint64_t ino, int open_flags) { return files_.may_open(ino, open_flags); }
 
   const disk::SuperBlock& superblock() const { return s_.sb; }
   // Test hooks: make the next commit stop after its commit block; and drop the mount without

@@ -140,6 +140,11 @@ inline constexpr uint32_t INODE_INLINE_DATA = 1u << 1;   // the extent area hold
 inline constexpr uint32_t INODE_ORPHAN = 1u << 2;        // on the orphan list
 inline constexpr uint32_t INODE_DIR_HTREE = 1u << 3;     // directory block 0 is an htree root
 inline constexpr uint32_t INODE_XATTR_BLOCK = 1u << 4;   // xattr[28..35]: the external xattr block
+// chattr's flags (attr_flags.h): ext4's IMMUTABLE, APPEND, NODUMP, NOATIME.
+inline constexpr uint32_t INODE_IMMUTABLE = 1u << 5;
+inline constexpr uint32_t INODE_APPEND = 1u << 6;
+inline constexpr uint32_t INODE_NODUMP = 1u << 7;
+inline constexpr uint32_t INODE_NOATIME = 1u << 8;
 
 struct Inode {
   uint32_t mode;       // S_IFMT type and permission bits; 0: free slot

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "attr_flags.h"
 #include "dir.h"
 #include "extent_map.h"
 #include "file.h"
@@ -81,6 +82,7 @@ int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_
   if (int err = s_.itable->iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   if (dir->d.nlink == 0) return -ENOENT;  // removed directory
+  if (int err = may_create_in(dir)) return err;
   InodeObj::DirLoc loc;
   int err = s_.dirs->dir_find(dir, name, &loc);
   if (err == 0) return -EEXIST;
@@ -150,6 +152,7 @@ int Namei::tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct st
   if (int err = s_.itable->iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   if (dir->d.nlink == 0) return -ENOENT;
+  if (int err = may_create_in(dir)) return err;
   InodeObj* in;
   int err;
   if (int e = new_child(dir, S_IFREG | (mode & 07777), uid, gid, umask, true, &in, &err)) return e;
@@ -191,6 +194,8 @@ int Namei::link(uint64_t ino, uint64_t newparent, const std::string& newname, st
   if (in->d.nlink >= UINT32_MAX - 1) return -EMLINK;
   if (int err = s_.itable->iget(newparent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
+  if (int err = may_create_in(dir)) return err;
+  if (int err = may_link(in)) return err;
   InodeObj::DirLoc loc;
   if (s_.dirs->dir_find(dir, newname, &loc) == 0) return -EEXIST;
   if (int err = s_.dirs->dir_add(dir, newname, ino, dirent_type(in->d.mode))) return err;
@@ -220,6 +225,7 @@ int Namei::remove_entry(uint64_t parent, const std::string& name, bool want_dir)
   const bool is_dir = S_ISDIR(in->d.mode);
   if (want_dir && !is_dir) return -ENOTDIR;
   if (!want_dir && is_dir) return -EISDIR;
+  if (int err = may_delete_from(dir, in)) return err;
   if (int err = drop_entry(dir, name, in)) return err;
   InodeTable::touch(dir->d, false, true, true);
   if (int err = s_.itable->isave(dir)) return err;
@@ -271,6 +277,10 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
     return -ENOENT;
   }
   if (dst == src) return 0;
+  // vfs_rename(): the name leaves its directory as an unlink would; the one it replaces too,
+  // or else a name is made in the new directory.
+  if ((err = may_delete_from(sdir, src))) return err;
+  if ((err = dst ? may_delete_from(ddir, dst) : may_create_in(ddir))) return err;
   const bool sdir_is = S_ISDIR(src->d.mode);
   // A directory may not move below itself: walk up from the new parent.
   if (sdir_is && parent != newparent) {

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "attr_flags.h"
 #include "inode_table.h"
 #include "super.h"
 #include "acl.h"
@@ -169,6 +170,7 @@ int Xattr::setxattr(uint64_t ino, const std::string& name, const std::string& va
   if (int err = s_.super->maybe_commit()) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = may_change_xattrs(in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   auto it = find_attr(attrs, name);
@@ -217,6 +219,7 @@ int Xattr::removexattr(uint64_t ino, const std::string& name) {
   if (int err = s_.super->maybe_commit()) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = may_change_xattrs(in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == name; });

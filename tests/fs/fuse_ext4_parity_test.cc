@@ -357,3 +357,55 @@ TEST_CASE("fuse ext4 parity: FITRIM discards the free space, for root only, and 
   std::string out;
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
+
+// chattr's +i and +a through the mount (fs/attr_flags.h), with the real chattr and lsattr: the
+// kernel forwards the flags and checks CAP_LINUX_IMMUTABLE, biofs keeps them on disk and
+// enforces them, as ext4's VFS does. generic/079 found biofs without them.
+TEST_CASE("fuse ext4 parity: chattr +i and +a are kept across a remount and enforced, and only root sets them") {
+  if (no_fuse()) return;
+  FuseScratch s(64 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);  // so that `nobody` reaches the mount
+  pid_t pid = mount_fg(s.img, s.mnt, "allow_other");
+  const std::string i = s.mnt + "/immutable", a = s.mnt + "/append", mine = s.mnt + "/nobodys";
+  write_file(i, "fixed");
+  write_file(a, "log\n");
+  write_file(mine, "n");
+  REQUIRE(chown(mine.c_str(), kNobody, kNobody) == 0);
+  std::string out;
+  REQUIRE_MESSAGE(run("chattr +i " + i + " && chattr +a " + a, &out) == 0, out);
+  REQUIRE(run("lsattr -d " + i + " " + a, &out) == 0);
+  CHECK(out.find("----i") != std::string::npos);
+  CHECK(out.find("-----a") != std::string::npos);
+  CHECK(run("echo x > " + i) != 0);
+  CHECK(run("echo x >> " + i) != 0);
+  CHECK(unlink(i.c_str()) == -1);
+  CHECK(errno == EPERM);
+  CHECK(rename(i.c_str(), (i + "2").c_str()) == -1);
+  CHECK(run("echo more >> " + a) == 0);
+  CHECK(run("echo over > " + a) != 0);
+  CHECK(truncate(a.c_str(), 0) == -1);
+  CHECK(errno == EPERM);
+  // The owner may set nodump; immutable needs CAP_LINUX_IMMUTABLE, which the kernel checks.
+  const int fd = open(mine.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  int flags = FS_NODUMP_FL;
+  CHECK(errno_as_nobody([&] { return ioctl(fd, FS_IOC_SETFLAGS, &flags); }) == 0);
+  flags = FS_IMMUTABLE_FL;
+  CHECK(errno_as_nobody([&] { return ioctl(fd, FS_IOC_SETFLAGS, &flags); }) == EPERM);
+  close(fd);
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  pid = mount_fg(s.img, s.mnt, "");
+  REQUIRE(run("lsattr -d " + i + " " + a + " " + mine, &out) == 0);
+  CHECK(out.find("----i") != std::string::npos);
+  CHECK(out.find("-----a") != std::string::npos);
+  CHECK(out.find("d----") != std::string::npos);
+  CHECK(read_file(i) == "fixed");
+  CHECK(read_file(a) == "log\nmore\n");
+  CHECK(run("echo x > " + i) != 0);
+  REQUIRE(run("chattr -i " + i + " && chattr -a " + a) == 0);
+  CHECK(unlink(i.c_str()) == 0);
+  CHECK(run("echo over > " + a) == 0);
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
