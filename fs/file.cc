@@ -220,7 +220,7 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
     // Reads from pages the kernel kept never reach us (atime.h): a reader's open moves a due
     // atime now, rather than drop the pages to see the READ.
     if (*cache_valid && reader && s_.itable->atime_due(in)) {
-      if (int err = s_.itable->accessed(in)) return err;
+      s_.itable->accessed(in);
       if (s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
     }
   }

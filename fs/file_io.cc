@@ -65,7 +65,7 @@ void FileIo::read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone d
   // exclusive hold, once per change of the file under relatime.
   if (s_.itable->atime_due(in)) {
     shared.unlock();
-    if (int err = touch_atime(ino)) return done(err, nullptr);
+    touch_atime(ino);
     shared.lock();
     if (int err = s_.itable->iget_shared(shared, ino, &in)) {
       shared.unlock();
@@ -207,14 +207,13 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
   return Overwrite::submitted;
 }
 
-// mtime and ctime to now, journaled with the next commit (file_update_time()).
-int FileIo::touch_atime(uint64_t ino) {
+void FileIo::touch_atime(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
-  return s_.itable->accessed(in);
+  if (s_.itable->iget(ino, &in) == 0) s_.itable->accessed(in);
 }
 
+// mtime and ctime to now, journaled with the next commit (file_update_time()).
 int FileIo::update_file_times(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;

@@ -58,7 +58,7 @@ class FileIo {
   // under IOCB_DSYNC).
   bool write_iter(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, WriteDone done);
   int update_file_times(uint64_t ino);
-  int touch_atime(uint64_t ino);  // under the exclusive lock: a due atime moved (atime.h)
+  void touch_atime(uint64_t ino);  // under the exclusive lock: a due atime moved (atime.h)
   // convert_done (with handed_off) lets an aligned write into unwritten blocks be answered later
   // by the end-io worker (try_convert_async); null from the synchronous callers.
   ssize_t write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf,

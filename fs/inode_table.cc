@@ -29,10 +29,10 @@ bool InodeTable::atime_due(const InodeObj* in) const {
   return atime_needs_update(in->d, s_.opts.atime, now);
 }
 
-int InodeTable::accessed(InodeObj* in) {
-  if (!atime_due(in)) return 0;
+void InodeTable::accessed(InodeObj* in) {
+  if (!atime_due(in)) return;
   touch(in->d, true, false, false);
-  return isave(in, true);
+  (void)isave(in, true);
 }
 
 static void table_pos(const SuperBlock& sb, uint64_t ino, uint64_t* blk, uint32_t* off) {

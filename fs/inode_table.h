@@ -41,8 +41,9 @@ class InodeTable {
   // Whether a read or a listing now would move the atime: as the mount's policy says
   // (atime.h), never on a read-only or failed filesystem.
   bool atime_due(const InodeObj* in) const;
-  // touch_atime() after a read or a listing, under the exclusive lock.
-  int accessed(InodeObj* in);
+  // touch_atime() for a read or a listing, under the exclusive lock. As there, nothing fails
+  // for it: a time that cannot be saved leaves the metadata cache's error for the next commit.
+  void accessed(InodeObj* in);
 
  private:
   FsInfo& s_;

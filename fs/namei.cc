@@ -366,7 +366,8 @@ int Namei::readdir(uint64_t ino, uint64_t off,
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   const int err = iterate_dir(dir, off, fn);
   // iterate_dir()'s file_accessed(): a listing that was read moves the directory's atime.
-  return err ? err : s_.itable->accessed(dir);
+  if (!err) s_.itable->accessed(dir);
+  return err;
 }
 
 int Namei::iterate_dir(InodeObj* dir, uint64_t off,

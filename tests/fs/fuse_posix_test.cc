@@ -248,17 +248,22 @@ void posix_suite(const std::string& m) {
     CHECK(got.substr(5000) == data.substr(100));
   }
 
-  // lsattr/chattr: no attribute flags are kept; reading them works, setting none works, setting
-  // one is refused.
+  // lsattr/chattr (fs/attr_flags.h): the flags biofs keeps are set and read back, cleared
+  // again; one it does not keep is refused.
   {
     const int fd = open((m + "/dst").c_str(), O_RDONLY);
     REQUIRE(fd >= 0);
     int flags = -1;
     CHECK(ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0);
     CHECK(flags == 0);
+    flags = FS_IMMUTABLE_FL | FS_NODUMP_FL;
+    CHECK(ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0);
+    flags = 0;
+    CHECK(ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0);
+    CHECK(flags == (FS_IMMUTABLE_FL | FS_NODUMP_FL));
     flags = 0;
     CHECK(ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0);
-    flags = FS_IMMUTABLE_FL;
+    flags = FS_COMPR_FL;
     CHECK(ioctl(fd, FS_IOC_SETFLAGS, &flags) == -1);
     CHECK(errno == EOPNOTSUPP);
     close(fd);
