@@ -90,206 +90,255 @@ void report_ok(const std::string& notes) {
   if (chdir("/")) {}
 }
 
+// What a mount holds, declared in the order it is made, so destroyed in reverse.
+struct Mount {
+  explicit Mount(const CommandLine& c) : cl(c), opts(c.opts) {}
+  const CommandLine& cl;
+  const DaemonOptions& opts;
+  std::string trace_dir;        // trace=DIR, resolved
+  bool use_uring = false;       // libfuse's ring (fuse_uring=libfuse)
+  bool reactor_wanted = false;  // our ring (fuse_uring=on|auto, fuse_reactor.h)
+  std::string transport_note;   // why the transport is not the one asked for, if so
+  std::string notes;            // lines the user sees once the mount is up
+  DeviceLock lock;  // held for the daemon's life; a daemon still writing back after an unmount gets 10 s
+  DeviceOptions dopts;
+  std::unique_ptr<Device> dev;
+  std::unique_ptr<BlockIo> io;
+  std::unique_ptr<Filesystem> fs;
+  FuseContext ctx{};
+  std::unique_ptr<LiveToggles> live;
+  fuse_session* se = nullptr;
+  bool signal_handlers = false, fuse_mounted = false;
+  std::unique_ptr<FuseReactor> reactor;
+  std::unique_ptr<RingGuard> guard;
+};
+
+// The session the filesystem's attribute notices go to (MountOptions::attrs_changed), once up.
+std::atomic<fuse_session*> g_notify_session{nullptr};
+
+int tear_down(Mount& m, bool report);
+
+// A failure after the filesystem is mounted: everything made so far goes, then the one line.
+[[noreturn]] void fail_mount(Mount& m, const std::string& msg) {
+  tear_down(m, false);
+  fail(32, msg);
+}
+
+// What can be checked before the fork, with the caller's terminal and working directory: the
+// mount point, trace=DIR, the transport. 0, or the exit status having said why.
+int check_request(Mount& m) {
+  const auto say = [](const std::string& line) {
+    fprintf(stderr, "biofs: %s\n", line.c_str());
+    return 32;
+  };
+  if (access(m.cl.mountpoint.c_str(), F_OK)) return say("mount point '" + m.cl.mountpoint + "': " + strerror(errno));
+  if (Status s = resolve_trace_dir(m.opts.trace_dir, &m.trace_dir); !s.ok()) return say(s.message());
+  std::string why;
+  if (Status s = decide_fuse_uring(m.opts.fuse_uring, &m.use_uring, &why); !s.ok()) return say(s.message());
+  m.transport_note = why;
+  if (!why.empty()) m.notes = "biofs: " + why + "\n";
+  // fuse_uring=on|auto: the ring is ours (fuse_reactor.h), libfuse serves /dev/fuse only;
+  // fuse_uring=libfuse: libfuse's ring threads.
+  m.reactor_wanted = m.use_uring && m.opts.fuse_uring != FuseUring::libfuse;
+  if (m.reactor_wanted) m.use_uring = false;
+  return 0;
+}
+
+// The device, locked and traced, and the filesystem on it.
+void open_filesystem(Mount& m) {
+  const DaemonOptions& o = m.opts;
+  const std::string& spec = m.cl.device;
+  m.dopts.queues = o.queues;
+  m.dopts.qd = o.qd;
+  m.dopts.toggles = o.toggles;
+  m.dopts.poll_queues = o.poll_queues < 0 ? std::min(o.threads, 256u) : unsigned(o.poll_queues);
+  if (Status s = open_device_locked(spec, m.dopts, &m.lock, true, "biofs", &m.dev); !s.ok()) fail(32, s.message());
+  m.lock.set_serving(true);
+  if (Status s = start_block_trace(*m.dev, m.trace_dir); !s.ok()) fail(32, s.message());
+  m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096, o.toggles.bio_cache);
+  // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
+  if (m.dev->kind() == DeviceSpec::Kind::ram) {
+    if (Status s = make_filesystem(*m.io, MkfsOptions{}); !s.ok()) fail(32, spec + ": " + s.message());
+  }
+  // What the filesystem changes behind the kernel's back, the kernel's copy drops at once. A
+  // write by a user without CAP_FSETID drops the file's set-id bits here (libfuse takes
+  // FUSE_CAP_HANDLE_KILLPRIV): on a direct I/O handle the kernel neither drops them itself nor
+  // refreshes the mode after the write, so it would go on showing, and exec'ing with, the bits
+  // until the attribute timeout; an open over kept pages moves the atime (fs/atime.h).
+  MountOptions mount_opts = o.fs;
+  mount_opts.attrs_changed = [](uint64_t ino) {
+    if (fuse_session* s = g_notify_session.load(std::memory_order_acquire)) fuse_lowlevel_notify_inval_inode(s, ino, -1, 0);
+  };
+  if (Status s = Filesystem::mount(*m.io, mount_opts, &m.fs); !s.ok()) fail(32, spec + ": " + s.message());
+}
+
+// The FUSE context: transport, ring scheduling, live toggles, what the stats report.
+void make_context(Mount& m) {
+  const DaemonOptions& o = m.opts;
+  FuseContext& ctx = m.ctx;
+  ctx.fs = m.fs.get();
+  ctx.writeback_cache = o.writeback_cache;
+  ctx.max_background = o.max_background;
+  ctx.owner = getuid();
+  ctx.keep_cache = o.keep_cache;
+  ctx.want_uring = m.use_uring;
+  ctx.threads = m.cl.single_thread ? 1 : o.threads;
+  ctx.requested_uring = fuse_uring_name(o.fuse_uring);
+  using RingSched = DaemonOptions::RingSched;
+  const bool guard_can_act = RingGuard::may_leave_idle();
+  ctx.ring_sched_idle = m.reactor_wanted && (o.fuse_uring_sched == RingSched::idle ||
+                                             (o.fuse_uring_sched == RingSched::auto_ && guard_can_act));
+  if (ctx.ring_sched_idle && !guard_can_act)
+    m.notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
+               "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
+  ctx.ring_plug = o.fuse_uring_plug;
+  ctx.ring_hot = o.fuse_uring_hot;
+  m.live = std::make_unique<LiveToggles>(m.dev.get(), &m.io->bio_set(), &ctx);
+  ctx.live = m.live.get();
+  ctx.contract = io_contract(*m.dev, m.dopts);
+  if (!m.transport_note.empty()) ctx.contract.unavailable.push_back(m.transport_note);
+  if (o.verbose) {
+    for (const std::string& line : io_contract_lines(ctx.contract)) m.notes += "biofs: contract: " + line + "\n";
+    const char* transport = m.reactor_wanted ? "the reactor (biofs's FUSE-over-io_uring server side)"
+                            : m.use_uring    ? "libfuse's ring threads"
+                                             : "/dev/fuse";
+    m.notes += std::string("biofs: contract: fuse ") + transport + ", fuse_uring=" + ctx.requested_uring +
+               ", fuse_uring_qd=" + std::to_string(o.fuse_uring_qd) + ", cover " + (o.fuse_uring_cover ? "on" : "off") +
+               ", hot " + (o.fuse_uring_hot ? "on" : "off") + ", plug " + (o.fuse_uring_plug ? "on" : "off") + "\n";
+  }
+  if (DeviceStats probe; m.dev->stats(&probe)) {
+    ctx.device_stats = [d = m.dev.get()] {
+      DeviceStats out;
+      d->stats(&out);
+      return out;
+    };
+  }
+}
+
+// libfuse's -o list. The mount's source as /proc/mounts shows it: biofs:DEVICE, or what
+// `-o fsname=NAME` says (mount.fuse(8)); libfuse splits -o at commas, so a device string's own
+// options (emu:IMG,vwc,fail_read=...) are escaped to stay inside fsname. The kernel checks
+// permissions as for ext4 (generic_permission: mode bits, supplementary groups, sticky
+// directories, ACLs, the chown/chmod/utimes rules): always, so that allow_other never opens a
+// root-owned file to everyone (fs/README.md, "Permissions").
+std::string libfuse_options(const Mount& m) {
+  std::string source = "biofs:" + m.cl.device, fsname;
+  for (const std::string& o : m.opts.fuse_opts)
+    if (o.rfind("fsname=", 0) == 0) source = o.substr(7);
+  for (char c : source) {
+    if (c == ',' || c == '\\') fsname += '\\';
+    fsname += c;
+  }
+  std::string fuse_o = "fsname=" + fsname + ",subtype=biofs,default_permissions";
+  if (m.use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(m.opts.fuse_uring_qd);
+  for (const std::string& o : m.opts.fuse_opts) {
+    if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
+    fuse_o += "," + o;
+  }
+  return fuse_o;
+}
+
+// The FUSE session, mounted, and the reactor where our ring was asked for.
+void mount_fuse(Mount& m, const char* argv0) {
+  const std::string fuse_o = libfuse_options(m);
+  std::vector<const char*> fargv = {argv0, "-o", fuse_o.c_str()};
+  if (m.cl.debug) fargv.push_back("-d");
+  fuse_args args = FUSE_ARGS_INIT(int(fargv.size()), const_cast<char**>(fargv.data()));
+  m.se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &m.ctx);
+  fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
+  if (!m.se) fail_mount(m, "cannot create the FUSE session");
+  if (fuse_set_signal_handlers(m.se)) fail_mount(m, "cannot set signal handlers");
+  m.signal_handlers = true;
+  if (fuse_session_mount(m.se, m.cl.mountpoint.c_str())) fail_mount(m, "cannot mount on '" + m.cl.mountpoint + "'");
+  m.fuse_mounted = true;
+  if (m.reactor_wanted) {
+    FuseReactor::Config rc;
+    rc.depth = m.opts.fuse_uring_qd;
+    rc.batch_end = fuse_ring_batch_end;  // ends the batch's plug, when fuse_uring_plug made one
+    rc.sched_idle = m.ctx.ring_sched_idle;
+    if (m.opts.fuse_uring_cover) rc.device_queue = m.dev->bdev()->queue;
+    rc.hot_request = fuse_hot_request;
+    rc.hot_enabled = &m.ctx.ring_hot;  // fuse_uring_hot=, live
+    rc.userdata = &m.ctx;
+    if (Status s = FuseReactor::attach(m.se, fuse_session_fd(m.se), rc, &m.reactor); !s.ok()) fail_mount(m, s.message());
+    m.ctx.reactor = m.reactor.get();
+  }
+  g_notify_session.store(m.se, std::memory_order_release);
+}
+
+// Requests until the mount goes. Idle reactor threads run only on otherwise idle CPUs: the
+// guard moves a waiting one back to SCHED_OTHER until the CPUs calm down (ring_guard.h).
+int serve(Mount& m) {
+  if (m.ctx.ring_sched_idle) {
+    RingGuard::Config gc;
+    gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));  // a reactor per CPU
+    // auto: also SCHED_OTHER while reads and writes are in flight (ring_guard.h)
+    if (m.opts.fuse_uring_sched == DaemonOptions::RingSched::auto_) gc.async_io = &m.ctx.async_requests;
+    m.guard = std::make_unique<RingGuard>(gc);
+    m.ctx.ring_guard = m.guard.get();
+  }
+  if (m.cl.single_thread) return fuse_session_loop(m.se);
+  // Reads and writes reply from the completion path, so the workers rarely block; the cap
+  // (libfuse's default is 10) matters for what does block: allocating writes, metadata.
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, 0);
+  fuse_loop_cfg_set_max_threads(cfg, m.opts.threads);
+  fuse_loop_cfg_set_idle_threads(cfg, std::min(m.opts.threads, 16u));
+  const int ret = fuse_session_loop_mt(m.se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  return ret;
+}
+
+// The one teardown, of whatever was made (a failed mount's too): the FUSE side first, then the
+// filesystem (its unmount commits), then the trace. `report`: print what the user should see.
+// The unmount's error, or 0.
+int tear_down(Mount& m, bool report) {
+  m.lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
+  // Completion threads may still be answering (aborted) requests through the session's fd:
+  // let them finish before it is closed.
+  wait_for_callbacks(m.ctx);
+  g_notify_session.store(nullptr, std::memory_order_release);
+  if (m.fuse_mounted) fuse_session_unmount(m.se);
+  if (m.reactor) m.reactor->stop();  // its entries ended with the connection
+  if (m.signal_handlers) fuse_remove_signal_handlers(m.se);
+  if (m.se) fuse_session_destroy(m.se);
+  m.se = nullptr, m.fuse_mounted = m.signal_handlers = false;
+  m.ctx.reactor = nullptr;
+  m.reactor.reset();
+  // The ring threads are gone: the guard may stop (it watched them through the teardown too).
+  if (report && m.guard && !m.guard->error().empty())
+    fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", m.guard->error().c_str());
+  m.ctx.ring_guard = nullptr;
+  m.guard.reset();
+  const int uerr = m.fs ? m.fs->unmount() : 0;
+  if (report && uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
+  const std::string trace_summary = stop_block_trace(*m.dev);
+  if (report) fputs(trace_summary.c_str(), stderr);
+  m.fs.reset();
+  return uerr;
+}
+
 }  // namespace
 
+// The steps of a mount.
 int main(int argc, char** argv) {
   CommandLine cl;
   if (Status s = parse_command_line(argc, argv, &cl); !s.ok()) {
     fprintf(stderr, "biofs: %s\n", s.message().c_str());
     return 1;
   }
-  if (cl.list_toggles) {
-    fputs(list_toggles_text().c_str(), stdout);
+  if (cl.list_toggles || cl.help) {
+    fputs(cl.list_toggles ? list_toggles_text().c_str() : usage_text().c_str(), stdout);
     return 0;
   }
-  if (cl.help) {
-    fputs(usage_text().c_str(), stdout);
-    return 0;
-  }
-  const DaemonOptions& opts = cl.opts;
-  const std::string& spec = cl.device;
-  const std::string& mnt = cl.mountpoint;
-  if (access(mnt.c_str(), F_OK)) {
-    fprintf(stderr, "biofs: mount point '%s': %s\n", mnt.c_str(), strerror(errno));
-    return 32;
-  }
-  // trace=DIR: resolved now, before the daemon leaves the caller's working directory.
-  std::string trace_dir;
-  if (Status s = resolve_trace_dir(opts.trace_dir, &trace_dir); !s.ok()) {
-    fprintf(stderr, "biofs: %s\n", s.message().c_str());
-    return 32;
-  }
-  bool use_uring = false;
-  std::string notes;
-  if (Status s = decide_fuse_uring(opts.fuse_uring, &use_uring, &notes); !s.ok()) {
-    fprintf(stderr, "biofs: %s\n", s.message().c_str());
-    return 32;
-  }
-  const std::string transport_note = notes;  // why the transport is not the one asked for, if so
-  if (!notes.empty()) notes = "biofs: " + notes + "\n";
-  // Fork before any thread exists (the device starts completion threads).
-  if (!cl.foreground) daemonize();
-  // Held for the daemon's life; a daemon still writing back after an unmount gets 10 s.
-  DeviceLock lock;
-  DeviceOptions dopts;
-  dopts.queues = opts.queues;
-  dopts.qd = opts.qd;
-  dopts.toggles = opts.toggles;
-  dopts.poll_queues = opts.poll_queues < 0 ? std::min(opts.threads, 256u) : unsigned(opts.poll_queues);
-  std::unique_ptr<Device> dev;
-  if (Status s = open_device_locked(spec, dopts, &lock, true, "biofs", &dev); !s.ok()) fail(32, s.message());
-  lock.set_serving(true);
-  if (Status s = start_block_trace(*dev, trace_dir); !s.ok()) fail(32, s.message());
-  BlockIo io(dev->bdev(), 4096, opts.toggles.bio_cache);
-  // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
-  if (dev->kind() == DeviceSpec::Kind::ram) {
-    if (Status s = make_filesystem(io, MkfsOptions{}); !s.ok()) fail(32, spec + ": " + s.message());
-  }
-  // A write by a user without CAP_FSETID drops the file's set-id bits here (libfuse takes
-  // FUSE_CAP_HANDLE_KILLPRIV): on a direct I/O handle the kernel neither drops them itself nor
-  // refreshes the mode after the write, so it would go on showing, and exec'ing with, the bits
-  // until the attribute timeout. ext4 drops them at once: so does the kernel's copy here.
-  static std::atomic<fuse_session*> notify_session{nullptr};
-  MountOptions mount_opts = opts.fs;
-  mount_opts.attrs_changed = [](uint64_t ino) {
-    if (fuse_session* s = notify_session.load(std::memory_order_acquire)) fuse_lowlevel_notify_inval_inode(s, ino, -1, 0);
-  };
-  std::unique_ptr<Filesystem> fs;
-  if (Status s = Filesystem::mount(io, mount_opts, &fs); !s.ok()) fail(32, spec + ": " + s.message());
-
-  FuseContext ctx{fs.get(), opts.writeback_cache, opts.max_background, getuid(), opts.keep_cache};
-  // fuse_uring=on|auto: the ring is ours (fuse_reactor.h), libfuse serves /dev/fuse only;
-  // fuse_uring=libfuse: libfuse's ring threads.
-  const bool reactor_wanted = use_uring && opts.fuse_uring != FuseUring::libfuse;
-  if (reactor_wanted) use_uring = false;
-  ctx.want_uring = use_uring;
-  ctx.threads = cl.single_thread ? 1 : opts.threads;
-  ctx.requested_uring = fuse_uring_name(opts.fuse_uring);
-  using RingSched = DaemonOptions::RingSched;
-  const bool guard_can_act = RingGuard::may_leave_idle();
-  ctx.ring_sched_idle = reactor_wanted && (opts.fuse_uring_sched == RingSched::idle ||
-                                      (opts.fuse_uring_sched == RingSched::auto_ && guard_can_act));
-  if (ctx.ring_sched_idle && !guard_can_act)
-    notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
-             "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
-  ctx.ring_plug = opts.fuse_uring_plug;
-  ctx.ring_hot = opts.fuse_uring_hot;
-  LiveToggles live(dev.get(), &io.bio_set(), &ctx);
-  ctx.live = &live;
-  ctx.contract = io_contract(*dev, dopts);
-  if (!transport_note.empty()) ctx.contract.unavailable.push_back(transport_note);
-  if (opts.verbose) {
-    for (const std::string& line : io_contract_lines(ctx.contract)) notes += "biofs: contract: " + line + "\n";
-    const char* transport = reactor_wanted ? "the reactor (biofs's FUSE-over-io_uring server side)"
-                            : use_uring    ? "libfuse's ring threads"
-                                           : "/dev/fuse";
-    notes += std::string("biofs: contract: fuse ") + transport + ", fuse_uring=" + ctx.requested_uring +
-             ", fuse_uring_qd=" + std::to_string(opts.fuse_uring_qd) + ", cover " +
-             (opts.fuse_uring_cover ? "on" : "off") + ", hot " + (opts.fuse_uring_hot ? "on" : "off") + ", plug " +
-             (opts.fuse_uring_plug ? "on" : "off") + "\n";
-  }
-  if (DeviceStats probe; dev->stats(&probe)) {
-    ctx.device_stats = [d = dev.get()] {
-      DeviceStats out;
-      d->stats(&out);
-      return out;
-    };
-  }
-  // The mount's source as /proc/mounts shows it: biofs:DEVICE, or what `-o fsname=NAME` says
-  // (mount.fuse(8)). libfuse splits -o at commas: a device string's own options
-  // (emu:IMG,vwc,fail_read=...) are escaped to stay inside fsname.
-  std::string source = "biofs:" + spec, fsname;
-  for (const std::string& o : opts.fuse_opts)
-    if (o.rfind("fsname=", 0) == 0) source = o.substr(7);
-  for (char c : source) {
-    if (c == ',' || c == '\\') fsname += '\\';
-    fsname += c;
-  }
-  // The kernel checks permissions as for ext4 (generic_permission: mode bits, supplementary
-  // groups, sticky directories, ACLs, the chown/chmod/utimes rules): always, so that
-  // allow_other never opens a root-owned file to everyone (fs/README.md, "Permissions").
-  std::string fuse_o = "fsname=" + fsname + ",subtype=biofs,default_permissions";
-  if (use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(opts.fuse_uring_qd);
-  for (const std::string& o : opts.fuse_opts) {
-    if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
-    fuse_o += "," + o;
-  }
-  std::vector<const char*> fargv = {argv[0], "-o", fuse_o.c_str()};
-  if (cl.debug) fargv.push_back("-d");
-  fuse_args args = FUSE_ARGS_INIT(int(fargv.size()), const_cast<char**>(fargv.data()));
-  fuse_session* se = fuse_session_new(&args, biofs_fuse_ops(), sizeof(fuse_lowlevel_ops), &ctx);
-  fuse_opt_free_args(&args);  // libfuse may have grown its own copy of the arguments
-  if (!se) fail(32, "cannot create the FUSE session");
-  if (fuse_set_signal_handlers(se)) fail(32, "cannot set signal handlers");
-  if (fuse_session_mount(se, mnt.c_str())) {
-    fuse_remove_signal_handlers(se);
-    fuse_session_destroy(se);
-    fs->unmount();
-    fail(32, "cannot mount on '" + mnt + "'");
-  }
-  std::unique_ptr<FuseReactor> reactor;
-  if (reactor_wanted) {
-    FuseReactor::Config rc;
-    rc.depth = opts.fuse_uring_qd;
-    rc.batch_end = fuse_ring_batch_end;  // ends the batch's plug, when fuse_uring_plug made one
-    rc.sched_idle = ctx.ring_sched_idle;
-    if (opts.fuse_uring_cover) rc.device_queue = dev->bdev()->queue;
-    rc.hot_request = fuse_hot_request;
-    rc.hot_enabled = &ctx.ring_hot;  // fuse_uring_hot=, live
-    rc.userdata = &ctx;
-    if (Status s = FuseReactor::attach(se, fuse_session_fd(se), rc, &reactor); !s.ok()) {
-      fuse_session_unmount(se);
-      fuse_remove_signal_handlers(se);
-      fuse_session_destroy(se);
-      fs->unmount();
-      fail(32, s.message());
-    }
-    ctx.reactor = reactor.get();
-  }
-  notify_session.store(se, std::memory_order_release);
-  report_ok(notes);
-  // Idle reactor threads run only on otherwise idle CPUs: the guard moves a waiting one back to
-  // SCHED_OTHER until the CPUs calm down (ring_guard.h). There is a reactor per CPU.
-  std::unique_ptr<RingGuard> guard;
-  if (ctx.ring_sched_idle) {
-    RingGuard::Config gc;
-    gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));
-    // auto: also SCHED_OTHER while reads and writes are in flight (ring_guard.h)
-    if (opts.fuse_uring_sched == RingSched::auto_) gc.async_io = &ctx.async_requests;
-    guard = std::make_unique<RingGuard>(gc);
-    ctx.ring_guard = guard.get();
-  }
-  int ret;
-  if (cl.single_thread) {
-    ret = fuse_session_loop(se);
-  } else {
-    // Reads and writes reply from the completion path, so the workers rarely block; the cap
-    // (libfuse's default is 10) matters for what does block: allocating writes, metadata.
-    fuse_loop_config* cfg = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_clone_fd(cfg, 0);
-    fuse_loop_cfg_set_max_threads(cfg, opts.threads);
-    fuse_loop_cfg_set_idle_threads(cfg, std::min(opts.threads, 16u));
-    ret = fuse_session_loop_mt(se, cfg);
-    fuse_loop_cfg_destroy(cfg);
-  }
-  lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
-  // Completion threads may still be answering (aborted) requests through the session's fd:
-  // let them finish before it is closed.
-  wait_for_callbacks(ctx);
-  notify_session.store(nullptr, std::memory_order_release);
-  fuse_session_unmount(se);
-  if (reactor) reactor->stop();  // its entries ended with the connection
-  fuse_remove_signal_handlers(se);
-  fuse_session_destroy(se);
-  ctx.reactor = nullptr;
-  reactor.reset();
-  // The ring threads are gone: the guard may stop (it watched them through the teardown too).
-  if (guard && !guard->error().empty()) fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", guard->error().c_str());
-  ctx.ring_guard = nullptr;
-  guard.reset();
-  const int uerr = fs->unmount();
-  if (uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
-  fputs(stop_block_trace(*dev).c_str(), stderr);
-  fs.reset();
-  return (ret || uerr) ? 1 : 0;
+  Mount m(cl);
+  if (int code = check_request(m)) return code;
+  if (!cl.foreground) daemonize();  // before any thread exists (the device starts completion threads)
+  open_filesystem(m);
+  make_context(m);
+  mount_fuse(m, argv[0]);
+  report_ok(m.notes);
+  const int served = serve(m);
+  const int unmounted = tear_down(m, true);
+  return (served || unmounted) ? 1 : 0;
 }
