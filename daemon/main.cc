@@ -230,6 +230,15 @@ std::string libfuse_options(const Mount& m) {
     fsname += c;
   }
   std::string fuse_o = "fsname=" + fsname + ",subtype=biofs,default_permissions";
+  // Mounted by root, device nodes and set-id bits count, as on ext4: libfuse's default is
+  // nodev,nosuid (a user's mount must not bring in either); -o nodev / nosuid as anywhere.
+  const auto given = [&](const char* o) {
+    return std::find(m.opts.fuse_opts.begin(), m.opts.fuse_opts.end(), o) != m.opts.fuse_opts.end();
+  };
+  if (getuid() == 0) {
+    if (!given("nodev")) fuse_o += ",dev";
+    if (!given("nosuid")) fuse_o += ",suid";
+  }
   if (m.use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(m.opts.fuse_uring_qd);
   for (const std::string& o : m.opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;

@@ -409,3 +409,36 @@ TEST_CASE("fuse ext4 parity: chattr +i and +a are kept across a remount and enfo
   unmount(s.mnt, pid);
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
+
+// A root mount counts device nodes and set-id bits, as ext4 does (libfuse's default, nodev and
+// nosuid, protects a user's mount); -o nodev,nosuid as asked. generic/184 (writing to a
+// character device made on the mount) found it.
+TEST_CASE("fuse ext4 parity: a root mount opens device nodes and runs set-id programs, unless nodev and nosuid") {
+  if (no_fuse()) return;
+  if (geteuid() != 0) {
+    MESSAGE("skipped: needs root (mknod, a set-id root program)");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);  // so that `nobody` reaches the mount
+  for (const char* opts : {"allow_other", "allow_other,nodev,nosuid"}) {
+    CAPTURE(opts);
+    const bool plain = std::string(opts) == "allow_other";
+    const pid_t pid = mount_fg(s.img, s.mnt, opts);
+    const std::string null = s.mnt + "/null", id = s.mnt + "/id";
+    if (plain) {
+      REQUIRE(mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0);
+      REQUIRE(run("cp /usr/bin/id " + id + " && chmod 4755 " + id) == 0);
+    }
+    const int fd = open(null.c_str(), O_WRONLY);
+    CHECK((fd >= 0) == plain);
+    if (fd >= 0) {
+      CHECK(write(fd, "fred", 4) == 4);  // the host's /dev/null: it takes anything
+      close(fd);
+    }
+    std::string out;
+    REQUIRE(run("su nobody -s /bin/sh -c '" + id + " -u'", &out) == 0);
+    CHECK(out == (plain ? "0\n" : "65534\n"));
+    unmount(s.mnt, pid);
+  }
+}
