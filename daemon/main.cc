@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -114,7 +115,15 @@ struct Mount {
 };
 
 // The session the filesystem's attribute notices go to (MountOptions::attrs_changed), once up.
-std::atomic<fuse_session*> g_notify_session{nullptr};
+// A notice is written to the session's fd under the lock, so the teardown, which clears the
+// session under it, never closes the fd beneath a notice in flight.
+std::mutex g_notify_lock;
+fuse_session* g_notify_session = nullptr;
+
+void set_notify_session(fuse_session* se) {
+  std::lock_guard g(g_notify_lock);
+  g_notify_session = se;
+}
 
 int tear_down(Mount& m, bool report);
 
@@ -167,7 +176,8 @@ void open_filesystem(Mount& m) {
   // until the attribute timeout; an open over kept pages moves the atime (fs/atime.h).
   MountOptions mount_opts = o.fs;
   mount_opts.attrs_changed = [](uint64_t ino) {
-    if (fuse_session* s = g_notify_session.load(std::memory_order_acquire)) fuse_lowlevel_notify_inval_inode(s, ino, -1, 0);
+    std::lock_guard g(g_notify_lock);
+    if (g_notify_session) fuse_lowlevel_notify_inval_inode(g_notify_session, ino, -1, 0);
   };
   if (Status s = Filesystem::mount(*m.io, mount_opts, &m.fs); !s.ok()) fail(32, spec + ": " + s.message());
 }
@@ -272,7 +282,7 @@ void mount_fuse(Mount& m, const char* argv0) {
     if (Status s = FuseReactor::attach(m.se, fuse_session_fd(m.se), rc, &m.reactor); !s.ok()) fail_mount(m, s.message());
     m.ctx.reactor = m.reactor.get();
   }
-  g_notify_session.store(m.se, std::memory_order_release);
+  set_notify_session(m.se);
 }
 
 // Requests until the mount goes. Idle reactor threads run only on otherwise idle CPUs: the
@@ -306,7 +316,7 @@ int tear_down(Mount& m, bool report) {
   // Completion threads may still be answering (aborted) requests through the session's fd:
   // let them finish before it is closed.
   wait_for_callbacks(m.ctx);
-  g_notify_session.store(nullptr, std::memory_order_release);
+  set_notify_session(nullptr);
   if (m.fuse_mounted) fuse_session_unmount(m.se);
   if (m.reactor) m.reactor->stop();  // its entries ended with the connection
   if (m.signal_handlers) fuse_remove_signal_handlers(m.se);
