@@ -6,8 +6,6 @@ namespace biofs {
 
 using namespace disk;
 
-static inline bool test_bit(const uint8_t* bits, uint64_t i) { return bits[i / 8] & (1u << (i % 8)); }
-
 int FsAllocator::load() {
   const uint64_t bpb = bitmap_bits_per_block(sb_.block_size);
   auto count = [&](uint64_t start, uint64_t nblocks, uint32_t magic, uint64_t total, uint64_t* free) {
@@ -17,7 +15,7 @@ int FsAllocator::load() {
       if (int err = cache_.get(start + i, magic, &b)) return err;
       const uint8_t* bits = b->data.data() + sizeof(BlockHeader);
       const uint64_t n = std::min(bpb, total - i * bpb);
-      for (uint64_t k = 0; k < n; k++) *free += !test_bit(bits, k);
+      for (uint64_t k = 0; k < n; k++) *free += !bitmap_bit(bits, k);
     }
     return 0;
   };
@@ -62,9 +60,9 @@ int FsAllocator::alloc_blocks(uint64_t goal, uint64_t want, uint64_t* start, uin
         i += 7;
         continue;
       }
-      if (test_bit(bits, i)) continue;
+      if (bitmap_bit(bits, i)) continue;
       uint64_t n = 1;
-      while (n < want && i + n < limit && !test_bit(bits, i + n)) n++;
+      while (n < want && i + n < limit && !bitmap_bit(bits, i + n)) n++;
       *start = base + i;
       *got = n;
       if (int err = set_bits(sb_.block_bitmap_start, BLK_BLOCK_BITMAP, *start, n, true)) return err;
@@ -115,7 +113,7 @@ int FsAllocator::alloc_inode(uint64_t* ino) {
     const uint64_t base = pos / bpb * bpb;
     const uint64_t limit = std::min(bpb, sb_.inode_count - base);
     for (uint64_t i = pos - base; i < limit; i++) {
-      if (test_bit(bits, i)) continue;
+      if (bitmap_bit(bits, i)) continue;
       if (int err = set_bits(sb_.inode_bitmap_start, BLK_INODE_BITMAP, base + i, 1, true)) return err;
       free_inodes_--;
       next_inode_ = base + i + 1;

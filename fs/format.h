@@ -118,6 +118,8 @@ inline constexpr uint32_t BLK_JOURNAL_REVOKE = 0x56524a42;  // "BJRV" (format on
 inline constexpr uint32_t bitmap_bits_per_block(uint32_t block_size) {
   return (block_size - uint32_t(sizeof(BlockHeader))) * 8;
 }
+// Whether bit i of a bitmap block's bits (after its header) is set: in use.
+inline bool bitmap_bit(const uint8_t* bits, uint64_t i) { return bits[i / 8] & (1u << (i % 8)); }
 
 // ---- inodes: INODE_SIZE bytes each, inode number n in slot n-1 of the table ------------------
 // Table blocks have no header: each inode has its own crc (seeded with its number, so an inode

@@ -13,8 +13,6 @@ using namespace disk;
 
 namespace {
 
-bool block_used(const uint8_t* bits, uint64_t i) { return bits[i / 8] & (1u << (i % 8)); }
-
 // One bitmap block's share of [first, last], under the exclusive lock: its free runs of at least
 // minlen blocks discarded. The lock is held until they are done, so no run is allocated and
 // written while its discard is in flight (ext4 marks the extent used for the same reason,
@@ -30,12 +28,12 @@ int trim_group(FsInfo& s, uint64_t first, uint64_t last, uint64_t minlen, uint64
   IoBatch batch(&s.io);
   uint64_t blocks = 0;
   for (uint64_t i = first - base; i <= last - base;) {
-    if (block_used(bits, i)) {
+    if (bitmap_bit(bits, i)) {
       i++;
       continue;
     }
     uint64_t n = 1;
-    while (i + n <= last - base && !block_used(bits, i + n)) n++;
+    while (i + n <= last - base && !bitmap_bit(bits, i + n)) n++;
     if (n >= minlen) {
       batch.discard(base + i, n);
       blocks += n;

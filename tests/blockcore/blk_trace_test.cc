@@ -368,14 +368,20 @@ TEST_CASE("btt reads blkparse's dump: D2C and Q2C for every request") {
   CHECK(samples("Q2C") == "4");
 }
 
+// A ring of 16 records whose writer's timer never fires within a test.
+static BlkTraceConfig sixteen_record_ring(const std::string& dir) {
+  BlkTraceConfig cfg;
+  cfg.dir = dir;
+  cfg.name = "biofs";
+  cfg.ring_records = 16;
+  cfg.drain_ms = 600'000;
+  return cfg;
+}
+
 TEST_CASE("a full ring drops records and counts them, never waits, and the sequence numbers show the gap") {
   TracedQueue t(64, 255);
   REQUIRE(blk_trace_remove(t.q.get()));
-  BlkTraceConfig cfg;
-  cfg.dir = t.dir;
-  cfg.name = "biofs";
-  cfg.ring_records = 16;
-  cfg.drain_ms = 600'000;  // the writer empties the ring only at the end: no timer, no kick
+  BlkTraceConfig cfg = sixteen_record_ring(t.dir);  // the writer empties the ring only at the end: no timer, no kick
   cfg.kick_at_half = false;
   REQUIRE(blk_trace_setup(t.q.get(), cfg).ok());
   for (int i = 0; i < 64; i++) t.write(sector_t(i) * 16, 4096);  // never waits on the trace
@@ -394,11 +400,7 @@ TEST_CASE("a full ring drops records and counts them, never waits, and the seque
 TEST_CASE("a half-full ring wakes the writer before its timer") {
   TracedQueue t(64, 255);
   REQUIRE(blk_trace_remove(t.q.get()));
-  BlkTraceConfig cfg;
-  cfg.dir = t.dir;
-  cfg.name = "biofs";
-  cfg.ring_records = 16;
-  cfg.drain_ms = 600'000;  // the timer never fires here: only the kick can wake the writer
+  BlkTraceConfig cfg = sixteen_record_ring(t.dir);  // the timer never fires here: only the kick can wake the writer
   REQUIRE(blk_trace_setup(t.q.get(), cfg).ok());
   for (int i = 0; i < 2; i++) t.write(sector_t(i) * 16, 4096);  // the note and 8 records: half the ring
   t.driver.complete_all();
