@@ -18,9 +18,13 @@
 // The tmpfile and statx operations (O_TMPFILE; statx's birth time): 3.14 has neither, and a
 // mount on it refuses O_TMPFILE with EOPNOTSUPP and shows no birth time, as before.
 #define BIOFS_FUSE_HAS_TMPFILE_STATX 1
+// The nodiratime mount flag: 3.14's option table has noatime and not nodiratime, and its session
+// refuses it as unknown; the daemon keeps its own nodiratime rule (fs/atime.h) either way.
+#define BIOFS_FUSE_TAKES_NODIRATIME 1
 #else
 #define BIOFS_FUSE_HAS_URING 0
 #define BIOFS_FUSE_HAS_TMPFILE_STATX 0
+#define BIOFS_FUSE_TAKES_NODIRATIME 0
 #endif
 
 namespace biofs {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "daemon_switches.h"
+#include "fuse_compat.h"
 #include "lib/parse_number.h"
 #include "lib/printable.h"
 
@@ -52,7 +53,7 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   // filesystem to do). libfuse's session refuses each as an unknown option.
   static const std::set<std::string> drop = {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"};
   // The atime options: the daemon moves atime (fs/atime.h; FUSE's kernel side never does), so
-  // it keeps them; libfuse takes noatime and nodiratime for the mount's flags and refuses the rest.
+  // it keeps them; libfuse takes noatime (and nodiratime, but not 3.14) for the mount's flags and refuses the rest.
   static const std::map<std::string, AtimeMode> atime_modes = {
       {"atime", AtimeMode::relatime}, {"relatime", AtimeMode::relatime},
       {"strictatime", AtimeMode::strictatime}, {"noatime", AtimeMode::noatime}};
@@ -103,7 +104,7 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   }
   if (key == "nodiratime" && !has_value) {
     o->fs.atime.nodiratime = true;
-    o->fuse_opts.push_back(opt);
+    if (BIOFS_FUSE_TAKES_NODIRATIME) o->fuse_opts.push_back(opt);
     return Status();
   }
   if (!has_value && pass.count(key)) {
