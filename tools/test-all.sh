@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds, and
 # runs ctest in five configurations:
-#   build/        optimised build, every test (the `long` forms included); the FUSE tests a
-#                 second time with their images on /dev/shm (the emulated namespace's inline path)
+#   build/        optimised build, every test (the `long` forms included)
 #   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer, every test but the `long` and
-#                 `qemu` ones
+#                 `qemu` ones, the FUSE tests' images on /dev/shm (the emulated namespace's
+#                 inline path; elsewhere their images are on the disk, through io_uring)
 #   build-tsan/   ThreadSanitizer, every test but the `long` and `qemu` ones (`concurrent` marks
 #                 the stress tests written for it)
 #   build-fuzz/   clang + libFuzzer + ASan/UBSan: the `fuzz` label (each harness 20 s,
@@ -45,12 +45,12 @@ if [ "$quick" = 1 ]; then
   exit 0
 fi
 run_ctest build
-# The FUSE tests again with their images in memory, where the emulated namespace runs its
-# commands inline (nvme/emu_ns.h); on the disk above they go through io_uring.
-BIOFS_SCRATCH_DIR=/dev/shm run_ctest build -L fuse -LE "long|qemu"
 
+# The FUSE tests' images in memory here, where the emulated namespace runs its commands inline
+# (nvme/emu_ns.h); in the other configurations they are on the disk and go through io_uring.
 configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DBIOFS_SANITIZE=address,undefined
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan -LE "long|qemu"
+BIOFS_SCRATCH_DIR=/dev/shm ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  run_ctest build-asan -LE "long|qemu"
 
 configure_and_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DBIOFS_SANITIZE=thread
 # Left out here, run under ASan above: the cases that drive the filesystem from one thread over

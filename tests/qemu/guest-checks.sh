@@ -27,11 +27,12 @@ check() {
   name=$1
   shift
   case " $wanted " in *" $name "*) ;; *) return 0 ;; esac
+  start=$(date +%s)
   if "$@" > /tmp/check.out 2>&1; then
-    echo "PASS $name"
+    echo "PASS $name ($(( $(date +%s) - start )) s)"
     tail -n 3 /tmp/check.out
   else
-    echo "FAIL $name"
+    echo "FAIL $name ($(( $(date +%s) - start )) s)"
     cat /tmp/check.out
     failed=1
   fi
