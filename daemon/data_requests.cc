@@ -31,23 +31,10 @@ void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
     ctx->replies_elsewhere.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Whether `req` came over a FUSE ring, libfuse's or the reactor's (fuse_reactor.h), and then how
-// many requests wait behind it in its thread's ring (the reactor's: stock libfuse does not say).
-bool request_on_ring(fuse_req_t req, int* waiting) {  // req: nullptr for the reactor's hot requests
-  if (FuseReactor::current_request(nullptr, nullptr, waiting)) return true;
-  *waiting = 0;
-  return fuse_req_on_ring(req);
+// The stats' transport: the one the latest read or write came over.
+void note_transport(FuseContext* ctx, const RequestTransport* via) {
+  if (ctx->transport.load(std::memory_order_relaxed) != via) ctx->transport.store(via, std::memory_order_relaxed);
 }
-
-void note_transport(FuseContext* ctx, fuse_req_t req) {
-  const int now = FuseReactor::current_request(nullptr, nullptr, nullptr) ? 3 : fuse_req_on_ring(req) ? 2 : 1;
-  if (ctx->transport.load(std::memory_order_relaxed) != now) ctx->transport.store(now, std::memory_order_relaxed);
-}
-
-// A reactor thread runs a request to completion only when no request waits in its ring behind
-// it, nor did behind any of its last 8: a queue that fills now and then is a deep one, and a
-// thread that polls holds it up. (libfuse's ring threads always do: HeldReply.)
-thread_local uint8_t tls_backlog = 0;  // one bit per recent request: others waited behind it
 
 // Plugging across a ring batch, as the kernel's io_uring plugs across a batch of SQEs
 // (io_submit_sqes: blk_start_plug_nr_ios(submit_nr) at the first request that plugs,
@@ -66,27 +53,21 @@ void plug_ring_batch(int waiting) {
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
 // (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
 // Otherwise it is counted as asynchronous until end_data_request().
-bool decide_data_request(FuseContext* ctx, fuse_req_t req, size_t size, BlkPollGroup* group) {
+bool decide_data_request(const DataRequest& d, size_t size, BlkPollGroup* group) {
+  FuseContext* ctx = d.ctx;
   ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
   const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
-  bool receiver_free;
-  int waiting = 0;
-  if (request_on_ring(req, &waiting)) {
-    tls_backlog = uint8_t(tls_backlog << 1 | (waiting > 0));
-    receiver_free = (others == 0 && tls_backlog == 0) || ctx->want_uring;  // libfuse's ring: HeldReply waits anyway
-    if (ctx->ring_plug.load(std::memory_order_relaxed)) plug_ring_batch(waiting);
-  } else {
-    receiver_free = others + 1 < ctx->threads;
-  }
+  const bool receiver_free = d.via->receiver_free(*ctx, others, d.waiting);
+  if (d.via->plugs_batch() && ctx->ring_plug.load(std::memory_order_relaxed)) plug_ring_batch(d.waiting);
   if (size > FuseContext::POLL_MAX_BYTES || !receiver_free) return false;
   if (!blk_poll_group_start(group, ctx->fs->io().bdev()->queue)) return false;
   ctx->polled.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
-bool start_data_request(FuseContext* ctx, fuse_req_t req, size_t size, BlkPollGroup* group) {
-  const bool poll = decide_data_request(ctx, req, size, group);
-  if (!poll) ctx->async_requests.fetch_add(1, std::memory_order_relaxed);
+bool start_data_request(const DataRequest& d, size_t size, BlkPollGroup* group) {
+  const bool poll = decide_data_request(d, size, group);
+  if (!poll) d.ctx->async_requests.fetch_add(1, std::memory_order_relaxed);
   return poll;
 }
 
@@ -136,25 +117,16 @@ class HeldReply {
 
 
 // The reply to a read or write, from its callback or (HeldReply) its handler, ending its trace.
-void reply_read(const DataRequest& d, StageToken t, ssize_t n, const uint8_t* data) {
+void reply_read(const RequestTransport& via, void* who, StageToken t, ssize_t n, const uint8_t* data) {
   if (tracing_on()) [[unlikely]]
-    BIOFS_PROBE(fuse, fuse_request_reply, d.who, n);
-  if (d.hot) FuseReactor::reply_hot(d.who, n < 0 ? int(-n) : 0, data, n < 0 ? 0 : size_t(n));
-  else if (n < 0) fuse_reply_err(d.req(), int(-n));
-  else fuse_reply_buf(d.req(), reinterpret_cast<const char*>(data), size_t(n));
+    BIOFS_PROBE(fuse, fuse_request_reply, who, n);
+  via.reply_read(who, n, data);
   stage_request_reply(t);
 }
-void reply_write(const DataRequest& d, StageToken t, ssize_t n) {
+void reply_write(const RequestTransport& via, void* who, StageToken t, ssize_t n) {
   if (tracing_on()) [[unlikely]]
-    BIOFS_PROBE(fuse, fuse_request_reply, d.who, n);
-  if (d.hot) {
-    const fuse_write_out out{uint32_t(n < 0 ? 0 : n), 0};
-    FuseReactor::reply_hot(d.who, n < 0 ? int(-n) : 0, &out, sizeof(out));
-  } else if (n < 0) {
-    fuse_reply_err(d.req(), int(-n));
-  } else {
-    fuse_reply_write(d.req(), size_t(n));
-  }
+    BIOFS_PROBE(fuse, fuse_request_reply, who, n);
+  via.reply_write(who, n);
   stage_request_reply(t);
 }
 
@@ -165,35 +137,30 @@ void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
     BIOFS_PROBE(fuse, fuse_request_receive, d.who, FUSE_READ, size, ino, off);
   const StageToken t = stage_request_received();
   FuseContext* ctx = d.ctx;
-  note_transport(ctx, d.req());
+  note_transport(ctx, d.via);
   BlkPollGroup group;
+  const bool poll = start_data_request(d, size, &group);
+  std::optional<HeldReply> held_reply;
+  HeldReply* held = d.via->holds_reply() ? &held_reply.emplace(d.payload) : nullptr;
   // Over io_uring the reply's payload buffer is the request's own (page-aligned) and the reply
   // goes without a copy when the data is already there: the read goes straight into it.
-  char* payload = nullptr;
-  size_t payload_size = 0;
-  const bool reactor = FuseReactor::current_request(&payload, &payload_size, nullptr);
-  const bool on_ring = reactor || fuse_req_on_ring(d.req());  // req is gone once answered
-  const bool poll = start_data_request(ctx, d.req(), size, &group);
-  if (!reactor && on_ring && fuse_req_ring_payload(d.req(), &payload, &payload_size) != 0) payload = nullptr;
-  std::optional<HeldReply> held_reply;
-  HeldReply* held = !reactor && on_ring ? &held_reply.emplace(payload) : nullptr;
   const Kiocb iocb{.ki_pos = uint64_t(off), .ki_poll = poll ? &group : nullptr,
-                   .ki_buf = reinterpret_cast<uint8_t*>(payload), .ki_buf_size = payload_size};
-  // Captured field by field so that the bools pack (the callback's room is 48 bytes).
-  ctx->fs->read_async(ino, iocb, size, [ctx, who = d.who, t, held, receiver = pthread_self(), hot = d.hot,
-                                                 on_ring, poll](ssize_t n, const uint8_t* data) {
-    const DataRequest d{ctx, who, hot};
-    end_data_request(d.ctx, poll);
+                   .ki_buf = reinterpret_cast<uint8_t*>(d.payload), .ki_buf_size = d.payload_size};
+  // Captured field by field, the transport as its number (the callback's room is 48 bytes).
+  ctx->fs->read_async(ino, iocb, size, [ctx, who = d.who, t, held, receiver = pthread_self(), via = d.via->id(),
+                                        poll](ssize_t n, const uint8_t* data) {
+    end_data_request(ctx, poll);
     if (held) return held->finish(n, data);
-    count_reply_elsewhere(d.ctx, on_ring, receiver);
-    reply_read(d, t, n, data);
-    end_callback(d.ctx);
+    const RequestTransport& transport = RequestTransport::by_id(via);
+    count_reply_elsewhere(ctx, transport.on_ring(), receiver);
+    reply_read(transport, who, t, n, data);
+    end_callback(ctx);
   });
   if (poll) blk_poll_group_wait(&group);
   if (held) {
     const uint8_t* data;
     const ssize_t n = held->wait(&data);
-    reply_read(d, t, n, data);
+    reply_read(*d.via, d.who, t, n, data);
     end_callback(ctx);
   }
 }
@@ -204,9 +171,7 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
     BIOFS_PROBE(fuse, fuse_request_receive, d.who, FUSE_WRITE, size, ino, off);
   const StageToken t = stage_request_received();
   FuseContext* ctx = d.ctx;
-  note_transport(ctx, d.req());
-  const bool reactor = FuseReactor::current_request(nullptr, nullptr, nullptr);
-  const bool on_ring = reactor || fuse_req_on_ring(d.req());  // req is gone once answered
+  note_transport(ctx, d.via);
   // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.
@@ -215,30 +180,30 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
     const Kiocb iocb{.ki_pos = uint64_t(off), .ki_flags = keep_setid ? 0u : unsigned(IOCB_KILL_SUIDGID)};
     const ssize_t n = ctx->fs->write_durable(ino, iocb, size, buf, (fi->flags & O_SYNC) != O_SYNC);
     ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
-    return reply_write(d, t, n);
+    return reply_write(*d.via, d.who, t, n);
   }
   BlkPollGroup group;
-  const bool poll = start_data_request(ctx, d.req(), size, &group);
+  const bool poll = start_data_request(d, size, &group);
   std::optional<HeldReply> held_reply;  // libfuse's ring: see read_data
-  HeldReply* held = on_ring && !reactor ? &held_reply.emplace() : nullptr;
+  HeldReply* held = d.via->holds_reply() ? &held_reply.emplace() : nullptr;
   Kiocb iocb{.ki_pos = uint64_t(off), .ki_poll = poll ? &group : nullptr};
   if (!fi->writepage && !keep_setid) iocb.ki_flags |= IOCB_KILL_SUIDGID;  // writeback: the kernel has seen to the bits
   // The data stays put until the reply: the ring's payload buffer is the request's until
   // then, and a /dev/fuse worker's buffer (page-aligned payload: libfuse's buf_alloc) is
   // not reused before this handler returns, which a polled write waits for.
-  if (on_ring || poll) iocb.ki_flags |= IOCB_BUF_STAYS;
+  if (d.via->on_ring() || poll) iocb.ki_flags |= IOCB_BUF_STAYS;
   ctx->fs->write_async(ino, iocb, size, buf, [ctx, who = d.who, t, held, receiver = pthread_self(),
-                                              hot = d.hot, on_ring, poll](ssize_t n) {
-    const DataRequest d{ctx, who, hot};
-    end_data_request(d.ctx, poll);
+                                              via = d.via->id(), poll](ssize_t n) {
+    end_data_request(ctx, poll);
     if (held) return held->finish(n);
-    count_reply_elsewhere(d.ctx, on_ring, receiver);
-    reply_write(d, t, n);
-    end_callback(d.ctx);
+    const RequestTransport& transport = RequestTransport::by_id(via);
+    count_reply_elsewhere(ctx, transport.on_ring(), receiver);
+    reply_write(transport, who, t, n);
+    end_callback(ctx);
   });
   if (poll) blk_poll_group_wait(&group);
   if (held) {
-    reply_write(d, t, held->wait());
+    reply_write(*d.via, d.who, t, held->wait());
     end_callback(ctx);
   }
 }
@@ -247,7 +212,8 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
 // would pass on (fuse_lowlevel.c, 3.18), without its request allocation, session lock and
 // decoding.
 void fuse_hot_request(void* userdata, const FuseReactor::HotRequest& r) {
-  const DataRequest d{static_cast<FuseContext*>(userdata), r.entry, true};
+  const DataRequest d{static_cast<FuseContext*>(userdata), &reactor_hot_transport(), r.entry, r.payload,
+                      r.payload_size, r.waiting};
   if (r.in->opcode == FUSE_READ) {
     const auto* a = static_cast<const fuse_read_in*>(r.arg);
     return read_data(d, r.in->nodeid, a->size, off_t(a->offset));

@@ -1,7 +1,8 @@
 // Reads and writes: how each is dispatched from the FUSE request to its bios and back to the
 // reply. Whether its handler runs it to completion (polling its queue) or lets the completion
 // path reply; the plug across a ring batch; libfuse's stock ring, where the handler must reply
-// itself (HeldReply); the reactor's hot requests, decoded from the ring entry. The op_* handlers
+// itself (HeldReply); the reactor's hot requests, decoded from the ring entry. What differs by
+// transport, the request's RequestTransport says (request_transport.h). The op_* handlers
 // (fuse_ops.cc) and the reactor (fuse_reactor.h) call in here.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 
 #include "fuse_ops.h"
+#include "request_transport.h"
 
 namespace biofs {
 
@@ -18,16 +20,6 @@ namespace biofs {
 // fsync after an O_DSYNC write there (fuse_direct_write_iter), unlike on a cached handle
 // (generic_write_sync after the write), so such a write must itself be durable (write_data).
 inline constexpr uint64_t FH_DIRECT_IO = 1;
-
-// A read or write, and who answers it: libfuse's request, or the ring entry of one the reactor
-// decoded itself (FuseReactor::HotRequest, fuse_hot_request()).
-struct DataRequest {
-  FuseContext* ctx;
-  void* who;  // libfuse's fuse_req_t, or the reactor's entry (hot)
-  bool hot;
-  fuse_req_t req() const { return hot ? nullptr : static_cast<fuse_req_t>(who); }
-  void* entry() const { return hot ? who : nullptr; }
-};
 
 void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off);
 // keep_setid: the writer may keep set-id bits (CAP_FSETID).

@@ -302,11 +302,11 @@ void op_statx(fuse_req_t req, fuse_ino_t ino, int, int, fuse_file_info*) {
 #endif
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
-  read_data({CTX(req), req, false}, ino, size, off);
+  read_data(libfuse_data_request(CTX(req), req), ino, size, off);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
-  write_data({CTX(req), req, false}, ino, buf, size, off, fi, may_keep_setid(req));
+  write_data(libfuse_data_request(CTX(req), req), ino, buf, size, off, fi, may_keep_setid(req));
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -449,8 +449,8 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     const uid_t uid = fuse_req_ctx(req)->uid;
     if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
     FuseContext* ctx = CTX(req);
-    static const char* const transports[] = {"none yet", "/dev/fuse", "libfuse ring", "reactor"};
-    FuseStats fuse{ctx->requested_uring, transports[ctx->transport.load(std::memory_order_relaxed)],
+    const RequestTransport* via = ctx->transport.load(std::memory_order_relaxed);
+    FuseStats fuse{ctx->requested_uring, via ? via->name() : "none yet",
                    ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
     fuse.polled = ctx->polled.load(std::memory_order_relaxed);
     fuse.libfuse = fuse_pkgversion();

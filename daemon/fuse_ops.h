@@ -15,6 +15,8 @@
 
 namespace biofs {
 
+class RequestTransport;
+
 struct FuseContext {
   Filesystem* fs;
   bool writeback_cache = false;
@@ -47,9 +49,9 @@ struct FuseContext {
   // Replies to io_uring requests sent by a thread other than the request's ring thread (the
   // completion path's), for the stats.
   std::atomic<uint64_t> replies_elsewhere{0};
-  // The transport the latest read or write came through: 0 none yet, 1 /dev/fuse, 2 libfuse's
-  // ring, 3 the reactor's ring (fuse_reactor.h).
-  std::atomic<int> transport{0};
+  // The transport the latest read or write came through (request_transport.h), for the stats;
+  // nullptr: none yet.
+  std::atomic<const RequestTransport*> transport{nullptr};
   // Run to completion (blockcore/blk_poll.h): a worker waits for the I/O of a read or write of
   // at most POLL_MAX_BYTES, reaping its own poll queue and replying itself, when another
   // thread is free to receive the next request: fewer data requests are in the daemon than

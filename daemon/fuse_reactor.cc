@@ -52,8 +52,10 @@ constexpr uint64_t kWakeTag = 1;    // user_data of the eventfd poll; entries ar
 constexpr uint64_t kDeviceTag = 2;  // user_data of the poll of the covered queue's completions
 
 thread_local Queue* tls_queue = nullptr;  // the reactor thread's own queue
-thread_local Entry* tls_entry = nullptr;  // the request its thread is handling
-thread_local int tls_waiting = 0;         // completions behind it in the batch
+// The request a reactor thread has handed to libfuse, for the length of that call: libfuse's
+// request has no room for it (FuseReactor::decoding).
+thread_local Entry* tls_decoding = nullptr;
+thread_local int tls_decoding_waiting = 0;  // completions behind it in the batch
 
 }  // namespace
 
@@ -225,8 +227,8 @@ struct Queue {
   bool create(size_t payload_size, unsigned depth);
   void register_fixed_buffers(size_t payload_size);
   void run();
-  void handle(Entry* e);
-  bool hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz);
+  void handle(Entry* e, int waiting);
+  bool hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz, int waiting);
 };
 
 bool Queue::create(size_t payload_size, unsigned depth) {
@@ -303,7 +305,6 @@ void Queue::run() {
     for (unsigned i = 0; i < n; i++) {
       const uint64_t tag = io_uring_cqe_get_data64(batch[i]);
       const int res = batch[i]->res;
-      tls_waiting = int(n - i - 1);
       if (tag == kDeviceTag) {  // reaped below, after the batch
         device_ready = true;
         if (!(batch[i]->flags & IORING_CQE_F_MORE)) arm_device_poll();
@@ -322,10 +323,9 @@ void Queue::run() {
           r->set_error(std::string("the FUSE reactor: the kernel ended a ring entry: ") + strerror(-res));
         continue;
       }
-      handle(e);
+      handle(e, int(n - i - 1));  // the rest of the batch waits behind it
     }
     io_uring_cq_advance(&ring, n);
-    tls_waiting = 0;
     if (r->cfg.batch_end) r->cfg.batch_end(r->cfg.userdata);
     if (covers) {  // back where it waits: cover the queue again and reap what it finished
       blk_cover_resume();
@@ -340,7 +340,7 @@ void Queue::run() {
 // A READ or WRITE goes to the hot handler straight from the entry (Config::hot_request); the
 // rest is laid out as /dev/fuse delivers it, in front of the payload, for libfuse to decode; its
 // handler (or a later thread) replies through reactor_writev().
-void Queue::handle(Entry* e) {
+void Queue::handle(Entry* e, int waiting) {
   const auto* in = reinterpret_cast<const fuse_in_header*>(e->hdr->in_out);
   const uint32_t payload_sz = e->hdr->ring_ent_in_out.payload_sz;
   e->commit_id = e->hdr->ring_ent_in_out.commit_id;
@@ -351,8 +351,7 @@ void Queue::handle(Entry* e) {
     FuseReactor::reply_hot(e, EIO, nullptr, 0);
     return;
   }
-  tls_entry = e;
-  if (hot(e, in, payload_sz)) {
+  if (hot(e, in, payload_sz, waiting)) {
     bump(hot_requests);
   } else {
     const size_t op_sz = in->len - head - payload_sz;
@@ -364,14 +363,15 @@ void Queue::handle(Entry* e) {
     buf.size = in->len;
     buf.mem = start;
     buf.fd = -1;
+    tls_decoding = e, tls_decoding_waiting = waiting;
     fuse_session_process_buf(r->se, &buf);
+    tls_decoding = nullptr;
   }
-  tls_entry = nullptr;
 }
 
 // Hands a READ or WRITE to the hot handler, when there is one and the request is whole (a
 // write's data all in the payload, a read's room there); false: libfuse takes it.
-bool Queue::hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz) {
+bool Queue::hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz, int waiting) {
   if (!r->cfg.hot_request) return false;
   if (r->cfg.hot_enabled && !r->cfg.hot_enabled->load(std::memory_order_relaxed)) return false;
   if (in->opcode == FUSE_READ) {
@@ -381,7 +381,7 @@ bool Queue::hot(Entry* e, const fuse_in_header* in, uint32_t payload_sz) {
   } else {
     return false;
   }
-  r->cfg.hot_request(r->cfg.userdata, FuseReactor::HotRequest{in, e->hdr->op_in, e->payload, e->payload_size, e});
+  r->cfg.hot_request(r->cfg.userdata, FuseReactor::HotRequest{in, e->hdr->op_in, e->payload, e->payload_size, waiting, e});
   return true;
 }
 
@@ -548,11 +548,11 @@ std::string FuseReactor::error() const {
   return impl_->err;
 }
 
-bool FuseReactor::current_request(char** payload, size_t* payload_size, int* waiting) {
-  Entry* e = tls_entry;
+bool FuseReactor::decoding(char** payload, size_t* payload_size, int* waiting) {
+  Entry* e = tls_decoding;
   if (!e) return false;
-  if (payload) *payload = e->payload, *payload_size = e->payload_size;
-  if (waiting) *waiting = tls_waiting;
+  *payload = e->payload, *payload_size = e->payload_size;
+  *waiting = tls_decoding_waiting;
   return true;
 }
 

@@ -48,6 +48,7 @@ class FuseReactor {
     const void* arg;           // its fuse_read_in or fuse_write_in
     char* payload;             // a write's data (arg's size bytes), or where a read's data goes
     size_t payload_size;
+    int waiting;               // requests behind it in its thread's batch
     void* entry;               // names the request to reply_hot()
   };
   // Answers a hot request, from any thread: `error` a positive errno or 0, and on success the
@@ -88,10 +89,11 @@ class FuseReactor {
   // is known ("" while nothing went wrong).
   std::string error() const;
 
-  // On a reactor thread inside a request's handler: the request's payload buffer, where a
-  // read's data may go directly (the reply then sends it without a copy), and how many
-  // requests wait in this thread's batch behind it. False elsewhere.
-  static bool current_request(char** payload, size_t* payload_size, int* waiting);
+  // On a reactor thread inside the handler of a request the reactor handed to libfuse (not a
+  // hot one: HotRequest carries these): the request's payload buffer, where a read's data may
+  // go directly (the reply then sends it without a copy), and how many requests wait in this
+  // thread's batch behind it. False elsewhere.
+  static bool decoding(char** payload, size_t* payload_size, int* waiting);
 
   // Requests received and replies committed, for the stats.
   uint64_t requests() const;
