@@ -9,7 +9,6 @@
 
 #include "file.h"
 #include "inode_table.h"
-#include "super.h"
 
 namespace biofs {
 
@@ -93,7 +92,7 @@ int set_attr_flags(FsInfo& s, uint64_t ino, uint32_t fs_flags) {
   if (fs_flags & ~kept) return -EOPNOTSUPP;
   std::unique_lock ex(s.lock);
   if (s.opts.read_only) return -EROFS;
-  if (int err = s.super->maybe_commit()) return err;
+  if (int err = s.commit.maybe_commit()) return err;
   InodeObj* in;
   if (int err = s.itable->iget(ino, &in)) return err;
   uint32_t all = 0;

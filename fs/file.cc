@@ -16,7 +16,6 @@
 #include "inode_table.h"
 #include "io_batch.h"
 #include "io_buf.h"
-#include "super.h"
 #include "xattr.h"
 
 namespace biofs {
@@ -97,7 +96,7 @@ int File::zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_
 
 int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   std::unique_lock ex(s_.lock);
-  if (int err = s_.super->maybe_commit(len / s_.bs + 8)) return err;
+  if (int err = s_.commit.maybe_commit(len / s_.bs + 8)) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
@@ -162,7 +161,7 @@ int64_t File::lseek(uint64_t ino, uint64_t off, int whence) {
 
 int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* out, bool fsetid) {
   std::unique_lock ex(s_.lock);
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (int err = may_setattr(in, to_set)) return err;
@@ -202,7 +201,7 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (truncate_it && S_ISREG(in->d.mode)) {
     if (s_.opts.read_only) return -EROFS;
-    if (int err = s_.super->maybe_commit()) return err;
+    if (int err = s_.commit.maybe_commit()) return err;
     if (int err = truncate(in, 0)) return err;
     // The kernel sends no SETATTR for an atomic O_TRUNC: the truncation's killing of the
     // set-id bits (should_remove_suid) and of the capability (cap_inode_killpriv) is ours.
@@ -241,7 +240,7 @@ int File::release(uint64_t ino, bool direct_writer) {
   InodeObj* in = it->second.get();
   if (in->open) in->open--;
   if (direct_writer && in->direct_writers) in->direct_writers--;
-  if (int err = s_.super->maybe_commit()) return err;  // as forget(): a run of last closes commits as it goes
+  if (int err = s_.commit.maybe_commit()) return err;  // as forget(): a run of last closes commits as it goes
   s_.itable->maybe_free_inode(in);
   return 0;
 }

@@ -168,7 +168,7 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
   std::shared_lock shared(s_.lock);
   InodeObj* in;
   if (s_.itable->iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
-      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.failed || s_.opts.read_only ||
+      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.commit.failed() || s_.opts.read_only ||
       IS_IMMUTABLE(in) || IS_APPEND(in))  // write_locked refuses them (attr_flags.h)
     return Overwrite::not_possible;
   const uint64_t first = off / s_.bs, last = (end - 1) / s_.bs;
@@ -218,7 +218,7 @@ int FileIo::update_file_times(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
-  if (!S_ISREG(in->d.mode) || s_.failed || s_.opts.read_only) return -EINVAL;
+  if (!S_ISREG(in->d.mode) || s_.commit.failed() || s_.opts.read_only) return -EINVAL;
   InodeTable::touch(in->d, false, true, true);
   return s_.itable->isave(in, true);
 }
@@ -231,7 +231,7 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
   const uint64_t off = iocb.ki_pos;
   const bool fsetid = !(iocb.ki_flags & IOCB_KILL_SUIDGID);
   std::unique_lock ex(s_.lock);
-  if (int err = s_.super->maybe_commit(size / s_.bs + 8)) return err;  // its blocks, edges and tree blocks
+  if (int err = s_.commit.maybe_commit(size / s_.bs + 8)) return err;  // its blocks, edges and tree blocks
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return -EINVAL;
@@ -320,7 +320,7 @@ struct FileIo::ConvertIo : EndIoWork::Item {
 // them unwritten, goes out asynchronously and is answered by end_io (fs_info.h) after the conversion.
 bool FileIo::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, const Kiocb& iocb, uint64_t first,
                                uint64_t last, uint64_t end, const char* data, WriteDone& done) {
-  if (!s_.end_io || s_.failed) return false;
+  if (!s_.end_io || s_.commit.failed()) return false;
   bool any_unwritten = false;
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
@@ -369,7 +369,7 @@ void FileIo::finish_conversions(std::vector<EndIoWork::Item*>& items) {
       auto* w = static_cast<ConvertIo*>(items[i]);
       InodeObj* in;
       if (w->io_err) results[i] = w->io_err;
-      else if (s_.failed) results[i] = s_.super->refusal();
+      else if (s_.commit.failed()) results[i] = s_.commit.refusal();
       else if (int err = s_.itable->iget(w->ino, &in)) results[i] = err;
       else {
         auto t = std::find_if(touched.begin(), touched.end(), [in](const auto& p) { return p.first == in; });

@@ -12,6 +12,7 @@
 #include "allocator.h"
 #include "atime.h"
 #include "block_io.h"
+#include "commit_policy.h"
 #include "end_io_work.h"
 #include "format.h"
 #include "fs_lock.h"
@@ -44,7 +45,7 @@ class Super;
 struct FsInfo {
   FsInfo(BlockIo& dev, const disk::SuperBlock& super_block, const MountOptions& options)
       : io(dev), sb(super_block), opts(options), journal(io, sb), cache(io, sb, journal, options.meta_cache_bytes),
-        alloc(cache, sb), bs(super_block.block_size) {}
+        alloc(cache, sb), commit(journal, cache, alloc), bs(super_block.block_size) {}
   FsInfo(const FsInfo&) = delete;
   FsInfo& operator=(const FsInfo&) = delete;
 
@@ -54,15 +55,11 @@ struct FsInfo {
   Journal journal;
   MetaCache cache;
   FsAllocator alloc;
+  CommitPolicy commit;  // when the running transaction commits; whether writing has stopped
   uint32_t bs;
   FsLock lock;
   std::unordered_map<uint64_t, std::unique_ptr<InodeObj>> inodes;
   int replayed = 0;
-  // A failed commit leaves memory ahead of the disk: from then on nothing more is written
-  // (changes get EROFS) and unmount leaves the superblock dirty, so fsck runs (as ext4's
-  // errors=remount-ro). The disk stays as of the last good commit.
-  int failed = 0;
-  bool shut_down = false;  // Super::shutdown(): failed is -EIO and changes get EIO
   bool mounted = false;
   std::unique_ptr<EndIoWork> end_io;  // unwritten-extent conversion after the data (writable mounts)
 

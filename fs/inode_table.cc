@@ -7,7 +7,6 @@
 #include <ctime>
 
 #include "extent_map.h"
-#include "super.h"
 #include "xattr.h"
 
 namespace biofs {
@@ -23,7 +22,7 @@ void InodeTable::touch(Inode& d, bool a, bool m, bool c) {
 }
 
 bool InodeTable::atime_due(const InodeObj* in) const {
-  if (s_.failed || s_.opts.read_only) return false;
+  if (s_.commit.failed() || s_.opts.read_only) return false;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
   return atime_needs_update(in->d, s_.opts.atime, now);
@@ -178,7 +177,7 @@ int InodeTable::free_orphans() {
       isave(in);
     }
     maybe_free_inode(in);
-    if (int err = s_.super->maybe_commit()) return err;
+    if (int err = s_.commit.maybe_commit()) return err;
   }
   return 0;
 }
@@ -262,7 +261,7 @@ void InodeTable::forget(uint64_t ino, uint64_t nlookup) {
   // orphan list: thousands of forgets in a row must commit as they go, as every other
   // operation does, or their transaction outgrows the journal. (A failed commit stops writing
   // and says so; forget has no one to tell.)
-  if (s_.super->maybe_commit() == 0) maybe_free_inode(in);
+  if (s_.commit.maybe_commit() == 0) maybe_free_inode(in);
 }
 
 int InodeTable::getattr(uint64_t ino, struct stat* st) {

@@ -15,7 +15,6 @@
 #include "file.h"
 #include "inode_table.h"
 #include "io_buf.h"
-#include "super.h"
 #include "xattr.h"
 #include "xattr_block.h"
 
@@ -77,7 +76,7 @@ int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_
   std::unique_lock ex(s_.lock);
   if (name.empty() || name.size() > MAX_NAME_LEN) return name.empty() ? -EINVAL : -ENAMETOOLONG;
   if (name == "." || name == ".." || name.find('/') != std::string::npos) return -EINVAL;
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* dir;
   if (int err = s_.itable->iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
@@ -147,7 +146,7 @@ int Namei::symlink(uint64_t parent, const std::string& name, const std::string& 
 
 int Namei::tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct stat* st, mode_t umask) {
   std::unique_lock ex(s_.lock);
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* dir;
   if (int err = s_.itable->iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
@@ -187,7 +186,7 @@ int Namei::readlink(uint64_t ino, std::string* target) {
 int Namei::link(uint64_t ino, uint64_t newparent, const std::string& newname, struct stat* st) {
   std::unique_lock ex(s_.lock);
   if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj *in, *dir;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (S_ISDIR(in->d.mode)) return -EPERM;
@@ -214,7 +213,7 @@ int Namei::link(uint64_t ino, uint64_t newparent, const std::string& newname, st
 
 int Namei::remove_entry(uint64_t parent, const std::string& name, bool want_dir) {
   std::unique_lock ex(s_.lock);
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* dir;
   if (int err = s_.itable->iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
@@ -260,7 +259,7 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
   if (flags & ~unsigned(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) return -EINVAL;
   if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))) return -EINVAL;
   if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj *sdir, *ddir, *src, *dst = nullptr;
   if (int err = s_.itable->iget(parent, &sdir)) return err;
   if (int err = s_.itable->iget(newparent, &ddir)) return err;

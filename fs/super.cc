@@ -34,7 +34,7 @@ int Super::start() {
   if (!S_ISDIR(root->d.mode)) return -EUCLEAN;
   if (!s_.opts.read_only && s_.sb.orphan_head) {
     if (int err = s_.itable->free_orphans()) return err;
-    if (int err = commit_locked()) return err;
+    if (int err = s_.commit.commit_locked()) return err;
   }
   s_.sb.mount_count++;
   s_.sb.mount_time = time(nullptr);
@@ -59,7 +59,7 @@ void Super::commit_thread(std::stop_token stop) {
     }
     if (stop.stop_requested()) return;
     std::unique_lock ex(s_.lock);
-    commit_locked();
+    s_.commit.commit_locked();
   }
 }
 
@@ -93,9 +93,9 @@ int Super::unmount() {
   if (s_.end_io) s_.end_io->drain();
   s_.end_io.reset();
   std::unique_lock ex(s_.lock);
-  if (s_.failed) {  // nothing more may be written: the disk stays as of the last good commit
+  if (s_.commit.failed()) {  // nothing more may be written: the disk stays as of the last good commit
     s_.mounted = false;
-    return s_.failed;
+    return s_.commit.failed();
   }
   // Inodes unlinked while open are freed now that nothing holds them.
   std::vector<InodeObj*> orphans;
@@ -105,56 +105,20 @@ int Super::unmount() {
     in->nlookup = 0;
     in->open = 0;
     s_.itable->maybe_free_inode(in);
-    if (int err = maybe_commit()) return err;
+    if (int err = s_.commit.maybe_commit()) return err;
   }
-  int err = commit_locked();
-  if (s_.failed) err = err ? err : s_.failed;
+  int err = s_.commit.commit_locked();
+  if (s_.commit.failed()) err = err ? err : s_.commit.failed();
   if (!err && !s_.opts.read_only) err = write_superblock(STATE_CLEAN);
   if (!err) err = s_.io.flush();
   s_.mounted = false;
   return err;
 }
 
-int Super::commit_locked() {
-  if (s_.failed) return refusal();
-  // A metadata read failed: the operation that met it may have stopped half-way (an entry
-  // removed, not yet added), so this transaction is not committed (ext4's journal abort).
-  if (const int rerr = s_.cache.read_error()) {
-    s_.failed = rerr;
-    fprintf(stderr, "biofs: metadata read failed (%s): no more changes are written until a remount\n",
-            strerror(-rerr));
-    return rerr;
-  }
-  int err = s_.alloc.release_pending();
-  if (!err) err = s_.cache.commit();
-  if (err) {
-    s_.failed = err;
-    fprintf(stderr, "biofs: metadata commit failed (%s): no more changes are written until a remount\n",
-            strerror(-err));
-    return err;
-  }
-  s_.cache.trim();
-  return 0;
-}
-
-int Super::maybe_commit(uint64_t need_blocks) {
-  if (s_.failed) return refusal();
-  if (s_.cache.read_error()) return commit_locked();  // refuses, and says so once
-  // Blocks freed by this transaction become allocatable only once it commits: a write right
-  // after an rm on a full filesystem would get ENOSPC while df shows the space free.
-  if (s_.alloc.pending_blocks() && s_.alloc.free_blocks() < need_blocks) return commit_locked();
-  // Leave room for the largest single operation (a write of 1 MiB touches a few bitmap blocks,
-  // an inode block, the extent tree).
-  if (s_.cache.dirty_count() + s_.alloc.pending_bitmap_blocks() + 64 > s_.journal.capacity() / 2)
-    return commit_locked();
-  s_.cache.trim();
-  return 0;
-}
-
 int Super::sync() {
   std::unique_lock ex(s_.lock);
-  if (s_.failed) return refusal();
-  if (s_.cache.dirty_count() || s_.alloc.pending_blocks()) return commit_locked();
+  if (s_.commit.failed()) return s_.commit.refusal();
+  if (s_.cache.dirty_count() || s_.alloc.pending_blocks()) return s_.commit.commit_locked();
   return s_.io.flush();
 }
 
@@ -168,11 +132,11 @@ int Super::sync() {
 // milliseconds, and reads and writes of every other file would wait for it behind the lock.
 int Super::fsync(uint64_t ino, bool datasync, bool data_durable) {
   std::unique_lock ex(s_.lock);
-  if (s_.failed) return refusal();
+  if (s_.commit.failed()) return s_.commit.refusal();
   auto it = s_.inodes.find(ino);
   const bool changed = ino == disk::ROOT_INO || it == s_.inodes.end() ||
                        (datasync ? it->second->datasync_seq : it->second->sync_seq) >= s_.journal.sequence();
-  if (changed && (s_.cache.dirty_count() || s_.alloc.pending_blocks())) return commit_locked();
+  if (changed && (s_.cache.dirty_count() || s_.alloc.pending_blocks())) return s_.commit.commit_locked();
   ex.unlock();
   return data_durable ? 0 : s_.io.flush();
 }
@@ -180,13 +144,12 @@ int Super::fsync(uint64_t ino, bool datasync, bool data_durable) {
 int Super::shutdown(uint32_t flags) {
   if (flags > GOING_FLAGS_NOLOGFLUSH) return -EINVAL;
   std::unique_lock ex(s_.lock);
-  if (s_.shut_down) return 0;
-  if (flags != GOING_FLAGS_NOLOGFLUSH && !s_.failed) {
-    commit_locked();  // a failure sets failed and says so; the shutdown goes on
+  if (s_.commit.is_shut_down()) return 0;
+  if (flags != GOING_FLAGS_NOLOGFLUSH && !s_.commit.failed()) {
+    s_.commit.commit_locked();  // a failure sets failed and says so; the shutdown goes on
     s_.io.flush();
   }
-  s_.shut_down = true;
-  if (!s_.failed) s_.failed = -EIO;
+  s_.commit.shut_down();
   fprintf(stderr, "biofs: shut down (%s): no more changes are written until a remount\n",
           flags == GOING_FLAGS_NOLOGFLUSH ? "the running transaction dropped" : "after a commit");
   return 0;

@@ -1,6 +1,6 @@
 // The mount's lifecycle (fs/ext4/super.c, fs/ext4/fsync.c, jbd2's commit timer): starting a
-// mount (journal replay, orphans), commits (on fsync, when the journal fills, and every
-// commit_interval_s), sync and fsync, statfs, unmount, and the crash hooks of the tests.
+// mount (journal replay, orphans), commits on fsync, sync and every commit_interval_s (when
+// the journal fills: commit_policy.h), statfs, shutdown, unmount, and the crash hooks of the tests.
 #pragma once
 
 #include <sys/statvfs.h>
@@ -37,15 +37,7 @@ class Super {
   // journal replay brings back what was committed. A second shutdown is a no-op.
   enum ShutdownFlags : uint32_t { GOING_FLAGS_DEFAULT = 0, GOING_FLAGS_LOGFLUSH = 1, GOING_FLAGS_NOLOGFLUSH = 2 };
   int shutdown(uint32_t flags);
-  // What a change gets once writing has stopped: EIO after a shutdown (ext4_forced_shutdown()),
-  // EROFS after a failed commit (errors=remount-ro).
-  int refusal() const { return s_.shut_down ? -EIO : -EROFS; }
 
-  // Commits when the transaction nears the journal's capacity, or when an operation about to
-  // allocate up to `need_blocks` might not find them while freed blocks wait for a commit
-  // (ext4_should_retry_alloc's forced commit, done before the operation changes anything).
-  int maybe_commit(uint64_t need_blocks = 4);
-  int commit_locked();
 
  private:
   int write_superblock(uint32_t state);

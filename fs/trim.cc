@@ -5,7 +5,6 @@
 #include <mutex>
 
 #include "io_batch.h"
-#include "super.h"
 
 namespace biofs {
 
@@ -21,7 +20,7 @@ namespace {
 int trim_group(FsInfo& s, uint64_t first, uint64_t last, uint64_t minlen, uint64_t* trimmed) {
   const uint64_t bpb = bitmap_bits_per_block(s.bs), base = first / bpb * bpb;
   std::unique_lock ex(s.lock);
-  if (s.failed) return s.super->refusal();
+  if (s.commit.failed()) return s.commit.refusal();
   Buffer* b;
   if (int err = s.cache.get(s.sb.block_bitmap_start + first / bpb, BLK_BLOCK_BITMAP, &b)) return err;
   const uint8_t* bits = b->data.data() + sizeof(BlockHeader);

@@ -16,7 +16,6 @@
 
 #include "attr_flags.h"
 #include "inode_table.h"
-#include "super.h"
 #include "acl.h"
 #include "xattr_block.h"
 
@@ -167,7 +166,7 @@ int Xattr::setxattr(uint64_t ino, const std::string& name, const std::string& va
   std::unique_lock ex(s_.lock);
   if (name.empty() || name.size() > xattr::NAME_MAX_LEN) return name.empty() ? -EINVAL : -ERANGE;
   if (!known_namespace(name)) return -EOPNOTSUPP;
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (int err = may_change_xattrs(in)) return err;
@@ -216,7 +215,7 @@ int Xattr::listxattr(uint64_t ino, std::string* names) {
 int Xattr::removexattr(uint64_t ino, const std::string& name) {
   if (!known_namespace(name)) return -EOPNOTSUPP;
   std::unique_lock ex(s_.lock);
-  if (int err = s_.super->maybe_commit()) return err;
+  if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* in;
   if (int err = s_.itable->iget(ino, &in)) return err;
   if (int err = may_change_xattrs(in)) return err;

@@ -22,20 +22,41 @@ case "${1:-}" in
   *) echo "test-all: unknown option '$1' (only --quick)" >&2; exit 2 ;;
 esac
 
-tools/install-deps.sh
 jobs=$(nproc)
 
-# Each stage's line says when it started, in seconds since this script did (SECONDS).
+# Each stage's line says when it started, in seconds since this script did (SECONDS); at the
+# end, passed or not, a table gives each stage's minutes (the last lines are what a CI log keeps).
+stages=()
+stage() {  # what
+  stages+=("$SECONDS|$*")
+  echo "== [${SECONDS} s] $*"
+}
+stage_times() {
+  local rc=$? i start name next
+  echo "== stage times (exit $rc)"
+  for i in "${!stages[@]}"; do
+    start=${stages[$i]%%|*} name=${stages[$i]#*|}
+    next=$SECONDS
+    [ $((i + 1)) -lt ${#stages[@]} ] && next=${stages[$((i + 1))]%%|*}
+    awk -v s="$((next - start))" -v n="$name" 'BEGIN { printf "%6.1f min  %s\n", s / 60, n }'
+  done
+  awk -v s="$SECONDS" 'BEGIN { printf "%6.1f min  in all\n", s / 60 }'
+}
+trap stage_times EXIT
+
+stage "install what is missing"
+tools/install-deps.sh
+
 configure_and_build() {  # dir, cmake args...
   local dir=$1; shift
-  echo "== [${SECONDS} s] build $dir $*"
+  stage "build $dir $*"
   cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" ${BUILD_TARGET:+--target "$BUILD_TARGET"}
 }
 
 run_ctest() {  # dir, ctest args...
   local dir=$1; shift
-  echo "== [${SECONDS} s] ctest in $dir $*"
+  stage "ctest in $dir $*"
   (cd "$dir" && ctest --output-on-failure --no-tests=error -j "$jobs" "$@")
 }
 
@@ -61,7 +82,7 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -LE "l
 
 # Fuzzing (tests/fuzz/README.md): clang, libFuzzer, ASan+UBSan. Each harness runs BIOFS_FUZZ_SECONDS (20) over
 # a seed corpus made at test time, beside the regression inputs (tools/fuzz-long.sh: longer).
-echo "== [${SECONDS} s] build build-fuzz (clang, libFuzzer)"
+stage "build build-fuzz (clang, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBIOFS_FUZZ=ON \
   -DBIOFS_FUZZ_SECONDS="${BIOFS_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build build-fuzz -j "$jobs" --target fuzz_all
@@ -73,4 +94,4 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-fuz
 BUILD_TARGET=fuse_suite configure_and_build build-fuse314 -DCMAKE_BUILD_TYPE=Release -DBIOFS_LTO=OFF -DBIOFS_LIBFUSE_PREFIX=
 run_ctest build-fuse314 -R '^daemon_'
 run_ctest build-fuse314 -L fuse -LE "long|qemu"
-echo "== [${SECONDS} s] done"
+stage "done"

@@ -687,9 +687,10 @@ TEST_CASE("fs core: thousands of files unlinked while open leave the orphan list
 
 TEST_CASE("fs core: a write right after a delete on a full filesystem gets the freed space, no sync between") {
   // The freed blocks wait for the next commit; the allocation forces it (ext4_should_retry_alloc)
-  // instead of answering ENOSPC while statfs shows the space free.
+  // instead of answering ENOSPC while statfs shows the space free. A journal large enough that
+  // its own rule (commit when half full) does not commit first: the rule under test must.
   MkfsOptions mo;
-  mo.journal_blocks = 64;
+  mo.journal_blocks = 512;
   Rig r(8 << 20, mo);
   const uint64_t big = fill_until_enospc(r, "big");
   REQUIRE(r.fs->unlink(disk::ROOT_INO, "big") == 0);
