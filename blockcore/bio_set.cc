@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include <cassert>
-#include <stdexcept>
+#include <cerrno>
+#include <cstring>
 
 #include "bio_cache_trim.h"
 #include "blk.h"
@@ -22,7 +23,7 @@ namespace {
 
 // Each thread has one slot per live cached bio set. A slot names its set by generation (never
 // reused), so a slot left behind by a destroyed set can never be mistaken for a new one.
-constexpr int kMaxCachedSets = 64;
+constexpr int kMaxCachedSets = BIOSET_MAX_CACHED_SETS;
 struct ThreadCacheSlot {
   uint64_t gen;
   BioAllocCache* cache;
@@ -132,6 +133,12 @@ BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, Allocator
       bio_pool_(pool_size, front_pad_ + sizeof(Bio), allocator_) {
   if (flags_ & BIOSET_NEED_BVECS)
     bvec_pool_ = std::make_unique<Mempool>(pool_size, BIO_MAX_VECS * sizeof(BioVec), allocator_);
+}
+
+int BioSet::init() {
+  if (int ret = bio_pool_.init(); ret) return ret;
+  if (bvec_pool_)
+    if (int ret = bvec_pool_->init(); ret) return ret;
   if (flags_ & BIOSET_PERCPU_CACHE) {
     const long cpus = sysconf(_SC_NPROCESSORS_CONF);
     nr_cpus_ = cpus > 0 ? unsigned(cpus) : 1;
@@ -145,11 +152,17 @@ BioSet::BioSet(unsigned pool_size, unsigned front_pad, unsigned flags, Allocator
         break;
       }
     }
-    if (cache_slot_ < 0)
-      throw std::runtime_error("biofs: more than 64 bio sets with a per-CPU cache at once");
+    if (cache_slot_ < 0) return -ENOSPC;
     cache_mode_.store(flags_ & BIOSET_CACHE_HOME ? BioCache::home : BioCache::on, std::memory_order_relaxed);
   }
   if ((flags_ & BIOSET_TRIM_IDLE) && has_cache_slot()) bio_cache_trim_register(this);
+  return 0;
+}
+
+std::string bioset_init_error(int err) {
+  if (err == -ENOSPC)
+    return "biofs: more than " + std::to_string(BIOSET_MAX_CACHED_SETS) + " bio sets with a per-CPU cache at once";
+  return std::string("biofs: a bio set's reserve: ") + std::strerror(-err);
 }
 
 bool BioSet::set_cache_mode(BioCache mode) {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "allocator.h"
@@ -53,12 +54,21 @@ struct BioSetStats {
                                            // (kernel form) no domain on the putting CPU
 };
 
+// Sets with a per-CPU cache that may exist at once (each thread keeps a slot per set).
+inline constexpr int BIOSET_MAX_CACHED_SETS = 64;
+
 class BioSet {
  public:
-  // bioset_init(): pool_size is the reserve (min_nr) of both the bio and the bvec mempool;
-  // front_pad bytes precede each bio for the caller's own structure (container_of style).
+  // pool_size is the reserve (min_nr) of both the bio and the bvec mempool; front_pad bytes
+  // precede each bio for the caller's own structure (container_of style). Nothing is allocated
+  // until init().
   BioSet(unsigned pool_size, unsigned front_pad, unsigned flags,
          AllocatorKind allocator = Allocator::default_kind());
+  // bioset_init(), once, before the first bio: fills the mempools' reserves and takes a per-CPU
+  // cache slot (BIOSET_PERCPU_CACHE). 0; -ENOMEM when a reserve cannot be filled, as the
+  // kernel's; -ENOSPC when all BIOSET_MAX_CACHED_SETS cache slots are taken (a limit of biofs's
+  // per-thread slots, not the kernel's). bioset_init_error() says which in one line.
+  int init();
   ~BioSet();  // bioset_exit(): frees every cached bio. Every bio must have been put.
   BioSet(const BioSet&) = delete;
   BioSet& operator=(const BioSet&) = delete;
@@ -129,6 +139,9 @@ class BioSet {
   // Written by putting threads: its own line, away from what every allocation reads above.
   alignas(64) std::atomic<uint64_t> remote_put_full_{0};
 };
+
+// The one line for BioSet::init()'s error.
+std::string bioset_init_error(int err);
 
 // bio_alloc_bioset(): a bio with room for nr_vecs vecs (0 for clones), or nullptr only with
 // GFP_NOWAIT when memory and the reserve are both exhausted.

@@ -13,9 +13,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <new>
-#include <stdexcept>
 #include <thread>
 
 #include "sbitmap.h"
@@ -47,16 +48,19 @@ QueueCounters& QueueCounters::operator+=(const QueueCounters& o) {
 
 // ---- tags and requests -----------------------------------------------------------------
 
-BlkMqTags::BlkMqTags(unsigned nr, size_t rq_size)
-    : nr_tags(nr), bitmap_tags(std::make_unique<SbitmapQueue>(nr)) {
+int BlkMqTags::init(unsigned nr, size_t rq_size) {
+  nr_tags = nr;
+  bitmap_tags = std::make_unique<SbitmapQueue>();
+  if (int ret = sbitmap_queue_init_node(bitmap_tags.get(), nr); ret) return ret;
   rq_size = (rq_size + 63) & ~size_t(63);
   rq_memory = std::aligned_alloc(64, rq_size * nr);
-  if (!rq_memory) throw std::bad_alloc();
+  if (!rq_memory) return -ENOMEM;
   static_rqs.resize(nr);
   for (unsigned i = 0; i < nr; i++) {
     static_rqs[i] = new (static_cast<uint8_t*>(rq_memory) + i * rq_size) Request{};
     static_rqs[i]->tag = int(i);
   }
+  return 0;
 }
 
 BlkMqTags::~BlkMqTags() { std::free(rq_memory); }
@@ -79,22 +83,30 @@ void BlkMqOps::queue_rqs(RqList* rqs) {
   }
 }
 
-RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, Toggles toggles)
+RequestQueue::RequestQueue(QueueLimits limits, BlkMqOps* ops, Toggles toggles)
     : limits_(limits),
       bio_cache_(toggles.bio_cache),
       tag_batch_(toggles.tag_batch),
       split_check_(toggles.split_check),
       nomerges_(toggles.nomerges),
-      ops_(ops), queue_depth_(set.queue_depth), bio_split_(4, 0, 0),
-      bio_flush_(4, 0, 0) {
-  if (std::string err = blk_validate_limits(limits_); !err.empty())
-    throw std::invalid_argument("queue limits: " + err);
+      ops_(ops), bio_split_(4, 0, 0),
+      bio_flush_(4, 0, 0) {}
+
+int RequestQueue::init(const TagSetConfig& set, std::string* why) {
+  auto fail = [why](int err, std::string msg) {
+    if (why) *why = std::move(msg);
+    return err;
+  };
+  if (std::string err = blk_validate_limits(limits_); !err.empty()) return fail(-EINVAL, "queue limits: " + err);
   if (set.nr_hw_queues == 0 || set.nr_hw_queues > 256)
-    throw std::invalid_argument("queues=" + std::to_string(set.nr_hw_queues) + ": expected 1..256");
+    return fail(-EINVAL, "queues=" + std::to_string(set.nr_hw_queues) + ": expected 1..256");
   if (set.nr_poll_queues > 256)
-    throw std::invalid_argument("poll_queues=" + std::to_string(set.nr_poll_queues) + ": expected 0..256");
+    return fail(-EINVAL, "poll_queues=" + std::to_string(set.nr_poll_queues) + ": expected 0..256");
   if (set.queue_depth == 0 || set.queue_depth > 65536)
-    throw std::invalid_argument("qd=" + std::to_string(set.queue_depth) + ": expected 1..65536");
+    return fail(-EINVAL, "qd=" + std::to_string(set.queue_depth) + ": expected 1..65536");
+  if (int ret = bio_split_.init(); ret) return fail(ret, bioset_init_error(ret));
+  if (int ret = bio_flush_.init(); ret) return fail(ret, bioset_init_error(ret));
+  queue_depth_ = set.queue_depth;
   nr_default_ = set.nr_hw_queues;
   nr_poll_ = set.nr_poll_queues;
   for (unsigned i = 0; i < nr_default_ + nr_poll_; i++) {
@@ -102,11 +114,14 @@ RequestQueue::RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps
     hctx->queue = this;
     hctx->queue_num = i;
     hctx->polled = i >= nr_default_;
-    hctx->tags = std::make_unique<BlkMqTags>(set.queue_depth, sizeof(Request) + set.cmd_size);
+    hctx->tags = std::make_unique<BlkMqTags>();
+    if (int ret = hctx->tags->init(set.queue_depth, sizeof(Request) + set.cmd_size); ret)
+      return fail(ret, "hardware queue " + std::to_string(i) + ": " + std::strerror(-ret));
     if (ops_->init_hctx(hctx.get(), i) != 0)
-      throw std::invalid_argument("driver refused hardware queue " + std::to_string(i));
+      return fail(-EINVAL, "driver refused hardware queue " + std::to_string(i));
     hctxs_.push_back(std::move(hctx));
   }
+  return 0;
 }
 
 RequestQueue::~RequestQueue() = default;

@@ -61,12 +61,17 @@ class BlkMqOps {
 
 // struct blk_mq_tags: a tag space and its preallocated requests.
 struct BlkMqTags {
-  BlkMqTags(unsigned nr_tags, size_t rq_size);
+  BlkMqTags() = default;  // empty until init()
+  BlkMqTags(const BlkMqTags&) = delete;
+  BlkMqTags& operator=(const BlkMqTags&) = delete;
   ~BlkMqTags();
-  unsigned nr_tags;
+  // blk_mq_init_tags() + blk_mq_alloc_rqs(): the tag map and nr_tags requests of rq_size bytes.
+  // 0, or -ENOMEM (or the tag map's -EINVAL), as the kernel's.
+  int init(unsigned nr_tags, size_t rq_size);
+  unsigned nr_tags = 0;
   std::unique_ptr<SbitmapQueue> bitmap_tags;
   std::vector<Request*> static_rqs;
-  void* rq_memory;
+  void* rq_memory = nullptr;
 };
 
 // Counts a plug gathers privately and publishes to its queue at each flush (a few atomic adds
@@ -119,8 +124,14 @@ struct BlkTraceDeleter {  // blk_trace.cc, where BlkTrace is complete
 // struct request_queue + its tag set. Also the BlockDevice bios are aimed at (bi_bdev).
 class RequestQueue {
  public:
-  // Throws std::invalid_argument with one line if the limits or the config are invalid.
-  RequestQueue(const TagSetConfig& set, QueueLimits limits, BlkMqOps* ops, Toggles toggles = {});
+  // An empty queue: init() sets it up, and nothing else may be called before it succeeds.
+  RequestQueue(QueueLimits limits, BlkMqOps* ops, Toggles toggles = {});
+  // blk_mq_alloc_tag_set() + blk_mq_alloc_queue(), once: checks the limits and the set,
+  // allocates the hardware queues with their tags and requests, and asks the driver to take
+  // each (init_hctx). 0; -EINVAL for invalid limits or settings, or a hardware queue the driver
+  // refuses; -ENOMEM when memory for the requests or the queue's bio sets runs out. With `why`,
+  // a failure leaves its one line there ("qd=0: expected 1..65536") for the caller's Status.
+  int init(const TagSetConfig& set, std::string* why = nullptr);
   ~RequestQueue();
   RequestQueue(const RequestQueue&) = delete;
   RequestQueue& operator=(const RequestQueue&) = delete;
@@ -171,7 +182,7 @@ class RequestQueue {
   BlkMqOps* ops_;
   std::vector<std::unique_ptr<BlkMqHwCtx>> hctxs_;
   unsigned nr_default_ = 0, nr_poll_ = 0;
-  unsigned queue_depth_;
+  unsigned queue_depth_ = 0;
   BioSet bio_split_;
   BioSet bio_flush_;
   std::atomic<uint64_t> requests_{0}, plug_flushes_{0}, split_checks_{0}, splits_{0}, tag_waits_{0};

@@ -2,17 +2,24 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 namespace biofs {
 
-BrdDevice::BrdDevice(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_queues,
-                     unsigned queue_depth) {
+Status BrdDevice::create(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_queues, unsigned queue_depth,
+                         std::unique_ptr<BrdDevice>* out) {
+  out->reset();
+  std::unique_ptr<BrdDevice> d(new BrdDevice());
+  if (Status s = d->init(bytes, lbs, toggles, nr_queues, queue_depth); !s.ok()) return s;
+  *out = std::move(d);
+  return Status();
+}
+
+Status BrdDevice::init(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_queues, unsigned queue_depth) {
   if (lbs < 512 || lbs > 4096 || (lbs & (lbs - 1)))
-    throw std::invalid_argument("brd: logical block size " + std::to_string(lbs) +
-                                " is not a power of two from 512 to 4096");
+    return Status::invalid_argument("brd: logical block size " + std::to_string(lbs) +
+                                    " is not a power of two from 512 to 4096");
   bytes -= bytes % lbs;
-  if (bytes == 0) throw std::invalid_argument("brd: size is smaller than one logical block");
+  if (bytes == 0) return Status::invalid_argument("brd: size is smaller than one logical block");
   QueueLimits lim;
   lim.logical_block_size = lbs;
   lim.max_hw_sectors = 2048;  // 1 MiB requests, as brd's BLK_DEF_MAX_SECTORS-ish default
@@ -26,10 +33,13 @@ BrdDevice::BrdDevice(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_
   TagSetConfig set;
   set.nr_hw_queues = nr_queues;
   set.queue_depth = queue_depth;
-  queue_ = std::make_unique<RequestQueue>(set, lim, this, toggles);
+  queue_ = std::make_unique<RequestQueue>(lim, this, toggles);
+  std::string why;
+  if (int ret = queue_->init(set, &why); ret) return Status::from_errno(ret, why);
   bdev_.queue = queue_.get();
   bdev_.capacity = bytes >> SECTOR_SHIFT;
   bdev_.name = "ram0";
+  return Status();
 }
 
 BrdDevice::~BrdDevice() = default;

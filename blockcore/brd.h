@@ -10,15 +10,21 @@
 #include <unordered_map>
 
 #include "blk_mq.h"
+#include "lib/status.h"
 
 namespace biofs {
 
 class BrdDevice : public BlkMqOps {
  public:
-  // A device of `bytes` (rounded down to whole logical blocks of `lbs` bytes). Throws
-  // std::invalid_argument if lbs is not a power of two between 512 and 4096 or bytes < lbs.
-  explicit BrdDevice(uint64_t bytes, unsigned lbs = 512, Toggles toggles = {},
-                     unsigned nr_queues = 1, unsigned queue_depth = 128);
+  // brd_alloc(): a device of `bytes` (rounded down to whole logical blocks of `lbs` bytes) into
+  // *out. Ok, or one line: invalid_argument if lbs is not a power of two between 512 and 4096,
+  // bytes < lbs, or the queue refuses a setting (nr_queues, queue_depth).
+  static Status create(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_queues, unsigned queue_depth,
+                       std::unique_ptr<BrdDevice>* out);
+  // The same with 512-byte blocks, one hardware queue of 128 tags.
+  static Status create(uint64_t bytes, std::unique_ptr<BrdDevice>* out) {
+    return create(bytes, 512, Toggles{}, 1, 128, out);
+  }
   ~BrdDevice() override;
 
   BlockDevice* bdev() { return &bdev_; }
@@ -48,6 +54,8 @@ class BrdDevice : public BlkMqOps {
   void queue_rqs(RqList* rqs) override;
 
  private:
+  BrdDevice() = default;
+  Status init(uint64_t bytes, unsigned lbs, Toggles toggles, unsigned nr_queues, unsigned queue_depth);
   blk_status_t do_request(Request* rq);
   void copy(uint64_t offset, uint8_t* mem, uint32_t len, bool write);
   void copy_from_store(uint64_t offset, uint8_t* dst, uint64_t len) const;

@@ -1,22 +1,26 @@
 #include "mempool.h"
 
+#include <cerrno>
 #include <chrono>
-#include <new>
 
 namespace biofs {
 
 Mempool::Mempool(unsigned min_nr, size_t elem_size, Allocator& allocator)
-    : allocator_(allocator), elem_size_(elem_size), min_nr_(min_nr) {
-  elements_.reserve(min_nr);
-  while (elements_.size() < min_nr) {
+    : allocator_(allocator), elem_size_(elem_size), min_nr_(min_nr) {}
+
+int Mempool::init() {
+  elements_.reserve(min_nr_);
+  while (elements_.size() < min_nr_) {
     void* e = allocator_.alloc(elem_size_);
     if (!e) {
       for (void* p : elements_) allocator_.free(p);
-      throw std::bad_alloc();
+      elements_.clear();
+      return -ENOMEM;
     }
     elements_.push_back(e);
   }
-  curr_nr_.store(min_nr, std::memory_order_relaxed);
+  curr_nr_.store(min_nr_, std::memory_order_relaxed);
+  return 0;
 }
 
 Mempool::~Mempool() {

@@ -18,8 +18,11 @@ namespace biofs {
 
 class Mempool {
  public:
-  // Fills the reserve; throws std::bad_alloc if the allocator cannot supply min_nr elements.
+  // An empty pool: init() fills the reserve.
   Mempool(unsigned min_nr, size_t elem_size, Allocator& allocator);
+  // mempool_init(): fills the reserve with min_nr elements. 0, or -ENOMEM (the reserve left
+  // empty) when the allocator cannot supply them, as the kernel's.
+  int init();
   ~Mempool();
   Mempool(const Mempool&) = delete;
   Mempool& operator=(const Mempool&) = delete;

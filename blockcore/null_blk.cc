@@ -1,7 +1,6 @@
 #include "null_blk.h"
 
 #include <chrono>
-#include <stdexcept>
 
 #include "lib/background_thread.h"
 
@@ -13,7 +12,16 @@ static uint64_t now_ns() {
                       .count());
 }
 
-NullBlk::NullBlk(const NullBlkConfig& cfg) : cfg_(cfg) {
+Status NullBlk::create(const NullBlkConfig& cfg, std::unique_ptr<NullBlk>* out) {
+  out->reset();
+  std::unique_ptr<NullBlk> d(new NullBlk(cfg));
+  if (Status s = d->init(); !s.ok()) return s;
+  *out = std::move(d);
+  return Status();
+}
+
+Status NullBlk::init() {
+  const NullBlkConfig& cfg = cfg_;
   QueueLimits lim;
   lim.logical_block_size = cfg.block_size;
   lim.max_hw_sectors = cfg.max_sectors;
@@ -24,12 +32,15 @@ NullBlk::NullBlk(const NullBlkConfig& cfg) : cfg_(cfg) {
   TagSetConfig set;
   set.nr_hw_queues = cfg.nr_queues;
   set.queue_depth = cfg.queue_depth;
-  queue_ = std::make_unique<RequestQueue>(set, lim, this, cfg.toggles);
+  queue_ = std::make_unique<RequestQueue>(lim, this, cfg.toggles);
+  std::string why;
+  if (int ret = queue_->init(set, &why); ret) return Status::from_errno(ret, why);
   bdev_.queue = queue_.get();
   bdev_.capacity = cfg.size_bytes >> SECTOR_SHIFT;
   bdev_.name = "nullb0";
   if (cfg_.irqmode == NullBlkConfig::IrqMode::timer)
     completer_ = start_background_thread("biofs-nullcq", [this](std::stop_token stop) { completion_thread(stop); });
+  return Status();
 }
 
 NullBlk::~NullBlk() { stop_background_thread(completer_); }

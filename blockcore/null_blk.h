@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "blk_mq.h"
+#include "lib/status.h"
 
 namespace biofs {
 
@@ -29,7 +30,9 @@ struct NullBlkConfig {
 
 class NullBlk : public BlkMqOps {
  public:
-  explicit NullBlk(const NullBlkConfig& cfg);
+  // null_add_dev(): the queue and, in timer mode, the completion thread, into *out. Ok, or the
+  // queue's one line (invalid_argument for a setting it refuses: "qd=0: expected 1..65536").
+  static Status create(const NullBlkConfig& cfg, std::unique_ptr<NullBlk>* out);
   ~NullBlk() override;  // waits for outstanding timer completions
 
   BlockDevice* bdev() { return &bdev_; }
@@ -40,6 +43,8 @@ class NullBlk : public BlkMqOps {
   void queue_rqs(RqList* rqs) override;
 
  private:
+  explicit NullBlk(const NullBlkConfig& cfg) : cfg_(cfg) {}
+  Status init();
   blk_status_t check(const Request* rq) const;
   void defer(RqList* list);  // timer mode: hand to the completion thread
   void completion_thread(std::stop_token stop);

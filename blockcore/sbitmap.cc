@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
-#include <stdexcept>
+#include <cerrno>
 
 namespace biofs {
 
@@ -320,15 +320,19 @@ unsigned sbitmap_current_cpu() {
   return claim_cpu_slot();
 }
 
-Sbitmap::Sbitmap(unsigned depth_, int shift_, bool round_robin_) : depth(depth_), round_robin(round_robin_) {
-  if (shift_ < 0) shift_ = sbitmap_calculate_shift(depth_);
-  if (shift_ > 6) throw std::invalid_argument("sbitmap: shift above log2(BITS_PER_LONG)");
-  shift = unsigned(shift_);
-  map_capacity = sbitmap_map_nr(this, depth_);
-  map = std::make_unique<SbitmapWord[]>(std::max(map_capacity, 1u));
-  cpu = std::make_unique<SbitmapCpu[]>(SBITMAP_NR_CPUS);
+int sbitmap_init_node(Sbitmap* sb, unsigned depth, int shift, bool round_robin) {
+  if (shift < 0) shift = sbitmap_calculate_shift(depth);
+  if (shift > 6) return -EINVAL;  // words wider than BITS_PER_LONG
+  sb->depth.store(depth, std::memory_order_relaxed);
+  sb->round_robin = round_robin;
+  sb->shift = unsigned(shift);
+  sb->map_capacity = sbitmap_map_nr(sb, depth);
+  sb->map = std::make_unique<SbitmapWord[]>(std::max(sb->map_capacity, 1u));
+  sb->cpu = std::make_unique<SbitmapCpu[]>(SBITMAP_NR_CPUS);
   if (!round_robin)
-    for (unsigned i = 0; i < SBITMAP_NR_CPUS; i++) cpu[i].alloc_hint.store(spread_hint(i, depth_), std::memory_order_relaxed);
+    for (unsigned i = 0; i < SBITMAP_NR_CPUS; i++)
+      sb->cpu[i].alloc_hint.store(spread_hint(i, depth), std::memory_order_relaxed);
+  return 0;
 }
 
 int sbitmap_get(Sbitmap* sb) {
@@ -377,8 +381,7 @@ bool sbitmap_any_bit_set(const Sbitmap* sb) {
 }
 
 namespace {
-unsigned resize(Sbitmap* sb, unsigned depth) {
-  if (depth > (sb->map_capacity << sb->shift)) throw std::invalid_argument("sbitmap_resize: beyond the allocated words");
+unsigned resize(Sbitmap* sb, unsigned depth) {  // the caller checked depth against the capacity
   GetCtx ctx;
   for (unsigned i = 0; i < sb->map_capacity; i++) fold_cleared(sb->map[i], ctx);
   sb->depth.store(depth, std::memory_order_release);
@@ -386,7 +389,13 @@ unsigned resize(Sbitmap* sb, unsigned depth) {
 }
 }  // namespace
 
-void sbitmap_resize(Sbitmap* sb, unsigned depth) { resize(sb, depth); }
+static bool resize_fits(const Sbitmap* sb, unsigned depth) { return depth <= (sb->map_capacity << sb->shift); }
+
+int sbitmap_resize(Sbitmap* sb, unsigned depth) {
+  if (!resize_fits(sb, depth)) return -EINVAL;
+  resize(sb, depth);
+  return 0;
+}
 
 SbitmapStats sbitmap_stats(const Sbitmap* sb) {
   SbitmapStats s;
@@ -406,8 +415,11 @@ SbitmapStats sbitmap_stats(const Sbitmap* sb) {
 
 // ---- SbitmapQueue ------------------------------------------------------------------------
 
-SbitmapQueue::SbitmapQueue(unsigned depth, int shift, bool round_robin)
-    : sb(depth, shift, round_robin), wake_batch(calc_wake_batch(depth, ~0u)) {}
+int sbitmap_queue_init_node(SbitmapQueue* sbq, unsigned depth, int shift, bool round_robin) {
+  if (int ret = sbitmap_init_node(&sbq->sb, depth, shift, round_robin); ret) return ret;
+  sbq->wake_batch.store(calc_wake_batch(depth, ~0u), std::memory_order_relaxed);
+  return 0;
+}
 
 int sbitmap_queue_get(SbitmapQueue* sbq, unsigned* cpu) {
   const unsigned c = sbitmap_current_cpu();
@@ -553,7 +565,8 @@ void sbitmap_queue_wake_all(SbitmapQueue* sbq) {
   for (unsigned i = 0; i < SBQ_WAIT_QUEUES; i++) ws_wake_up(&sbq->ws[i], ~0u);
 }
 
-void sbitmap_queue_resize(SbitmapQueue* sbq, unsigned depth) {
+int sbitmap_queue_resize(SbitmapQueue* sbq, unsigned depth) {
+  if (!resize_fits(&sbq->sb, depth)) return -EINVAL;
   const unsigned old_depth = sbq->sb.depth.load(std::memory_order_relaxed);
   sbq->wake_batch.store(calc_wake_batch(depth, sbq->min_shallow_depth.load(std::memory_order_relaxed)),
                         std::memory_order_relaxed);
@@ -562,6 +575,7 @@ void sbitmap_queue_resize(SbitmapQueue* sbq, unsigned depth) {
     sbitmap_queue_wake_all(sbq);  // new bits came without completions to count
   else if (freed)
     sbitmap_queue_wake_up(sbq, int(freed));
+  return 0;
 }
 
 void sbitmap_queue_min_shallow_depth(SbitmapQueue* sbq, unsigned min_shallow_depth) {

@@ -126,16 +126,14 @@ struct SbitmapStats {
 
 // struct sbitmap. Fields are public, as in the kernel; change them only through the functions.
 struct Sbitmap {
-  // sbitmap_init_node(): shift < 0 picks sbitmap_calculate_shift(depth). Hints start spread
-  // over the map (the kernel picks them at random); round_robin maps start every hint at 0.
-  Sbitmap(unsigned depth, int shift = -1, bool round_robin = false);
+  Sbitmap() = default;  // empty until sbitmap_init_node()
   Sbitmap(const Sbitmap&) = delete;
   Sbitmap& operator=(const Sbitmap&) = delete;
 
-  std::atomic<unsigned> depth;  // bits in use; sbitmap_resize() changes it
-  unsigned shift;               // log2(bits per word)
-  unsigned map_capacity;        // words allocated: depth can grow up to map_capacity << shift
-  bool round_robin;
+  std::atomic<unsigned> depth{0};  // bits in use; sbitmap_resize() changes it
+  unsigned shift = 0;              // log2(bits per word)
+  unsigned map_capacity = 0;       // words allocated: depth can grow up to map_capacity << shift
+  bool round_robin = false;
   std::unique_ptr<SbitmapWord[]> map;
   std::unique_ptr<SbitmapCpu[]> cpu;  // SBITMAP_NR_CPUS slots: alloc_hint and counters
 };
@@ -154,6 +152,11 @@ inline unsigned SB_NR_TO_BIT(const Sbitmap* sb, unsigned bitnr) { return bitnr &
 // The kernel's default word width for a depth: 64 bits, halved while the map would use fewer
 // than four words (maps under 4 bits keep 64).
 int sbitmap_calculate_shift(unsigned depth);
+// sbitmap_init_node(): sets up an empty map of `depth` bits. shift < 0 picks
+// sbitmap_calculate_shift(depth). Hints start spread over the map (the kernel picks them at
+// random); round_robin maps start every hint at 0. 0, or -EINVAL for words wider than
+// BITS_PER_LONG (shift above 6), as the kernel's.
+int sbitmap_init_node(Sbitmap* sb, unsigned depth, int shift = -1, bool round_robin = false);
 
 // This thread's slot ("smp_processor_id()"): claimed on first use, below SBITMAP_NR_CPUS.
 unsigned sbitmap_current_cpu();
@@ -172,9 +175,10 @@ bool sbitmap_test_bit(const Sbitmap* sb, unsigned bitnr);
 // Bits allocated and not freed (set in `word`, not in `cleared`), below depth.
 unsigned sbitmap_weight(const Sbitmap* sb);
 bool sbitmap_any_bit_set(const Sbitmap* sb);
-// Folds every word's `cleared`, then sets the depth; depth must be <= map_capacity << shift.
-// Bits at or above a smaller depth that are still held stay valid and may be freed later.
-void sbitmap_resize(Sbitmap* sb, unsigned depth);
+// Folds every word's `cleared`, then sets the depth. Bits at or above a smaller depth that are
+// still held stay valid and may be freed later. 0, or -EINVAL (nothing changed) for a depth
+// above map_capacity << shift (the kernel's callers never ask for one; here it is checked).
+int sbitmap_resize(Sbitmap* sb, unsigned depth);
 // Calls fn(bitnr) for each allocated, unfreed bit below depth until fn returns false.
 template <typename Fn>
 void sbitmap_for_each_set(const Sbitmap* sb, Fn fn) {
@@ -214,15 +218,14 @@ struct alignas(64) SbqWaitState {
 
 // struct sbitmap_queue.
 struct SbitmapQueue {
-  // sbitmap_queue_init_node().
-  SbitmapQueue(unsigned depth, int shift = -1, bool round_robin = false);
+  SbitmapQueue() = default;  // empty until sbitmap_queue_init_node()
   SbitmapQueue(const SbitmapQueue&) = delete;
   SbitmapQueue& operator=(const SbitmapQueue&) = delete;
 
   Sbitmap sb;
   // Read on every free.
   alignas(64) std::atomic<int> ws_active{0};  // waiters between prepare_to_wait and finish_wait
-  std::atomic<unsigned> wake_batch;
+  std::atomic<unsigned> wake_batch{0};
   std::atomic<unsigned> min_shallow_depth{~0u};
   // Written only while someone waits.
   alignas(64) std::atomic<unsigned> completion_cnt{0};
@@ -233,6 +236,8 @@ struct SbitmapQueue {
   SbqWaitState ws[SBQ_WAIT_QUEUES];
 };
 
+// sbitmap_queue_init_node(): sbitmap_init_node() and the wake batch. 0 or its -EINVAL.
+int sbitmap_queue_init_node(SbitmapQueue* sbq, unsigned depth, int shift = -1, bool round_robin = false);
 // __sbitmap_queue_get() (a leading "__" is reserved in C++): a free bit, or -1.
 int sbitmap_queue_get_bit(SbitmapQueue* sbq);
 // sbitmap_queue_get(): the same, and *cpu = the caller's slot, to hand to sbitmap_queue_clear.
@@ -254,8 +259,9 @@ unsigned long sbitmap_batch_take_window(std::atomic<unsigned long>& word, unsign
 void sbitmap_queue_clear(SbitmapQueue* sbq, unsigned nr, unsigned cpu);
 // Frees tags[i] - offset for every i, straight into `word` (rule 5), then wakes as above.
 void sbitmap_queue_clear_batch(SbitmapQueue* sbq, int offset, const int* tags, int nr_tags);
-// Changes the depth and wake_batch; a larger depth wakes every waiter.
-void sbitmap_queue_resize(SbitmapQueue* sbq, unsigned depth);
+// Changes the depth and wake_batch; a larger depth wakes every waiter. 0, or sbitmap_resize()'s
+// -EINVAL (nothing changed).
+int sbitmap_queue_resize(SbitmapQueue* sbq, unsigned depth);
 void sbitmap_queue_min_shallow_depth(SbitmapQueue* sbq, unsigned min_shallow_depth);
 // Counts nr completions if anyone waits, and wakes wake_batch waiters per wake_batch counted.
 void sbitmap_queue_wake_up(SbitmapQueue* sbq, int nr);

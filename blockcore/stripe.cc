@@ -1,31 +1,45 @@
 #include "stripe.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace biofs {
 
-StripeTarget::StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache)
+StripeTarget::StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors)
     : children_(std::move(children)),
       chunk_sectors_(chunk_sectors),
       chunk_shift_(unsigned(__builtin_ctz(chunk_sectors ? chunk_sectors : 1))),
-      clone_set_(64, 0, BIOSET_PERCPU_CACHE) {  // a cache slot always: bio_cache is live
-  clone_set_.set_cache_mode(bio_cache);
-  if (children_.empty()) throw std::invalid_argument("stripe: no child devices");
+      clone_set_(64, 0, BIOSET_PERCPU_CACHE) {}  // a cache slot always: bio_cache is live
+
+Status StripeTarget::create(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache,
+                            std::unique_ptr<StripeTarget>* out) {
+  out->reset();
+  std::unique_ptr<StripeTarget> t(new StripeTarget(std::move(children), chunk_sectors));
+  if (Status s = t->init(bio_cache); !s.ok()) return s;
+  *out = std::move(t);
+  return Status();
+}
+
+// stripe_ctr(): the geometry first, then the clone set.
+Status StripeTarget::init(BioCache bio_cache) {
+  const uint32_t chunk_sectors = chunk_sectors_;
+  if (children_.empty()) return Status::invalid_argument("stripe: no child devices");
   if (!chunk_sectors || (chunk_sectors & (chunk_sectors - 1)))
-    throw std::invalid_argument("stripe: chunk of " + std::to_string(chunk_sectors) +
-                                " sectors is not a power of two");
+    return Status::invalid_argument("stripe: chunk of " + std::to_string(chunk_sectors) +
+                                    " sectors is not a power of two");
   sector_t smallest = children_[0]->capacity;
   for (BlockDevice* child : children_) {
     smallest = std::min(smallest, child->capacity);
     if (child->queue && (child->queue->limits().logical_block_size >> SECTOR_SHIFT) > chunk_sectors)
-      throw std::invalid_argument("stripe: chunk smaller than a child's logical block");
+      return Status::invalid_argument("stripe: chunk smaller than a child's logical block");
   }
+  if (int ret = clone_set_.init(); ret) return Status::from_errno(ret, bioset_init_error(ret));
+  clone_set_.set_cache_mode(bio_cache);
   const sector_t per_child = smallest & ~sector_t(chunk_sectors - 1);
   bdev_.capacity = per_child * children_.size();
   bdev_.submit_bio_fn = &StripeTarget::submit;
   bdev_.private_data = this;
   bdev_.name = "stripe" + std::to_string(children_.size());
+  return Status();
 }
 
 unsigned StripeTarget::map_sector(sector_t sector, sector_t* child_sector) const {

@@ -7,17 +7,21 @@
 
 #include <atomic>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "blk_mq.h"
+#include "lib/status.h"
 
 namespace biofs {
 
 class StripeTarget {
  public:
-  // chunk_sectors: a power of two, at least one logical block of every child.
-  // Throws std::invalid_argument with one line when the geometry is impossible.
-  StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache = BioCache::on);
+  // The target over `children` into *out. chunk_sectors: a power of two, at least one logical
+  // block of every child. Ok, or invalid_argument with one line when the geometry is impossible,
+  // io_error when its clone bio set cannot be set up.
+  static Status create(std::vector<BlockDevice*> children, uint32_t chunk_sectors, BioCache bio_cache,
+                       std::unique_ptr<StripeTarget>* out);
   BlockDevice* bdev() { return &bdev_; }
   uint64_t clones() const { return clones_.load(std::memory_order_relaxed); }
   BioSet& clone_set() { return clone_set_; }  // its cache follows bio_cache, live (daemon/live_toggles.h)
@@ -26,6 +30,8 @@ class StripeTarget {
   unsigned map_sector(sector_t sector, sector_t* child_sector) const;
 
  private:
+  StripeTarget(std::vector<BlockDevice*> children, uint32_t chunk_sectors);
+  Status init(BioCache bio_cache);
   static void submit(BlockDevice* bdev, Bio* bio);
 
   std::vector<BlockDevice*> children_;

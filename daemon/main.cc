@@ -165,6 +165,7 @@ void open_filesystem(Mount& m) {
   m.lock.set_serving(true);
   if (Status s = start_block_trace(*m.dev, m.trace_dir); !s.ok()) fail(32, s.message());
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096, o.toggles.bio_cache);
+  if (int e = m.io->init(); e) fail(32, spec + ": " + bioset_init_error(e));
   // A RAM disk starts empty and goes with the daemon: formatted here, as tmpfs starts empty.
   if (m.dev->kind() == DeviceSpec::Kind::ram) {
     if (Status s = make_filesystem(*m.io, MkfsOptions{}); !s.ok()) fail(32, spec + ": " + s.message());

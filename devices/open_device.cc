@@ -1,7 +1,5 @@
 #include "open_device.h"
 
-#include <stdexcept>
-
 #include "blockcore/brd.h"
 #include "blockcore/null_blk.h"
 #include "device_lock.h"
@@ -60,13 +58,13 @@ int Device::poll(bool wait) {
 
 namespace {
 
-std::unique_ptr<NullBlk> make_null(NullBlkConfig cfg, const DeviceOptions& opts) {
+Status make_null(NullBlkConfig cfg, const DeviceOptions& opts, std::unique_ptr<NullBlk>* out) {
   cfg.nr_queues = opts.queues;
   cfg.queue_depth = opts.qd;
   cfg.irqmode = opts.null_irqmode;
   cfg.completion_nsec = opts.null_completion_nsec;
   cfg.toggles = opts.toggles;
-  return std::make_unique<NullBlk>(cfg);
+  return NullBlk::create(cfg, out);
 }
 
 }  // namespace
@@ -84,74 +82,74 @@ Status open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOp
   auto dev = std::make_unique<Device>();
   dev->spec_ = spec;
   dev->kind_ = ds.kind;
-  // The block layer's and the NVMe driver's constructors check their settings (queues, depth,
-  // chunk) and set up their rings as the kernel's do, by throwing: std::invalid_argument for a
-  // setting, std::runtime_error for what the system or the device refused. Here that ends, one
-  // line in a Status like every other setup error.
-  try {
-    switch (ds.kind) {
-      case DeviceSpec::Kind::null:
-        dev->nulls_.push_back(make_null(ds.null_blk, opts));
-        dev->bdev_ = dev->nulls_[0]->bdev();
-        break;
-      case DeviceSpec::Kind::stripe: {
-        std::vector<BlockDevice*> children;
-        for (unsigned i = 0; i < ds.stripe_children; i++) {
-          dev->nulls_.push_back(make_null(ds.null_blk, opts));
-          children.push_back(dev->nulls_.back()->bdev());
-        }
-        for (const std::string& member : ds.stripe_members) {
-          std::unique_ptr<Device> m;
-          if (Status s = open_device(member, opts, &m); !s.ok()) return s;
-          dev->members_.push_back(std::move(m));
-          children.push_back(dev->members_.back()->bdev());
-        }
-        dev->stripe_ = std::make_unique<StripeTarget>(children, opts.stripe_chunk_sectors, opts.toggles.bio_cache);
-        dev->bdev_ = dev->stripe_->bdev();
-        break;
-      }
-      case DeviceSpec::Kind::ram:
-        dev->brd_ = std::make_unique<BrdDevice>(ds.ram_bytes, 512, opts.toggles, opts.queues, opts.qd);
-        dev->bdev_ = dev->brd_->bdev();
-        break;
-      case DeviceSpec::Kind::emu:
-      case DeviceSpec::Kind::nvme: {
-        std::unique_ptr<NvmeTransport> transport;
-        if (ds.kind == DeviceSpec::Kind::emu) {
-          std::unique_ptr<EmuNamespace> emu;
-          if (Status s = EmuNamespace::open(ds.emu, &emu); !s.ok()) return s;
-          dev->emu_ = emu.get();
-          transport = std::move(emu);
-        } else {
-          std::unique_ptr<UringPassthru> passthru;
-          if (Status s = UringPassthru::open(ds.nvme, &passthru); !s.ok()) return s;
-          transport = std::move(passthru);
-        }
-        if (ds.faults) {
-          auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
-          dev->faults_ = &wrap->injector();
-          transport = std::move(wrap);
-        } else if (opts.settle && ds.kind == DeviceSpec::Kind::emu && !opts.completion_thread) {
-          transport = make_settle_transport(std::move(transport));
-        }
-        NvmeDriverConfig cfg;
-        cfg.nr_queues = opts.queues;
-        cfg.queue_depth = opts.qd;
-        cfg.completion_thread = opts.completion_thread;
-        cfg.completion_affinity = opts.completion_affinity;
-        cfg.nr_poll_queues = opts.poll_queues;
-        cfg.cover_look_ms = opts.cover_look_ms;
-        cfg.toggles = opts.toggles;
-        cfg.max_retries = ds.max_retries;
-        dev->nvme_ = std::make_unique<NvmeDriver>(std::move(transport), cfg);
-        dev->bdev_ = dev->nvme_->bdev();
-        break;
-      }
+  // Each layer's set-up says why it failed in one line: the block layer's and the NVMe driver's
+  // checks of their settings (queues, depth, chunk) and of what the system or the device refused.
+  switch (ds.kind) {
+    case DeviceSpec::Kind::null: {
+      std::unique_ptr<NullBlk> null;
+      if (Status s = make_null(ds.null_blk, opts, &null); !s.ok()) return s;
+      dev->nulls_.push_back(std::move(null));
+      dev->bdev_ = dev->nulls_[0]->bdev();
+      break;
     }
-  } catch (const std::invalid_argument& e) {
-    return Status::invalid_argument(e.what());
-  } catch (const std::runtime_error& e) {
-    return Status::io_error(e.what());
+    case DeviceSpec::Kind::stripe: {
+      std::vector<BlockDevice*> children;
+      for (unsigned i = 0; i < ds.stripe_children; i++) {
+        std::unique_ptr<NullBlk> null;
+        if (Status s = make_null(ds.null_blk, opts, &null); !s.ok()) return s;
+        dev->nulls_.push_back(std::move(null));
+        children.push_back(dev->nulls_.back()->bdev());
+      }
+      for (const std::string& member : ds.stripe_members) {
+        std::unique_ptr<Device> m;
+        if (Status s = open_device(member, opts, &m); !s.ok()) return s;
+        dev->members_.push_back(std::move(m));
+        children.push_back(dev->members_.back()->bdev());
+      }
+      if (Status s = StripeTarget::create(children, opts.stripe_chunk_sectors, opts.toggles.bio_cache, &dev->stripe_);
+          !s.ok())
+        return s;
+      dev->bdev_ = dev->stripe_->bdev();
+      break;
+    }
+    case DeviceSpec::Kind::ram:
+      if (Status s = BrdDevice::create(ds.ram_bytes, 512, opts.toggles, opts.queues, opts.qd, &dev->brd_); !s.ok())
+        return s;
+      dev->bdev_ = dev->brd_->bdev();
+      break;
+    case DeviceSpec::Kind::emu:
+    case DeviceSpec::Kind::nvme: {
+      std::unique_ptr<NvmeTransport> transport;
+      if (ds.kind == DeviceSpec::Kind::emu) {
+        std::unique_ptr<EmuNamespace> emu;
+        if (Status s = EmuNamespace::open(ds.emu, &emu); !s.ok()) return s;
+        dev->emu_ = emu.get();
+        transport = std::move(emu);
+      } else {
+        std::unique_ptr<UringPassthru> passthru;
+        if (Status s = UringPassthru::open(ds.nvme, &passthru); !s.ok()) return s;
+        transport = std::move(passthru);
+      }
+      if (ds.faults) {
+        auto wrap = std::make_unique<FaultTransport>(std::move(transport), ds.fault);
+        dev->faults_ = &wrap->injector();
+        transport = std::move(wrap);
+      } else if (opts.settle && ds.kind == DeviceSpec::Kind::emu && !opts.completion_thread) {
+        transport = make_settle_transport(std::move(transport));
+      }
+      NvmeDriverConfig cfg;
+      cfg.nr_queues = opts.queues;
+      cfg.queue_depth = opts.qd;
+      cfg.completion_thread = opts.completion_thread;
+      cfg.completion_affinity = opts.completion_affinity;
+      cfg.nr_poll_queues = opts.poll_queues;
+      cfg.cover_look_ms = opts.cover_look_ms;
+      cfg.toggles = opts.toggles;
+      cfg.max_retries = ds.max_retries;
+      if (Status s = NvmeDriver::create(std::move(transport), cfg, &dev->nvme_); !s.ok()) return s;
+      dev->bdev_ = dev->nvme_->bdev();
+      break;
+    }
   }
   *out = std::move(dev);
   return Status();

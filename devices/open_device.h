@@ -96,7 +96,7 @@ class Device {
 
 // Opens the device a string names into *out. Ok, or one line (and *out null): invalid_argument
 // for a bad string or setting, not_found for a missing backing file or device node, io_error
-// when the system or the device refuses. Nothing here throws for what the user gave.
+// when the system or the device refuses. Nothing here or below it throws.
 Status open_device(const std::string& spec, const DeviceOptions& opts, std::unique_ptr<Device>* out);
 // The same, from the string parsed already (`spec`, its text, is what Device::spec() says).
 Status open_device(const DeviceSpec& ds, const std::string& spec, const DeviceOptions& opts,

@@ -64,11 +64,15 @@ class SettleTransport final : public NvmeTransport {
   std::string name() const override { return inner_->name(); }
   uint32_t nsid() const override { return inner_->nsid(); }
   uint32_t max_user_pages() const override { return inner_->max_user_pages(); }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
     return inner_->admin_cmd(cmd, data, len);
   }
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override {
-    return std::make_unique<SettleQueue>(inner_->create_queue(p));
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override {
+    out->reset();
+    std::unique_ptr<NvmeQueue> inner;
+    if (Status s = inner_->create_queue(p, &inner); !s.ok()) return s;
+    *out = std::make_unique<SettleQueue>(std::move(inner));
+    return Status();
   }
 
  private:

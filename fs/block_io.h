@@ -13,8 +13,10 @@ namespace biofs {
 class BlockIo {
  public:
   // bio_cache: whether the fs's bio set keeps a per-thread bio cache, and its put form (the
-  // `bio_cache=` toggle).
+  // `bio_cache=` toggle). No I/O before init().
   BlockIo(BlockDevice* bdev, uint32_t block_size, BioCache bio_cache = BioCache::on);
+  // Sets up the fs's bio set (BioSet::init): 0 or its -errno, whose line is bioset_init_error().
+  int init();
   BlockIo(const BlockIo&) = delete;
   BlockIo& operator=(const BlockIo&) = delete;
 
@@ -37,6 +39,7 @@ class BlockIo {
  private:
   BlockDevice* bdev_;
   uint32_t block_size_;
+  BioCache bio_cache_;
   BioSet bs_;
 };
 

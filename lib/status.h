@@ -8,6 +8,7 @@
 // (blockcore/, the drivers), which cost nothing when all is well.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -31,6 +32,16 @@ class [[nodiscard]] Status {
   static Status not_found(std::string msg) { return Status(Code::not_found, std::move(msg)); }
   static Status io_error(std::string msg) { return Status(Code::io_error, std::move(msg)); }
   static Status busy(std::string msg) { return Status(Code::busy, std::move(msg)); }
+  // For a set-up step that returns -errno as its kernel twin does (blk-mq, sbitmap, mempool,
+  // bio sets): -EINVAL is invalid_argument, -ENOENT not_found, -EBUSY busy, any other io_error.
+  static Status from_errno(int neg_errno, std::string msg) {
+    switch (neg_errno) {
+      case -EINVAL: return invalid_argument(std::move(msg));
+      case -ENOENT: return not_found(std::move(msg));
+      case -EBUSY: return busy(std::move(msg));
+      default: return io_error(std::move(msg));
+    }
+  }
 
   bool ok() const { return code_ == Code::ok; }
   Code code() const { return code_; }

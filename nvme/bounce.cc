@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 
 #include "blockcore/blk_types.h"
@@ -15,14 +14,15 @@ BounceArena::~BounceArena() {
   if (base_) munmap(base_, bytes_);
 }
 
-void BounceArena::init(unsigned slots, size_t slot_size) {
+Status BounceArena::init(unsigned slots, size_t slot_size) {
   slot_size_ = (slot_size + PAGE_SIZE - 1) & ~size_t(PAGE_SIZE - 1);
   bytes_ = slot_size_ * slots;
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    throw std::runtime_error("bounce buffers: cannot map " + std::to_string(bytes_ >> 20) +
-                             " MiB: " + std::strerror(errno));
+    return Status::io_error("bounce buffers: cannot map " + std::to_string(bytes_ >> 20) + " MiB: " +
+                            std::strerror(errno));
   base_ = static_cast<uint8_t*>(p);
+  return Status();
 }
 
 void copy_from_iovecs(uint8_t* dst, const iovec* vecs, unsigned nr) {

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/status.h"
+
 namespace biofs {
 
 class BounceArena {
@@ -19,8 +21,9 @@ class BounceArena {
   BounceArena& operator=(const BounceArena&) = delete;
 
   // Reserves `slots` page-aligned slots of `slot_size` bytes (rounded up to pages). The memory
-  // is reserved, not touched: pages appear on first use. Throws std::runtime_error.
-  void init(unsigned slots, size_t slot_size);
+  // is reserved, not touched: pages appear on first use. Ok, or io_error with one line
+  // ("bounce buffers: cannot map N MiB: ...") when the system refuses the mapping.
+  Status init(unsigned slots, size_t slot_size);
   bool ready() const { return base_ != nullptr; }
   uint8_t* slot(unsigned i) const { return base_ + size_t(i) * slot_size_; }
   size_t slot_size() const { return slot_size_; }

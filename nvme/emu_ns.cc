@@ -15,11 +15,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <stdexcept>
 
 namespace biofs {
 
-std::unique_ptr<NvmeQueue> make_emu_queue(EmuNamespace* ns, const NvmeQueueParams& p);  // emu_queue.cc
+Status make_emu_queue(EmuNamespace* ns, const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out);  // emu_queue.cc
 
 // One line naming the backing file, "emu:PATH: what[: strerror(err)]", of the kind `make` makes
 // (Status::not_found, ...).
@@ -124,12 +123,11 @@ Status EmuNamespace::init() {
   if (cfg_.powercut.enabled) {
     powercut_ = std::make_unique<EmuPowerCut>(cfg_.powercut, buffered_fd_, lba_shift_, nlba_, cfg_.vwc);
   } else if (cfg_.vwc && cfg_.write_cache_bytes && !inline_io_) {
-    try {  // the cache's own io_uring ring: the system may refuse one
-      write_cache_ = std::make_unique<EmuWriteCache>(name(), direct_fd_, buffered_fd_, dio_offset_align_,
-                                                     std::max<uint64_t>(cfg_.write_cache_bytes, max_transfer()));
-    } catch (const std::runtime_error& e) {
-      return Status::io_error(e.what());
-    }
+    // The cache's own io_uring ring: the system may refuse one.
+    if (Status s = EmuWriteCache::create(name(), direct_fd_, buffered_fd_, dio_offset_align_,
+                                         std::max<uint64_t>(cfg_.write_cache_bytes, max_transfer()), &write_cache_);
+        !s.ok())
+      return s;
   }
   return Status();
 }
@@ -173,7 +171,7 @@ void EmuNamespace::identify_ns(NvmeIdNs* id) const {
   id->dlfeat = 0x1;  // deallocated blocks read as zeroes (a punched hole does)
 }
 
-uint16_t EmuNamespace::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) {
+int EmuNamespace::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) {
   if (cmd.opcode != nvme_admin_identify) return NVME_SC_INVALID_OPCODE | NVME_STATUS_DNR;
   if (len < NVME_IDENTIFY_DATA_SIZE) return NVME_SC_SGL_INVALID_DATA | NVME_STATUS_DNR;
   switch (cmd.cdw10 & 0xFF) {
@@ -189,6 +187,8 @@ uint16_t EmuNamespace::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t le
   }
 }
 
-std::unique_ptr<NvmeQueue> EmuNamespace::create_queue(const NvmeQueueParams& p) { return make_emu_queue(this, p); }
+Status EmuNamespace::create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) {
+  return make_emu_queue(this, p, out);
+}
 
 }  // namespace biofs

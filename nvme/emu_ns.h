@@ -88,8 +88,8 @@ class EmuNamespace final : public NvmeTransport {
 
   std::string name() const override { return "emu:" + cfg_.path; }
   uint32_t nsid() const override { return 1; }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override;
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override;
 
   // What the emulated controller's queues read.
   const EmuConfig& config() const { return cfg_; }

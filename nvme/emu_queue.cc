@@ -28,7 +28,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <stdexcept>
 #include <thread>
 
 #include "bounce.h"
@@ -55,7 +54,10 @@ enum : int { EMU_FD_DIRECT = 0, EMU_FD_BUFFERED = 1 };  // registered file index
 class EmuQueue final : public NvmeQueue {
  public:
   EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p);
-  ~EmuQueue() override { io_uring_queue_exit(&ring_); }
+  ~EmuQueue() override {
+    if (ring_up_) io_uring_queue_exit(&ring_);
+  }
+  Status init(const NvmeQueueParams& p);  // the ring and the bounce slots; the destructor undoes them
 
   void submit(RqList* rqs, bool commit) override;
   void commit() override { uring_submit(&ring_); }
@@ -92,6 +94,7 @@ class EmuQueue final : public NvmeQueue {
 
   EmuNamespace* ns_;
   io_uring ring_;
+  bool ring_up_ = false;  // init() set up ring_
   BounceArena bounce_;
   const uint32_t nsid_;
   const unsigned lba_shift_;
@@ -125,24 +128,21 @@ EmuQueue::EmuQueue(EmuNamespace* ns, const NvmeQueueParams& p)
       mem_mask_(ns->direct() ? ns->dio_mem_align() - 1 : 0),
       off_mask_(ns->direct() ? ns->dio_offset_align() - 1 : 0),
       powercut_(ns->powercut()),
-      cache_(ns->write_cache()) {
+      cache_(ns->write_cache()) {}
+
+Status EmuQueue::init(const NvmeQueueParams& p) {
   io_uring_params params{};
   params.flags = IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL;
   const std::string err = uring_init(&ring_, std::max(2 * p.depth, 64u), &params, IORING_SETUP_SUBMIT_ALL, name_);
-  if (!err.empty()) throw std::runtime_error(err);
-  const int fds[2] = {ns->direct() ? ns->direct_fd() : ns->buffered_fd(), ns->buffered_fd()};
-  if (int ret = io_uring_register_files(&ring_, fds, 2); ret < 0) {
-    io_uring_queue_exit(&ring_);
-    throw std::runtime_error(name_ + ": registering the backing file with io_uring failed: " + std::strerror(-ret));
-  }
-  if (ns->direct()) {
-    try {
-      bounce_.init(p.depth, p.max_transfer ? p.max_transfer : 4u << 20);
-    } catch (const std::exception& e) {
-      io_uring_queue_exit(&ring_);
-      throw std::runtime_error(name_ + ": " + e.what());
-    }
-  }
+  if (!err.empty()) return Status::io_error(err);
+  ring_up_ = true;
+  const int fds[2] = {ns_->direct() ? ns_->direct_fd() : ns_->buffered_fd(), ns_->buffered_fd()};
+  if (int ret = io_uring_register_files(&ring_, fds, 2); ret < 0)
+    return Status::io_error(name_ + ": registering the backing file with io_uring failed: " + std::strerror(-ret));
+  if (ns_->direct())
+    if (Status s = bounce_.init(p.depth, p.max_transfer ? p.max_transfer : 4u << 20); !s.ok())
+      return Status::io_error(name_ + ": " + s.message());
+  return Status();
 }
 
 io_uring_sqe* EmuQueue::get_sqe() {
@@ -527,8 +527,12 @@ int EmuQueue::reap(IoCompBatch* iob, RqList* failed) {
 
 }  // namespace
 
-std::unique_ptr<NvmeQueue> make_emu_queue(EmuNamespace* ns, const NvmeQueueParams& p) {
-  return std::make_unique<EmuQueue>(ns, p);
+Status make_emu_queue(EmuNamespace* ns, const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) {
+  out->reset();
+  auto q = std::make_unique<EmuQueue>(ns, p);
+  if (Status s = q->init(p); !s.ok()) return s;
+  *out = std::move(q);
+  return Status();
 }
 
 }  // namespace biofs

@@ -9,7 +9,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 
 #include "bounce.h"
 #include "lib/background_thread.h"
@@ -23,27 +22,41 @@ EmuWriteCache::EmuWriteCache(const std::string& name, int direct_fd, int buffere
       direct_fd_(direct_fd),
       buffered_fd_(buffered_fd),
       off_mask_(direct_fd >= 0 ? off_align - 1 : 0),
-      capacity_(std::max<uint64_t>((capacity + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1), SPAN_ALIGN)) {
+      capacity_(std::max<uint64_t>((capacity + SPAN_ALIGN - 1) & ~(SPAN_ALIGN - 1), SPAN_ALIGN)) {}
+
+Status EmuWriteCache::create(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align,
+                             uint64_t capacity, std::unique_ptr<EmuWriteCache>* out) {
+  out->reset();
+  std::unique_ptr<EmuWriteCache> c(new EmuWriteCache(name, direct_fd, buffered_fd, off_align, capacity));
+  if (Status s = c->init(); !s.ok()) return s;
+  *out = std::move(c);
+  return Status();
+}
+
+Status EmuWriteCache::init() {
   void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    throw std::runtime_error(name_ + " write cache: cannot map " + std::to_string(capacity_ >> 10) +
-                             " KiB: " + std::strerror(errno));
-  ring_ = static_cast<uint8_t*>(p);
+    return Status::io_error(name_ + " write cache: cannot map " + std::to_string(capacity_ >> 10) +
+                            " KiB: " + std::strerror(errno));
   // Every page now, so no write faults one in later (huge pages where the system gives them).
-  madvise(ring_, capacity_, MADV_HUGEPAGE);
-  if (madvise(ring_, capacity_, MADV_POPULATE_WRITE) != 0)  // before Linux 5.14: touch each page
-    for (uint64_t i = 0; i < capacity_; i += SPAN_ALIGN) ring_[i] = 0;
+  uint8_t* ring = static_cast<uint8_t*>(p);
+  madvise(ring, capacity_, MADV_HUGEPAGE);
+  if (madvise(ring, capacity_, MADV_POPULATE_WRITE) != 0)  // before Linux 5.14: touch each page
+    for (uint64_t i = 0; i < capacity_; i += SPAN_ALIGN) ring[i] = 0;
   io_uring_params params{};
   params.flags = IORING_SETUP_CLAMP;
   if (std::string err = uring_init(&uring_, WRITEBACK_BATCH, &params, 0, name_ + " write cache"); !err.empty()) {
-    munmap(ring_, capacity_);
-    throw std::runtime_error(err);
+    munmap(ring, capacity_);
+    return Status::io_error(err);
   }
+  ring_ = ring;  // set up: from here the destructor writes back and tears down
   // The emulated device's thread, "other" in biofs-compare's roles.
   writer_ = start_background_thread("biofs-wcache", [this](std::stop_token stop) { writer_loop(stop); });
+  return Status();
 }
 
 EmuWriteCache::~EmuWriteCache() {
+  if (!ring_) return;  // init() failed: it undid its own steps
   hold_writeback(false);
   wait_written_back();
   stop_background_thread(writer_);

@@ -50,11 +50,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "lib/status.h"
 
 namespace biofs {
 
@@ -89,10 +92,11 @@ class EmuWriteCache {
   static constexpr std::chrono::microseconds WRITEBACK_DELAY{2000};
   static constexpr std::chrono::milliseconds IDLE_SLEEP{100};  // an empty cache this long: the writer sleeps
 
-  // `direct_fd` may be -1 (no O_DIRECT); `off_align` is its offset and length alignment.
-  // Throws std::runtime_error naming `name` when the ring's memory or the writer's io_uring
-  // cannot be set up.
-  EmuWriteCache(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align, uint64_t capacity);
+  // Sets up the ring's memory, the writer's io_uring and the writer into *out. `direct_fd` may
+  // be -1 (no O_DIRECT); `off_align` is its offset and length alignment. Ok, or io_error with
+  // one line naming `name` when the memory or the ring cannot be set up.
+  static Status create(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align,
+                       uint64_t capacity, std::unique_ptr<EmuWriteCache>* out);
   ~EmuWriteCache();  // writes everything back, then stops the writer
   EmuWriteCache(const EmuWriteCache&) = delete;
   EmuWriteCache& operator=(const EmuWriteCache&) = delete;
@@ -144,6 +148,8 @@ class EmuWriteCache {
   EmuWriteCacheStats stats() const;
 
  private:
+  EmuWriteCache(const std::string& name, int direct_fd, int buffered_fd, uint32_t off_align, uint64_t capacity);
+  Status init();  // create()'s work; the destructor undoes only what succeeded
   void writer_loop(std::stop_token stop);
   bool backlog_full() const;
   bool take_batch(std::vector<EmuCachedWrite*>* batch);

@@ -272,8 +272,12 @@ void FaultQueue::wake() {
 FaultTransport::FaultTransport(std::unique_ptr<NvmeTransport> inner, const FaultConfig& cfg)
     : inner_(std::move(inner)), injector_(cfg) {}
 
-std::unique_ptr<NvmeQueue> FaultTransport::create_queue(const NvmeQueueParams& p) {
-  return std::make_unique<FaultQueue>(inner_->create_queue(p), &injector_, p.depth);
+Status FaultTransport::create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) {
+  out->reset();
+  std::unique_ptr<NvmeQueue> inner;
+  if (Status s = inner_->create_queue(p, &inner); !s.ok()) return s;
+  *out = std::make_unique<FaultQueue>(std::move(inner), &injector_, p.depth);
+  return Status();
 }
 
 }  // namespace biofs

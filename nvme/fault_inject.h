@@ -81,10 +81,10 @@ class FaultTransport final : public NvmeTransport {
   uint32_t nsid() const override { return inner_->nsid(); }
   uint32_t max_user_pages() const override { return inner_->max_user_pages(); }
   std::string kernel_transport() const override { return inner_->kernel_transport(); }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
     return inner_->admin_cmd(cmd, data, len);
   }
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override;
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override;
 
   FaultInjector& injector() { return injector_; }
   NvmeTransport* inner() { return inner_.get(); }

@@ -10,8 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
-#include <stdexcept>
+#include <cstring>
 
 #include "blockcore/stage_clock.h"
 #include "blockcore/usdt.h"
@@ -38,15 +39,26 @@ uint64_t mono_ns() {
 }  // namespace
 
 NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg)
-    : transport_(std::move(transport)), cfg_(cfg) {
-  if (!transport_) throw std::invalid_argument("nvme: no transport");
+    : transport_(std::move(transport)), cfg_(cfg) {}
+
+Status NvmeDriver::create(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg,
+                          std::unique_ptr<NvmeDriver>* out) {
+  out->reset();
+  std::unique_ptr<NvmeDriver> d(new NvmeDriver(std::move(transport), cfg));
+  if (Status s = d->init(); !s.ok()) return s;
+  *out = std::move(d);
+  return Status();
+}
+
+Status NvmeDriver::init() {
+  if (!transport_) return Status::invalid_argument("nvme: no transport");
   if (cfg_.nr_queues == 0 || cfg_.nr_queues > 256)
-    throw std::invalid_argument("queues=" + std::to_string(cfg_.nr_queues) + ": expected 1..256");
+    return Status::invalid_argument("queues=" + std::to_string(cfg_.nr_queues) + ": expected 1..256");
   if (cfg_.queue_depth == 0 || cfg_.queue_depth > 65535)  // the command id is 16 bits
-    throw std::invalid_argument("qd=" + std::to_string(cfg_.queue_depth) + ": expected 1..65535");
+    return Status::invalid_argument("qd=" + std::to_string(cfg_.queue_depth) + ": expected 1..65535");
   if (cfg_.nr_poll_queues > 256)
-    throw std::invalid_argument("poll_queues=" + std::to_string(cfg_.nr_poll_queues) + ": expected 0..256");
-  identify();
+    return Status::invalid_argument("poll_queues=" + std::to_string(cfg_.nr_poll_queues) + ": expected 0..256");
+  if (Status s = identify(); !s.ok()) return s;
   for (unsigned i = 0; i < cfg_.nr_queues + cfg_.nr_poll_queues; i++) {
     auto nq = std::make_unique<NvmeHctx>();
     nq->polled = i >= cfg_.nr_queues;
@@ -57,7 +69,7 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
     p.lba_shift = ns_.lba_shift;
     p.max_transfer = max_transfer_;
     p.polled = nq->polled;
-    nq->q = transport_->create_queue(p);
+    if (Status s = transport_->create_queue(p, &nq->q); !s.ok()) return s;
     hctxs_.push_back(std::move(nq));
   }
   TagSetConfig set;
@@ -65,7 +77,9 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
   set.nr_poll_queues = cfg_.nr_poll_queues;
   set.queue_depth = cfg_.queue_depth;
   set.cmd_size = sizeof(NvmeIod);
-  queue_ = std::make_unique<RequestQueue>(set, limits(), this, cfg_.toggles);
+  queue_ = std::make_unique<RequestQueue>(limits(), this, cfg_.toggles);
+  std::string why;
+  if (int ret = queue_->init(set, &why); ret) return Status::from_errno(ret, why);
   bdev_.queue = queue_.get();
   bdev_.capacity = nvme_lba_to_sect(ns_, ns_.nsze);
   bdev_.name = transport_->name();
@@ -74,49 +88,60 @@ NvmeDriver::NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDrive
       if (!nq->polled)
         nq->completer = start_background_thread(  // the thread role tools/biofs-compare reports
             "biofs-cq", [this, p = nq.get()](std::stop_token stop) { completion_thread(stop, p); });
+  return Status();
 }
 
 NvmeDriver::~NvmeDriver() {
-  if (cfg_.completion_thread) {
-    for (auto& nq : hctxs_) {
-      if (nq->polled) continue;
-      nq->completer.request_stop();  // it stops once its queue has nothing in flight
-      set_covered(nq.get(), false);
-      std::lock_guard guard(nq->sq_lock);
-      nq->q->wake();
-    }
-    for (auto& nq : hctxs_)
-      if (nq->completer.joinable()) nq->completer.join();
+  for (auto& nq : hctxs_) {
+    if (!nq->completer.joinable()) continue;  // a poll queue, no completion threads, or init() failed first
+    nq->completer.request_stop();  // it stops once its queue has nothing in flight
+    set_covered(nq.get(), false);
+    std::lock_guard guard(nq->sq_lock);
+    nq->q->wake();
   }
+  for (auto& nq : hctxs_)
+    if (nq->completer.joinable()) nq->completer.join();
   while (inflight()) poll_all(true);  // without completion threads, and the poll queues
   queue_.reset();
 }
 
 // nvme_identify_ctrl() + nvme_identify_ns() + the LBA format checks of nvme_update_ns_info().
-void NvmeDriver::identify() {
+// A negative answer from the transport is its own failure (-errno), a positive one the NVMe status.
+Status NvmeDriver::identify() {
   const std::string where = transport_->name();
+  auto admin_failed = [&](uint8_t opcode, int neg_errno) {
+    char op[8];
+    std::snprintf(op, sizeof(op), "0x%02x", opcode);
+    return Status::io_error(where + ": admin command " + op + " failed: " + std::strerror(-neg_errno));
+  };
   id_ctrl_ = std::make_unique<NvmeIdCtrl>();
   id_ns_ = std::make_unique<NvmeIdNs>();
-  if (uint16_t st = transport_->admin_cmd(nvme_identify_cmd(NVME_ID_CNS_CTRL, 0), id_ctrl_.get(), sizeof(NvmeIdCtrl)))
-    throw std::runtime_error(where + ": Identify Controller failed: " + nvme_status_describe(st));
+  const NvmeCommand id_ctrl_cmd = nvme_identify_cmd(NVME_ID_CNS_CTRL, 0);
+  if (int st = transport_->admin_cmd(id_ctrl_cmd, id_ctrl_.get(), sizeof(NvmeIdCtrl)); st < 0)
+    return admin_failed(id_ctrl_cmd.opcode, st);
+  else if (st)
+    return Status::io_error(where + ": Identify Controller failed: " + nvme_status_describe(uint16_t(st)));
   ns_.nsid = transport_->nsid();
-  if (uint16_t st = transport_->admin_cmd(nvme_identify_cmd(NVME_ID_CNS_NS, ns_.nsid), id_ns_.get(), sizeof(NvmeIdNs)))
-    throw std::runtime_error(where + ": Identify Namespace " + std::to_string(ns_.nsid) +
-                             " failed: " + nvme_status_describe(st));
+  const NvmeCommand id_ns_cmd = nvme_identify_cmd(NVME_ID_CNS_NS, ns_.nsid);
+  if (int st = transport_->admin_cmd(id_ns_cmd, id_ns_.get(), sizeof(NvmeIdNs)); st < 0)
+    return admin_failed(id_ns_cmd.opcode, st);
+  else if (st)
+    return Status::io_error(where + ": Identify Namespace " + std::to_string(ns_.nsid) +
+                            " failed: " + nvme_status_describe(uint16_t(st)));
   const NvmeIdNs& id = *id_ns_;
   const unsigned idx = nvme_lbaf_index(id.flbas);
   if (idx > id.nlbaf || idx >= 64)
-    throw std::runtime_error(where + ": Identify Namespace: FLBAS selects LBA format " + std::to_string(idx) +
-                             " of " + std::to_string(id.nlbaf + 1));
+    return Status::io_error(where + ": Identify Namespace: FLBAS selects LBA format " + std::to_string(idx) +
+                            " of " + std::to_string(id.nlbaf + 1));
   const NvmeLbaf& lbaf = id.lbaf[idx];
   if (lbaf.ms)
-    throw std::runtime_error(where + ": unsupported LBA format " + std::to_string(idx) + ": " +
-                             std::to_string(lbaf.ms) +
-                             " bytes of metadata per block (biofs supports formats without metadata)");
+    return Status::io_error(where + ": unsupported LBA format " + std::to_string(idx) + ": " +
+                            std::to_string(lbaf.ms) +
+                            " bytes of metadata per block (biofs supports formats without metadata)");
   if (lbaf.ds < 9 || lbaf.ds > 16)
-    throw std::runtime_error(where + ": unsupported LBA format " + std::to_string(idx) + ": 2^" +
-                             std::to_string(lbaf.ds) + "-byte blocks (biofs supports 512 to 65536)");
-  if (!id.nsze) throw std::runtime_error(where + ": namespace " + std::to_string(ns_.nsid) + " has no blocks");
+    return Status::io_error(where + ": unsupported LBA format " + std::to_string(idx) + ": 2^" +
+                            std::to_string(lbaf.ds) + "-byte blocks (biofs supports 512 to 65536)");
+  if (!id.nsze) return Status::io_error(where + ": namespace " + std::to_string(ns_.nsid) + " has no blocks");
   ns_.lba_shift = lbaf.ds;
   ns_.nsze = id.nsze;
   // ctrl->max_hw_sectors: MDTS in controller pages, capped by the driver and by the 16-bit NLB.
@@ -130,8 +155,9 @@ void NvmeDriver::identify() {
     max = std::min<uint64_t>(max, fit >> ns_.lba_shift << ns_.lba_shift);
   }
   if (max < (1u << ns_.lba_shift))
-    throw std::runtime_error(where + ": MDTS allows " + std::to_string(max) + " bytes, less than one block");
+    return Status::io_error(where + ": MDTS allows " + std::to_string(max) + " bytes, less than one block");
   max_transfer_ = uint32_t(max);
+  return Status();
 }
 
 // nvme_set_ctrl_limits() + nvme_update_disk_info() + nvme_config_discard().

@@ -26,6 +26,7 @@
 
 #include "blockcore/blk_cover.h"
 #include "blockcore/blk_mq.h"
+#include "lib/status.h"
 #include "nvme_cmd.h"
 #include "nvme_spec.h"
 #include "nvme_transport.h"
@@ -64,10 +65,12 @@ inline constexpr uint64_t AFFINITY_RECHECK_NS = 10'000'000;
 
 class NvmeDriver : public BlkMqOps {
  public:
-  // Identifies the namespace and creates the queues. Throws std::runtime_error with one line
-  // (naming the device) if the transport fails or the LBA format is unsupported (metadata,
-  // or a block size outside 512..64K), std::invalid_argument for a bad configuration.
-  NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg);
+  // Identifies the namespace and creates the queues into *out (nvme_probe's set-up). Ok, or one
+  // line: invalid_argument for a bad configuration (queues, qd, poll_queues), io_error naming
+  // the device if the transport fails or the LBA format is unsupported (metadata, or a block
+  // size outside 512..64K).
+  static Status create(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg,
+                       std::unique_ptr<NvmeDriver>* out);
   // Waits for every command in flight, then stops the completion threads.
   ~NvmeDriver() override;
   NvmeDriver(const NvmeDriver&) = delete;
@@ -116,6 +119,9 @@ class NvmeDriver : public BlkMqOps {
   int init_hctx(BlkMqHwCtx* hctx, unsigned hctx_idx) override;
 
  private:
+  NvmeDriver(std::unique_ptr<NvmeTransport> transport, const NvmeDriverConfig& cfg);
+  Status init();  // create()'s work; the destructor undoes what it set up
+
   struct alignas(64) NvmeHctx {  // struct nvme_queue
     std::unique_ptr<NvmeQueue> q;
     std::mutex sq_lock;  // submit/commit/wake; never held while a bio callback runs
@@ -134,7 +140,7 @@ class NvmeDriver : public BlkMqOps {
     bool polled = false;
   };
 
-  void identify();
+  Status identify();
   QueueLimits limits() const;
   void submit_run(NvmeHctx* nq, RqList* run, RqList* requeue);
   int reap(NvmeHctx* nq, bool block);  // reaps and ends a batch; -1 if the lock was busy

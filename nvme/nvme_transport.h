@@ -11,6 +11,7 @@
 #include <string>
 
 #include "blockcore/blk_mq.h"
+#include "lib/status.h"
 #include "nvme_cmd.h"
 #include "nvme_status.h"
 
@@ -118,11 +119,11 @@ class NvmeTransport {
   virtual std::string kernel_transport() const { return "pcie"; }
   bool fabric() const { return kernel_transport() != "pcie"; }
   // Runs an admin command synchronously (start-up only); `data` receives `len` bytes from
-  // the controller. Returns the NVMe status field (0: success). Throws std::runtime_error with
-  // one line if the transport itself fails.
-  virtual uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) = 0;
-  // Creates I/O queue p.qid. Throws std::runtime_error with one line on failure.
-  virtual std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) = 0;
+  // the controller. Returns the NVMe status field (0: success), or -errno if the transport
+  // itself could not carry the command, as nvme_submit_sync_cmd() does.
+  virtual int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) = 0;
+  // Creates I/O queue p.qid into *out. Ok, or io_error with one line naming the queue.
+  virtual Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) = 0;
 };
 
 // Error lines are printed to stderr, at most `n` per process (default 32), then one line

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <stdexcept>
 
 #include "bounce.h"
 #include "uring_util.h"
@@ -67,7 +66,11 @@ namespace {
 class UringQueue final : public NvmeQueue {
  public:
   UringQueue(UringPassthru* t, const NvmeQueueParams& p);
-  ~UringQueue() override { io_uring_queue_exit(&ring_); }
+  ~UringQueue() override {
+    if (ring_up_) io_uring_queue_exit(&ring_);
+  }
+  // The ring, its registered file and buffers; the destructor undoes what was set up.
+  Status init(UringPassthru* t, const NvmeQueueParams& p);
 
   void submit(RqList* rqs, bool commit) override;
   void commit() override { uring_submit(&ring_); }
@@ -76,14 +79,15 @@ class UringQueue final : public NvmeQueue {
   void wake() override;
   int completion_fd() const override { return (ring_.flags & IORING_SETUP_IOPOLL) ? -1 : ring_.ring_fd; }
 
-  void probe(const NvmeQueueParams& p);
-  int probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed);
+  Status probe(const NvmeQueueParams& p);
+  Status probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed, int* res);
 
  private:
   void prep(io_uring_sqe* sqe, NvmeIod* iod);
   io_uring_sqe* get_sqe();
 
   io_uring ring_;
+  bool ring_up_ = false;  // init() set up ring_
   BounceArena fixed_;  // registered buffer 0: one slot per command id
   const int fd_;       // the descriptor or, with regfiles, index 0
   const bool regfiles_, sqpoll_;
@@ -95,7 +99,9 @@ UringQueue::UringQueue(UringPassthru* t, const NvmeQueueParams& p)
       fd_(t->config().regfiles ? 0 : t->fd()),
       regfiles_(t->config().regfiles),
       sqpoll_(t->config().sqpoll),
-      depth_(p.depth) {
+      depth_(p.depth) {}
+
+Status UringQueue::init(UringPassthru* t, const NvmeQueueParams& p) {
   const UringPassthruConfig& cfg = t->config();
   io_uring_params params{};
   params.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_CLAMP;
@@ -109,31 +115,26 @@ UringQueue::UringQueue(UringPassthru* t, const NvmeQueueParams& p)
     params.sq_thread_idle = cfg.sq_thread_idle_ms;
   }
   const std::string err = uring_init(&ring_, std::max(2 * p.depth, 64u), &params, 0, name_);
-  if (!err.empty()) throw std::runtime_error(err);
+  if (!err.empty()) return Status::io_error(err);
+  ring_up_ = true;
   io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
   const bool has_cmd = probe && io_uring_opcode_supported(probe, IORING_OP_URING_CMD);
   if (probe) io_uring_free_probe(probe);
-  auto fail = [&](const std::string& msg) {
-    io_uring_queue_exit(&ring_);
-    throw std::runtime_error(name_ + ": " + msg);
-  };
-  if (!has_cmd) fail("this kernel's io_uring has no IORING_OP_URING_CMD (NVMe passthrough needs Linux 5.19 or later)");
+  auto fail = [&](const std::string& msg) { return Status::io_error(name_ + ": " + msg); };
+  if (!has_cmd) return fail("this kernel's io_uring has no IORING_OP_URING_CMD (NVMe passthrough needs Linux 5.19 or later)");
   if (regfiles_) {
     const int fd = t->fd();
     if (int ret = io_uring_register_files(&ring_, &fd, 1); ret < 0)
-      fail(std::string("registering the device with io_uring failed: ") + std::strerror(-ret));
+      return fail(std::string("registering the device with io_uring failed: ") + std::strerror(-ret));
   }
   if (cfg.fixedbufs) {
-    try {
-      fixed_.init(p.depth, p.max_transfer);
-    } catch (const std::exception& e) {
-      fail(e.what());
-    }
+    if (Status s = fixed_.init(p.depth, p.max_transfer); !s.ok()) return fail(s.message());
     const iovec region{fixed_.base(), fixed_.bytes()};
     if (int ret = io_uring_register_buffers(&ring_, &region, 1); ret < 0)
-      fail("registering " + std::to_string(fixed_.bytes() >> 20) + " MiB of fixed buffers failed: " +
-           std::strerror(-ret) + (ret == -ENOMEM ? " (raise RLIMIT_MEMLOCK)" : ""));
+      return fail("registering " + std::to_string(fixed_.bytes() >> 20) + " MiB of fixed buffers failed: " +
+                  std::strerror(-ret) + (ret == -ENOMEM ? " (raise RLIMIT_MEMLOCK)" : ""));
   }
+  return Status();
 }
 
 void UringQueue::prep(io_uring_sqe* sqe, NvmeIod* iod) {
@@ -187,10 +188,10 @@ int UringQueue::reap(IoCompBatch* iob, RqList* failed) {
 }
 
 // Sends one read of LBA 0 (into `buf`, or through the registered buffer with `fixed`) and
-// waits for it: the CQE's res.
-int UringQueue::probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed) {
+// waits for it: the CQE's res in *res. An error only if the read could not be sent.
+Status UringQueue::probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool fixed, int* res) {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  if (!sqe) throw std::runtime_error(name_ + ": a new ring has no free entry");
+  if (!sqe) return Status::io_error(name_ + ": a new ring has no free entry");
   std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));
   sqe->opcode = IORING_OP_URING_CMD;
   sqe->fd = fd_;
@@ -212,29 +213,32 @@ int UringQueue::probe_read(const NvmeQueueParams& p, void* buf, size_t len, bool
   int ret = uring_submit(&ring_);
   io_uring_cqe* cqe = nullptr;
   if (ret >= 0) ret = io_uring_wait_cqe(&ring_, &cqe);
-  const int res = ret < 0 ? ret : cqe->res;
+  *res = ret < 0 ? ret : cqe->res;
   if (cqe) io_uring_cqe_seen(&ring_, cqe);
-  return res;
+  return Status();
 }
 
 // One read of LBA 0: turns "no passthrough here" into a start-up error instead of failed I/O;
 // with fixedbufs, a second read through the registered buffer does the same for
 // IORING_URING_CMD_FIXED (Debian 12's 6.1 kernel answers it with EINVAL).
-void UringQueue::probe(const NvmeQueueParams& p) {
+Status UringQueue::probe(const NvmeQueueParams& p) {
   const size_t len = size_t(1) << p.lba_shift;
   void* buf = std::aligned_alloc(4096, std::max<size_t>(len, 4096));
-  const int res = probe_read(p, buf, len, false);
+  int res = 0;
+  const Status sent = probe_read(p, buf, len, false, &res);
   std::free(buf);
+  if (!sent.ok()) return sent;
   if (res == 0) {
-    if (!fixed_.ready()) return;
-    const int fres = probe_read(p, fixed_.slot(0), len, true);
-    if (fres == 0) return;
-    throw std::runtime_error(name_ + ": fixed buffers: a test read with IORING_URING_CMD_FIXED failed: " +
-                             (fres < 0 ? std::string(std::strerror(-fres)) : nvme_status_describe(uint16_t(fres))) +
-                             " (this kernel does not take registered buffers for NVMe passthrough; drop fixedbufs)");
+    if (!fixed_.ready()) return Status();
+    int fres = 0;
+    if (Status s = probe_read(p, fixed_.slot(0), len, true, &fres); !s.ok()) return s;
+    if (fres == 0) return Status();
+    return Status::io_error(name_ + ": fixed buffers: a test read with IORING_URING_CMD_FIXED failed: " +
+                            (fres < 0 ? std::string(std::strerror(-fres)) : nvme_status_describe(uint16_t(fres))) +
+                            " (this kernel does not take registered buffers for NVMe passthrough; drop fixedbufs)");
   }
   if (res > 0)
-    throw std::runtime_error(name_ + ": a test read of LBA 0 failed: " + nvme_status_describe(uint16_t(res)));
+    return Status::io_error(name_ + ": a test read of LBA 0 failed: " + nvme_status_describe(uint16_t(res)));
   std::string msg = name_ + ": a test read through IORING_OP_URING_CMD failed: " + std::strerror(-res);
   if (res == -EOPNOTSUPP || res == -EINVAL)
     msg += ring_.flags & IORING_SETUP_IOPOLL
@@ -242,7 +246,7 @@ void UringQueue::probe(const NvmeQueueParams& p) {
                : " (this kernel does not offer NVMe passthrough on io_uring: Linux 5.19 or later)";
   else if (res == -EACCES || res == -EPERM)
     msg += " (no permission for this command)";
-  throw std::runtime_error(msg);
+  return Status::io_error(msg);
 }
 
 // The controller behind /dev/ngXnY: sysfs's nvme-generic/ngXnY/device is the controller, or with
@@ -311,7 +315,7 @@ UringPassthru::~UringPassthru() {
   if (fd_ >= 0) close(fd_);
 }
 
-uint16_t UringPassthru::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) {
+int UringPassthru::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) {
   nvme_admin_cmd a{};
   a.opcode = cmd.opcode;
   a.nsid = cmd.nsid;
@@ -320,24 +324,22 @@ uint16_t UringPassthru::admin_cmd(const NvmeCommand& cmd, void* data, uint32_t l
   a.addr = reinterpret_cast<uintptr_t>(data);
   a.data_len = len;
   const int ret = ioctl(fd_, NVME_IOCTL_ADMIN_CMD, &a);
-  if (ret < 0)
-  {
-    char op[8];
-    std::snprintf(op, sizeof(op), "0x%02x", cmd.opcode);
-    throw std::runtime_error(name() + ": admin command " + op + " failed: " + std::strerror(errno));
-  }
-  return uint16_t(ret);
+  if (ret < 0) return -errno;  // the ioctl itself failed; > 0 is the NVMe status
+  return int(uint16_t(ret));
 }
 
-std::unique_ptr<NvmeQueue> UringPassthru::create_queue(const NvmeQueueParams& p) {
+Status UringPassthru::create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) {
+  out->reset();
   auto q = std::make_unique<UringQueue>(this, p);
+  if (Status s = q->init(this, p); !s.ok()) return s;
   // The first queue, and with iopoll the first IOPOLL one (a kernel device without poll queues
   // refuses polled commands).
   if (p.qid == 1 || (cfg_.iopoll && p.polled && !probed_polled_)) {
-    q->probe(p);
+    if (Status s = q->probe(p); !s.ok()) return s;
     probed_polled_ = probed_polled_ || p.polled;
   }
-  return q;
+  *out = std::move(q);
+  return Status();
 }
 
 }  // namespace biofs

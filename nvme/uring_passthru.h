@@ -67,11 +67,11 @@ class UringPassthru final : public NvmeTransport {
   // nvme-pci's NVME_MAX_SEGS; a fabric's kernel queue takes up to USHRT_MAX segments.
   uint32_t max_user_pages() const override { return fabric() ? 0 : NVME_KERNEL_MAX_SEGS; }
   std::string kernel_transport() const override { return kernel_transport_; }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override;
   // The first queue (and with iopoll the first poll queue) also sends one read of LBA 0, so
   // that a kernel without passthrough on io_uring, or a device without poll queues for
   // iopoll, is reported here in one line.
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override;
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override;
 
   const UringPassthruConfig& config() const { return cfg_; }
   int fd() const { return fd_; }

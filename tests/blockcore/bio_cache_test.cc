@@ -59,6 +59,7 @@ int usable_cpus() {
 
 TEST_CASE("rule 1: a cached set uses its cache for every bio with up to BIO_INLINE_VECS vecs") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   for (uint16_t nr = 0; nr <= BIO_INLINE_VECS; nr++) {
     Bio* bio = bio_alloc_bioset(nullptr, nr, REQ_OP_READ, GFP_KERNEL, &bs);  // no flag asked for
     CHECK((bio->bi_opf & REQ_ALLOC_CACHE) != 0);
@@ -76,7 +77,9 @@ TEST_CASE("rule 1: a cached set uses its cache for every bio with up to BIO_INLI
 
 TEST_CASE("rule 2: REQ_ALLOC_CACHE is set on eligible hits and misses, cleared elsewhere") {
   BioSet cached(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  REQUIRE(cached.init() == 0);
   BioSet plain(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(plain.init() == 0);
 
   Bio* miss = bio_alloc_bioset(nullptr, 1, REQ_OP_WRITE, GFP_KERNEL, &cached);
   CHECK((miss->bi_opf & REQ_ALLOC_CACHE) != 0);
@@ -103,6 +106,7 @@ TEST_CASE("rule 2: REQ_ALLOC_CACHE is set on eligible hits and misses, cleared e
 
 TEST_CASE("rule 3: an allocation made while the reserve is in use loses the flag") {
   BioSet bs(2, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   bs.allocator().set_fail_hook(fail_always, nullptr);
   Bio* starving = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);  // a cache miss
   REQUIRE(starving);
@@ -117,6 +121,7 @@ TEST_CASE("rule 3: an allocation made while the reserve is in use loses the flag
 
 TEST_CASE("rule 3: while the reserve is short, even allocator-served misses lose the flag") {
   BioSet bs(2, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   bs.allocator().set_fail_hook(fail_always, nullptr);
   Bio* from_reserve = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
   bs.allocator().set_fail_hook(nullptr, nullptr);
@@ -135,6 +140,7 @@ TEST_CASE("rule 3: while the reserve is short, even allocator-served misses lose
 
 TEST_CASE("rule 3: a flagged bio goes to the cache unless it is full, then to the mempool") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> bios;
   for (unsigned i = 0; i < ALLOC_CACHE_MAX + 44; i++)
     bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
@@ -148,6 +154,7 @@ TEST_CASE("rule 3: a flagged bio goes to the cache unless it is full, then to th
 
 TEST_CASE("rule 4, bio_cache=home: puts from another thread reach the allocating domain's remote list and are spliced in") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> bios;
   for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD + 4; i++)
     bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
@@ -171,6 +178,7 @@ TEST_CASE("rule 4, bio_cache=home: puts from another thread reach the allocating
 
 TEST_CASE("rule 4, bio_cache=home: below the threshold the remote list is left alone and the owner misses") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> bios;
   for (unsigned i = 0; i < ALLOC_CACHE_THRESHOLD - 1; i++)
     bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
@@ -187,6 +195,7 @@ TEST_CASE("rule 4, bio_cache=home: below the threshold the remote list is left a
 
 TEST_CASE("rule 4, bio_cache=home: the cache stays bounded when local and remote puts add up") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> local, remote;
   for (unsigned i = 0; i < 200; i++) local.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
   for (unsigned i = 0; i < 200; i++) remote.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
@@ -203,6 +212,7 @@ TEST_CASE("rule 4, bio_cache=home: the cache stays bounded when local and remote
 
 TEST_CASE("rule 5: a thread's exit gives its cached bios back and its domain is reused") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> in_flight;
   on_thread([&] {
     std::vector<Bio*> bios;
@@ -228,6 +238,7 @@ TEST_CASE("rule 5: explicit pruning empties the caller's domain, both lists") {
   PinnedTo cpu0(0);
   REQUIRE(cpu0.ok);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> bios;
   for (int i = 0; i < 40; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));
   for (int i = 0; i < 20; i++) bio_put(bios[i]);
@@ -247,6 +258,7 @@ TEST_CASE("rule 5: a set may be torn down before the threads that used it exit")
   std::thread user;
   {
     BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+    REQUIRE(bs.init() == 0);
     user = std::thread([&] {
       bio_put(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &bs));  // leaves one cached bio
       used.set_value();
@@ -255,6 +267,7 @@ TEST_CASE("rule 5: a set may be torn down before the threads that used it exit")
     used.get_future().wait();
   }  // ~BioSet frees the cached bio (LeakSanitizer checks nothing is left)
   BioSet reuse(4, 0, BIOSET_PERCPU_CACHE);  // likely takes the same slot: a new generation
+  REQUIRE(reuse.init() == 0);
   bio_put(bio_alloc_bioset(nullptr, 0, 0, GFP_KERNEL, &reuse));
   set_gone.set_value();
   user.join();
@@ -264,7 +277,9 @@ TEST_CASE("rule 5: a set may be torn down before the threads that used it exit")
 TEST_CASE("rule 6: clones share the vec table and take the flag from their own set") {
   alignas(PAGE_SIZE) static uint8_t page[2 * PAGE_SIZE];
   BioSet cached(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  REQUIRE(cached.init() == 0);
   BioSet plain(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(plain.init() == 0);
 
   Bio* src = bio_alloc_bioset(nullptr, 2, REQ_OP_WRITE | REQ_FUA, GFP_KERNEL, &cached);
   bio_add_page(src, page, 1024, 0);
@@ -294,6 +309,7 @@ TEST_CASE("rule 6: clones share the vec table and take the flag from their own s
 
 TEST_CASE("rule 8: with the allocator failing, allocations complete from the reserve") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   bs.allocator().set_fail_hook(fail_always, nullptr);
   std::atomic<long> completed{0};
   auto work = [&](uint16_t nr_vecs) {
@@ -330,6 +346,7 @@ TEST_CASE("v6.18 bio_put_percpu_cache: a bio put into the cache from task contex
   PinnedTo cpu0(0);
   REQUIRE(cpu0.ok);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   BlockDevice dev;
   Bio* bio = bio_alloc_bioset(&dev, 0, REQ_OP_READ, GFP_KERNEL, &bs);
   REQUIRE(bio->bi_bdev == &dev);
@@ -345,6 +362,7 @@ TEST_CASE("bio_put_percpu_cache (biofs): a bio put onto the remote (IRQ) list ha
   PinnedTo cpu0(0);
   REQUIRE(cpu0.ok);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   BlockDevice dev;
   Bio* bio = bio_alloc_bioset(&dev, 0, REQ_OP_READ, GFP_KERNEL, &bs);
   REQUIRE(bio->bi_bdev == &dev);
@@ -360,6 +378,7 @@ TEST_CASE("v6.18 bio_alloc_percpu_cache: the IRQ (remote) list is spliced in at 
   for (unsigned n : {ALLOC_CACHE_THRESHOLD - 1, ALLOC_CACHE_THRESHOLD}) {
     CAPTURE(n);
     BioSet bs(4, 0, BIOSET_PERCPU_CACHE);  // a fresh set: the owner's own list is empty
+    REQUIRE(bs.init() == 0);
     std::vector<Bio*> bios;
     for (unsigned i = 0; i < n; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
     on_thread_pinned(0, [&] {
@@ -388,6 +407,7 @@ TEST_CASE("v6.18 bio_put_percpu_cache: a thread with a cache of its own puts ont
   for (bool home : {false, true}) {
     CAPTURE(home);
     BioSet bs(4, 0, BIOSET_PERCPU_CACHE | (home ? unsigned(BIOSET_CACHE_HOME) : 0u));
+    REQUIRE(bs.init() == 0);
     std::vector<Bio*> bios;
     for (unsigned i = 0; i < 20; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
     BioCacheCounters putter;
@@ -415,6 +435,7 @@ TEST_CASE("v6.18 bio_put_percpu_cache: a thread without a cache (a completion th
   PinnedTo cpu0(0);
   REQUIRE(cpu0.ok);
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> bios;
   // Another submitter on CPU 0 allocates the bios and leaves; then this thread's domain is the
   // one that runs on CPU 0.
@@ -444,6 +465,7 @@ TEST_CASE("v6.18 bio_put_percpu_cache: with no cache on the putting CPU, a put f
     return;
   }
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::vector<Bio*> bios;
   // A submitter on CPU 0 allocates and exits: its domain ends, and CPU 0 has no cache any more.
   on_thread_pinned(0, [&] {
@@ -473,6 +495,7 @@ TEST_CASE("v6.18 bio_put_percpu_cache: with no cache on the putting CPU, a put f
 // The bio_cache toggle, live (BioSet::set_cache_mode, daemon/live_toggles.h).
 TEST_CASE("bio_cache live: switched off, a set allocates from the mempool, on again from its cache, and a bio keeps the mode it was allocated under") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   Bio* cached = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs);
   CHECK((cached->bi_opf & REQ_ALLOC_CACHE) != 0);
   REQUIRE(bs.set_cache_mode(BioCache::off));
@@ -497,6 +520,7 @@ TEST_CASE("bio_cache live: switched off, a set allocates from the mempool, on ag
 
 TEST_CASE("bio_cache live: a set made without a cache takes only off") {
   BioSet bs(4, 0, 0);
+  REQUIRE(bs.init() == 0);
   CHECK(bs.set_cache_mode(BioCache::off));
   CHECK_FALSE(bs.set_cache_mode(BioCache::on));
   CHECK_FALSE(bs.has_cache());
@@ -506,6 +530,7 @@ TEST_CASE("bio_cache live: 4 threads allocating and putting across threads while
   // Every bio is put exactly once, by another thread half the time; the set's teardown and
   // ASan find a bio lost or put twice, TSan a race on the mode.
   BioSet bs(64, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> allocated{0};
   std::thread flipper([&] {
@@ -592,6 +617,7 @@ TEST_CASE("v6.18 bioset_exit (bio_alloc_cache_destroy): ~BioSet frees the bios o
       const size_t before = heap_in_use();
       {
         BioSet bs(4, 0, BIOSET_PERCPU_CACHE | BIOSET_CACHE_HOME, AllocatorKind::system);
+        REQUIRE(bs.init() == 0);
         elem = bs.bio_pool().elem_size();
         std::vector<Bio*> bios;
         for (unsigned i = 0; i < kBios; i++) bios.push_back(bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_KERNEL, &bs));
@@ -623,6 +649,7 @@ TEST_CASE("v6.18 bioset_exit (bio_alloc_cache_destroy): ~BioSet frees the bios o
 // stays on its list: the other, on the same CPU, misses.
 TEST_CASE("bio cache (biofs): two threads on the same CPU have a domain each, a bio put by one is not the other's") {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   const BioAllocCache* first = nullptr;
   BioCacheCounters first_counts, second_counts;
   const BioAllocCache* second = nullptr;

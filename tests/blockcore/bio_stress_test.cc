@@ -61,6 +61,7 @@ struct Run {
 
 void stress(unsigned flags, unsigned producers, unsigned consumers, double seconds) {
   BioSet bs(16, sizeof(Tag), flags);
+  REQUIRE(bs.init() == 0);
   BioQueue queue;
   Run run;
   std::atomic<bool> stop{false};
@@ -147,6 +148,7 @@ TEST_CASE("stress: 1 producer, 7 consumers, cache on (alloc on one CPU, free on 
 TEST_CASE("stress: producers churn threads, so domains end and are adopted while bios fly") {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stress_seconds() / 2);
   BioSet bs(8, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   BioQueue queue;
   std::atomic<uint64_t> allocated{0}, put{0};
   std::thread consumer([&] {

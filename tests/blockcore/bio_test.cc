@@ -26,6 +26,7 @@ void count_end(Bio* bio) {
 
 TEST_CASE("bio_add_page merges contiguous memory and takes new vecs otherwise") {
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Bio* bio = bio_alloc_bioset(nullptr, 2, REQ_OP_WRITE, GFP_KERNEL, &bs);
   REQUIRE(bio);
   CHECK(bio->bi_io_vec == bio->bi_inline_vecs);
@@ -46,6 +47,7 @@ TEST_CASE("bio_add_page merges contiguous memory and takes new vecs otherwise") 
 
 TEST_CASE("bio_add_virt takes an unaligned buffer as one multi-page vec") {
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Bio* bio = bio_alloc_bioset(nullptr, 1, REQ_OP_READ, GFP_KERNEL, &bs);
   CHECK(bio_add_virt(bio, buf + 100, 3 * PAGE_SIZE) == 3 * PAGE_SIZE);
   REQUIRE(bio->bi_vcnt == 1);
@@ -59,6 +61,7 @@ TEST_CASE("bio_add_virt takes an unaligned buffer as one multi-page vec") {
 
 TEST_CASE("large bios get a bvec table from the set's pool in the kernel's sizes") {
   BioSet bs(2, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Bio* bio = bio_alloc_bioset(nullptr, 20, REQ_OP_WRITE, GFP_KERNEL, &bs);
   REQUIRE(bio);
   CHECK(bio->bi_io_vec != bio->bi_inline_vecs);
@@ -73,6 +76,7 @@ TEST_CASE("large bios get a bvec table from the set's pool in the kernel's sizes
 
 TEST_CASE("with the allocator failing, a small bvec table falls back to the BIO_MAX_VECS reserve") {
   BioSet bs(2, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   bs.allocator().set_fail_hook(fail_always, nullptr);
   Bio* bio = bio_alloc_bioset(nullptr, 20, REQ_OP_WRITE, GFP_KERNEL, &bs);
   REQUIRE(bio);
@@ -86,6 +90,7 @@ TEST_CASE("bio_get keeps the bio alive until the last bio_put") {
   // One-element reserve and a failing allocator: the only bio there is comes from the reserve,
   // so a second allocation succeeds only once the first bio has really been freed.
   BioSet bs(1, 0, 0);
+  REQUIRE(bs.init() == 0);
   bs.allocator().set_fail_hook(fail_always, nullptr);
   Bio* bio = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_NOWAIT, &bs);
   REQUIRE(bio);
@@ -102,6 +107,7 @@ TEST_CASE("bio_get keeps the bio alive until the last bio_put") {
 
 TEST_CASE("bio_advance moves sector and iterator while no-data ops only count bytes") {
   BioSet bs(2, 0, 0);
+  REQUIRE(bs.init() == 0);
   Bio* bio = bio_alloc_bioset(nullptr, 2, REQ_OP_READ, GFP_KERNEL, &bs);
   bio_add_page(bio, buf, PAGE_SIZE, 0);
   bio_add_page(bio, buf + 2 * PAGE_SIZE, PAGE_SIZE, 0);
@@ -123,6 +129,7 @@ TEST_CASE("bio_advance moves sector and iterator while no-data ops only count by
 
 TEST_CASE("bio_endio calls bi_end_io once with the bio's status") {
   BioSet bs(2, 0, 0);
+  REQUIRE(bs.init() == 0);
   EndCount e;
   Bio* bio = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
   bio->bi_end_io = count_end;
@@ -136,6 +143,7 @@ TEST_CASE("bio_endio calls bi_end_io once with the bio's status") {
 
 TEST_CASE("a chained parent completes once, after every child, with the first error") {
   BioSet bs(8, 0, 0);
+  REQUIRE(bs.init() == 0);
   EndCount e;
   Bio* parent = bio_alloc_bioset(nullptr, 0, REQ_OP_WRITE, GFP_KERNEL, &bs);
   parent->bi_end_io = count_end;
@@ -190,6 +198,7 @@ EndCount end_chain_from_threads(BioSet& bs, blk_opf_t op, ChildStatus child_stat
 
 TEST_CASE("a chain ended from many threads at once completes the parent exactly once") {
   BioSet bs(4, 0, 0);
+  REQUIRE(bs.init() == 0);
   for (int round = 0; round < 50; round++) {
     const EndCount e = end_chain_from_threads(
         bs, REQ_OP_READ, [](int i) { return i % 7 == 3 ? BLK_STS_MEDIUM : BLK_STS_OK; },
@@ -204,6 +213,7 @@ TEST_CASE("a parent ending with its own error while its children end with theirs
   // only into a status still OK. Whatever the order, the parent's own error is the one left.
   // Under ThreadSanitizer this is also the check that both writes are atomic.
   BioSet bs(4, 0, 0);
+  REQUIRE(bs.init() == 0);
   for (int round = 0; round < 50; round++) {
     const EndCount e = end_chain_from_threads(
         bs, REQ_OP_WRITE, [](int) { return BLK_STS_MEDIUM; },
@@ -218,6 +228,7 @@ TEST_CASE("a parent ending with its own error while its children end with theirs
 
 TEST_CASE("v6.18 __bio_clone: a clone copies bi_ioprio and bi_iter, shares bi_io_vec, is BIO_CLONED and owns no vecs") {
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Bio* src = bio_alloc_bioset(nullptr, 2, REQ_OP_WRITE | REQ_FUA, GFP_KERNEL, &bs);
   REQUIRE(src);
   REQUIRE(bio_add_page(src, buf, PAGE_SIZE, 0) == PAGE_SIZE);

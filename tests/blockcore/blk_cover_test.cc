@@ -29,8 +29,9 @@ class CoverDriver : public BlkMqOps {
 struct Rig {
   CoverDriver drv;
   RequestQueue q;
-  explicit Rig(unsigned queues = 2, unsigned poll_queues = 0)
-      : q(TagSetConfig{queues, poll_queues, 8, 0}, QueueLimits{}, &drv, Toggles{}) {}
+  explicit Rig(unsigned queues = 2, unsigned poll_queues = 0) : q(QueueLimits{}, &drv, Toggles{}) {
+    REQUIRE(q.init(TagSetConfig{queues, poll_queues, 8, 0}) == 0);
+  }
 };
 
 }  // namespace

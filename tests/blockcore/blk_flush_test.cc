@@ -40,9 +40,11 @@ struct Disk {
   BlockDevice bdev;
   BioSet bs{4, 0, 0};
   explicit Disk(bool write_cache) {
+    REQUIRE(bs.init() == 0);
     QueueLimits lim;
     lim.write_cache = write_cache;
-    q = std::make_unique<RequestQueue>(TagSetConfig{}, lim, &driver);
+    q = std::make_unique<RequestQueue>(lim, &driver);
+    REQUIRE(q->init(TagSetConfig{}) == 0);
     bdev.queue = q.get();
     bdev.capacity = 1 << 20;
   }

@@ -29,6 +29,10 @@ struct Fixture {
   BioSet bs{8, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE};
   BioSet split_bs{8, 0, 0};
   SplitCounters counters;
+  Fixture() {
+    REQUIRE(bs.init() == 0);
+    REQUIRE(split_bs.init() == 0);
+  }
 
   Bio* bio_with(std::initializer_list<BioVec> vecs, blk_opf_t op = REQ_OP_WRITE) {
     Bio* bio = bio_alloc_bioset(nullptr, uint16_t(vecs.size()), op, GFP_KERNEL, &bs);
@@ -375,6 +379,7 @@ TEST_CASE_FIXTURE(Fixture, "v6.18 bio_split: 0 sectors or sectors >= the bio's i
   bio_put(front);
   // GFP_NOWAIT with the allocator failing and the reserve in use: -ENOMEM, not nullptr.
   BioSet tiny(1, 0, 0);
+  REQUIRE(tiny.init() == 0);
   tiny.allocator().set_fail_hook([](void*) { return true; }, nullptr);
   Bio* hold = bio_alloc_bioset(nullptr, 0, REQ_OP_READ, GFP_NOWAIT, &tiny);  // the reserve's one
   REQUIRE(hold);

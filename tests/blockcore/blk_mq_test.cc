@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <future>
 #include <mutex>
+#include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "blockcore/blk_mq.h"
@@ -89,9 +92,11 @@ struct Queue {
   BlockDevice bdev;
   BioSet bs{16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE};
   explicit Queue(Toggles toggles = {}, unsigned depth = 64, QueueLimits lim = {}) {
+    REQUIRE(bs.init() == 0);
     TagSetConfig set;
     set.queue_depth = depth;
-    q = std::make_unique<RequestQueue>(set, lim, &driver, toggles);
+    q = std::make_unique<RequestQueue>(lim, &driver, toggles);
+    REQUIRE(q->init(set) == 0);
     bdev.queue = q.get();
     bdev.capacity = 1 << 30;
   }
@@ -326,8 +331,11 @@ TEST_CASE("null device in timer mode: submitters wait for tags and are woken by 
   cfg.queue_depth = 4;
   cfg.irqmode = NullBlkConfig::IrqMode::timer;
   cfg.completion_nsec = 2'000'000;  // 2 ms
-  NullBlk dev(cfg);
+  std::unique_ptr<NullBlk> dev_owner;
+  REQUIRE(NullBlk::create(cfg, &dev_owner).ok());
+  NullBlk& dev = *dev_owner;
   BioSet bs(16, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   Done done;
   auto run = std::async(std::launch::async, [&] {
     for (int i = 0; i < 40; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 16, 4096, &done));
@@ -345,9 +353,12 @@ TEST_CASE("null device in timer mode: destroying it with requests pending ends e
   cfg.irqmode = NullBlkConfig::IrqMode::timer;
   cfg.completion_nsec = 50'000'000;  // 50 ms: all 32 are still pending when the device goes
   BioSet bs(64, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   Done done;
   {
-    NullBlk dev(cfg);
+    std::unique_ptr<NullBlk> dev_owner;
+    REQUIRE(NullBlk::create(cfg, &dev_owner).ok());
+    NullBlk& dev = *dev_owner;
     for (int i = 0; i < 32; i++) submit_bio(make_read(dev.bdev(), bs, sector_t(i) * 16, 4096, &done));
     CHECK(done.count < 32);
   }  // the completion thread is asked to stop here; it ends what it holds before it goes
@@ -395,11 +406,13 @@ TEST_CASE("many threads on one small tag space: no tag is in flight twice, all c
   CheckingDriver driver;
   TagSetConfig set;
   set.queue_depth = 16;
-  RequestQueue q(set, QueueLimits{}, &driver);
+  RequestQueue q(QueueLimits{}, &driver);
+  REQUIRE(q.init(set) == 0);
   BlockDevice bdev;
   bdev.queue = &q;
   bdev.capacity = 1 << 20;
   BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   Done done;
   std::vector<std::thread> threads;
   for (int t = 0; t < 6; t++)
@@ -426,14 +439,19 @@ TEST_CASE("the striped target clones per chunk, maps sectors, and ends the bio o
   // stripes would merge in the plug: blk_rq_merge_test).
   Toggles nomerge;
   nomerge.nomerges = NoMerges::none;
-  RequestQueue q0(set, QueueLimits{}, &d0, nomerge), q1(set, QueueLimits{}, &d1, nomerge);
+  RequestQueue q0(QueueLimits{}, &d0, nomerge), q1(QueueLimits{}, &d1, nomerge);
+  REQUIRE(q0.init(set) == 0);
+  REQUIRE(q1.init(set) == 0);
   BlockDevice c0, c1;
   c0.queue = &q0;
   c1.queue = &q1;
   c0.capacity = c1.capacity = 1 << 20;
-  StripeTarget stripe({&c0, &c1}, 8);  // 4 KiB chunks
+  std::unique_ptr<StripeTarget> stripe_owner;
+  REQUIRE(StripeTarget::create({&c0, &c1}, 8, BioCache::on, &stripe_owner).ok());  // 4 KiB chunks
+  StripeTarget& stripe = *stripe_owner;
   CHECK(stripe.bdev()->capacity == 2 << 20);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Done done;
   // 20 KiB starting half way into chunk 1: pieces 2K (chunk 1), 4K (2), 4K (3), 4K (4), 4K (5), 2K (6).
   Bio* bio = make_read(stripe.bdev(), bs, 12, 20 * 1024, &done);
@@ -655,11 +673,13 @@ TEST_CASE("v6.18 blk_mq_peek_cached_request: a cached request serves only a bio 
     TagSetConfig set;
     set.queue_depth = 64;
     set.nr_poll_queues = 1;
-    RequestQueue q(set, QueueLimits{}, &d);
+    RequestQueue q(QueueLimits{}, &d);
+    REQUIRE(q.init(set) == 0);
     BlockDevice bdev;
     bdev.queue = &q;
     bdev.capacity = 1 << 20;
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     blk_start_plug_nr_ios(&plug, 8);
     submit_bio(make_read(&bdev, bs, 0, 4096, &done));  // the batch comes from the default hctx
     CHECK(list_length(plug.cached_rqs) == 7);
@@ -747,12 +767,15 @@ TEST_CASE("v6.18 blk_mq_end_request_batch: tags are freed in groups of at most T
   HoldingDriver da, db;
   TagSetConfig set;
   set.queue_depth = 128;
-  RequestQueue qa(set, QueueLimits{}, &da), qb(set, QueueLimits{}, &db);
+  RequestQueue qa(QueueLimits{}, &da), qb(QueueLimits{}, &db);
+  REQUIRE(qa.init(set) == 0);
+  REQUIRE(qb.init(set) == 0);
   BlockDevice a, b;
   a.queue = &qa;
   b.queue = &qb;
   a.capacity = b.capacity = 1 << 20;
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Done done;
   SbitmapQueue* ta = qa.hctx(0)->tags->bitmap_tags.get();
   SbitmapQueue* tb = qb.hctx(0)->tags->bitmap_tags.get();
@@ -802,7 +825,8 @@ TEST_CASE("v6.18 blk_mq_submit_bio: REQ_POLLED on a queue without poll queues (!
   RecordingDriver d;
   TagSetConfig set;
   set.nr_poll_queues = 1;
-  RequestQueue pq(set, QueueLimits{}, &d);
+  RequestQueue pq(QueueLimits{}, &d);
+  REQUIRE(pq.init(set) == 0);
   BlockDevice pdev;
   pdev.queue = &pq;
   pdev.capacity = 1 << 20;
@@ -887,11 +911,13 @@ TEST_CASE("v6.18 blk_mq_end_request_batch: 33 completions free their tags in two
   HoldingDriver d;
   TagSetConfig set;
   set.queue_depth = 128;
-  RequestQueue q(set, QueueLimits{}, &d);
+  RequestQueue q(QueueLimits{}, &d);
+  REQUIRE(q.init(set) == 0);
   BlockDevice dev;
   dev.queue = &q;
   dev.capacity = 1 << 20;
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   Done done;
   SbitmapQueue* tags = q.hctx(0)->tags->bitmap_tags.get();
   uint64_t frees = 0, freed = 0;
@@ -975,12 +1001,14 @@ TEST_CASE("blk_mq map_queue (biofs): with 2 or 3 default queues a thread submits
     set.nr_hw_queues = sh.nr_default;
     set.nr_poll_queues = sh.nr_poll;
     set.queue_depth = 16;
-    RequestQueue q(set, QueueLimits{}, &d);
+    RequestQueue q(QueueLimits{}, &d);
+    REQUIRE(q.init(set) == 0);
     REQUIRE(q.nr_hw_queues() == sh.nr_default + sh.nr_poll);
     BlockDevice dev;
     dev.queue = &q;
     dev.capacity = 1 << 20;
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     for (const int cpu : cpus) {
       CAPTURE(cpu);
       BlkMqHwCtx* mapped = nullptr;
@@ -1013,4 +1041,87 @@ TEST_CASE("blk_mq map_queue (biofs): with 2 or 3 default queues a thread submits
       d.hctxs.clear();
     }
   }
+}
+
+namespace {
+// Refuses hardware queue `refuse` in init_hctx, as a driver without the resources for it does.
+class RefusingDriver : public RecordingDriver {
+ public:
+  explicit RefusingDriver(unsigned refuse) : refuse_(refuse) {}
+  int init_hctx(BlkMqHwCtx*, unsigned hctx_idx) override { return hctx_idx == refuse_ ? -ENOMEM : 0; }
+
+ private:
+  unsigned refuse_;
+};
+
+// RequestQueue::init's result and its line for one tag set and limits.
+std::pair<int, std::string> queue_init(unsigned queues, unsigned poll_queues, unsigned qd, QueueLimits lim = {}) {
+  RecordingDriver d;
+  RequestQueue q(lim, &d);
+  TagSetConfig set;
+  set.nr_hw_queues = queues;
+  set.nr_poll_queues = poll_queues;
+  set.queue_depth = qd;
+  std::string why;
+  const int ret = q.init(set, &why);
+  return {ret, why};
+}
+}  // namespace
+
+TEST_CASE("blk_mq_alloc_tag_set (biofs): queues, poll_queues and qd out of range are -EINVAL with one line; the bounds are taken") {
+  using R = std::pair<int, std::string>;
+  CHECK(queue_init(0, 0, 64) == R{-EINVAL, "queues=0: expected 1..256"});
+  CHECK(queue_init(257, 0, 64) == R{-EINVAL, "queues=257: expected 1..256"});
+  CHECK(queue_init(1, 257, 64) == R{-EINVAL, "poll_queues=257: expected 0..256"});
+  CHECK(queue_init(1, 0, 0) == R{-EINVAL, "qd=0: expected 1..65536"});
+  CHECK(queue_init(1, 0, 65537) == R{-EINVAL, "qd=65537: expected 1..65536"});
+  CHECK(queue_init(256, 256, 1) == R{0, ""});
+  CHECK(queue_init(1, 0, 65536) == R{0, ""});
+  QueueLimits bad;
+  bad.logical_block_size = 1000;
+  CHECK(queue_init(1, 0, 64, bad) ==
+        R{-EINVAL, "queue limits: logical_block_size 1000 is not a power of two between 512 and 65536"});
+}
+
+TEST_CASE("blk_mq_alloc_tag_set (biofs): a hardware queue the driver refuses in init_hctx fails the set-up, naming it") {
+  RefusingDriver d(2);
+  RequestQueue q(QueueLimits{}, &d);
+  TagSetConfig set;
+  set.nr_hw_queues = 2;
+  set.nr_poll_queues = 1;  // queue 2 is the poll queue
+  std::string why;
+  CHECK(q.init(set, &why) == -EINVAL);
+  CHECK(why == "driver refused hardware queue 2");
+  RefusingDriver fine(3);
+  RequestQueue ok(QueueLimits{}, &fine);
+  CHECK(ok.init(set) == 0);
+  CHECK(ok.nr_hw_queues() == 3);
+}
+
+TEST_CASE("the striped target's geometry: no children, a chunk that is not a power of two or below a child's block, in one line") {
+  RecordingDriver d;
+  RequestQueue q(QueueLimits{}, &d);
+  REQUIRE(q.init(TagSetConfig{}) == 0);
+  QueueLimits big;
+  big.logical_block_size = 4096;
+  RecordingDriver d4k;
+  RequestQueue q4k(big, &d4k);
+  REQUIRE(q4k.init(TagSetConfig{}) == 0);
+  BlockDevice c512, c4k;
+  c512.queue = &q;
+  c4k.queue = &q4k;
+  c512.capacity = c4k.capacity = 1 << 20;
+  std::unique_ptr<StripeTarget> t;
+  auto refused = [&](std::vector<BlockDevice*> children, uint32_t chunk) {
+    const Status s = StripeTarget::create(std::move(children), chunk, BioCache::on, &t);
+    CHECK_FALSE(t);
+    CHECK(s.code() == Status::Code::invalid_argument);
+    return s.message();
+  };
+  CHECK(refused({}, 8) == "stripe: no child devices");
+  CHECK(refused({&c512}, 12) == "stripe: chunk of 12 sectors is not a power of two");
+  CHECK(refused({&c512}, 0) == "stripe: chunk of 0 sectors is not a power of two");
+  CHECK(refused({&c512, &c4k}, 4) == "stripe: chunk smaller than a child's logical block");
+  REQUIRE(StripeTarget::create({&c512, &c4k}, 8, BioCache::on, &t).ok());  // one 4 KiB block: enough
+  CHECK(t->bdev()->capacity == 2 << 20);
 }

@@ -71,9 +71,11 @@ struct Queue {
   BlockDevice bdev;
   BioSet bs{16, 0, BIOSET_NEED_BVECS};
   explicit Queue(QueueLimits lim = {}, NoMerges nm = NoMerges::all) {
+    REQUIRE(bs.init() == 0);
     Toggles t;
     t.nomerges = nm;
-    q = std::make_unique<RequestQueue>(TagSetConfig{}, lim, &driver, t);
+    q = std::make_unique<RequestQueue>(lim, &driver, t);
+    REQUIRE(q->init(TagSetConfig{}) == 0);
     bdev.queue = q.get();
     bdev.capacity = 1 << 30;
   }

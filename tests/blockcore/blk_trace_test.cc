@@ -74,13 +74,15 @@ struct TracedQueue {
   std::atomic<int> done{0};
   fs::path dir;
   TracedQueue(unsigned depth, uint32_t max_sectors) {
+    REQUIRE(bs.init() == 0);
     TagSetConfig set;
     set.queue_depth = depth;
     QueueLimits lim;
     lim.max_hw_sectors = max_sectors;
     Toggles t;
     t.tag_batch = TagBatch::off;  // io_submit's plug asks for one tag at a time (nr_ios 1)
-    q = std::make_unique<RequestQueue>(set, lim, &driver, t);
+    q = std::make_unique<RequestQueue>(lim, &driver, t);
+    REQUIRE(q->init(set) == 0);
     q->set_devt(blk_trace_mkdev(259, 3));
     bdev.queue = q.get();
     bdev.capacity = 1 << 30;
@@ -421,7 +423,8 @@ TEST_CASE("a half-full ring wakes the writer before its timer") {
 
 TEST_CASE("setup: a directory that does not exist is one line of error, and a queue is traced once") {
   HeldDriver driver;
-  RequestQueue q(TagSetConfig{}, QueueLimits{}, &driver);
+  RequestQueue q(QueueLimits{}, &driver);
+  REQUIRE(q.init(TagSetConfig{}) == 0);
   BlkTraceConfig cfg;
   cfg.dir = "/nonexistent/biofs-trace";
   cfg.name = "biofs";
@@ -443,7 +446,9 @@ TEST_CASE("setup: a directory that does not exist is one line of error, and a qu
 TEST_CASE("concurrent: four threads trace into their own rings while the writer drains them") {
   NullBlkConfig nc;
   nc.queue_depth = 64;
-  NullBlk dev(nc);
+  std::unique_ptr<NullBlk> dev_owner;
+  REQUIRE(NullBlk::create(nc, &dev_owner).ok());
+  NullBlk& dev = *dev_owner;
   char tmpl[] = "/tmp/blk_trace_test.XXXXXX";
   REQUIRE(mkdtemp(tmpl));
   const fs::path dir = tmpl;
@@ -455,6 +460,7 @@ TEST_CASE("concurrent: four threads trace into their own rings while the writer 
   CHECK(tracing_on());
   constexpr int kThreads = 4, kIos = 2000;
   BioSet bs(64, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   std::atomic<int> done{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {

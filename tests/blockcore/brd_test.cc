@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 
 #include "blockcore/brd.h"
 
@@ -36,8 +37,11 @@ blk_status_t rw(BrdDevice& d, BioSet& bs, blk_opf_t op, sector_t sector, void* b
 }  // namespace
 
 TEST_CASE("brd: never-written sectors read as zeros and allocate nothing") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t buf[8192];
   std::memset(buf, 0xAA, sizeof(buf));
   CHECK(rw(d, bs, REQ_OP_READ, 100, buf, 8192) == BLK_STS_OK);
@@ -46,8 +50,11 @@ TEST_CASE("brd: never-written sectors read as zeros and allocate nothing") {
 }
 
 TEST_CASE("brd: a write is read back, including across page boundaries at odd sectors") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t out[3 * 4096], in[3 * 4096];
   for (size_t i = 0; i < sizeof(out); i++) out[i] = uint8_t(i * 7 + 3);
   CHECK(rw(d, bs, REQ_OP_WRITE, 7, out, sizeof(out)) == BLK_STS_OK);  // starts mid-page
@@ -65,25 +72,60 @@ TEST_CASE("brd: a write is read back, including across page boundaries at odd se
 }
 
 TEST_CASE("brd: I/O past the end fails with an I/O error") {
-  BrdDevice d(64 * 1024);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(64 * 1024, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   alignas(512) static uint8_t buf[1024] = {};
   CHECK(rw(d, bs, REQ_OP_WRITE, 127, buf, 1024) == BLK_STS_IOERR);
   CHECK(rw(d, bs, REQ_OP_WRITE, 126, buf, 1024) == BLK_STS_OK);
 }
 
 TEST_CASE("brd: flush completes and is counted, a 4096-byte device rejects bad sizes") {
-  BrdDevice d(1 << 20, 4096);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, 4096, Toggles{}, 1, 128, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   CHECK(rw(d, bs, REQ_OP_FLUSH | REQ_PREFLUSH, 0, nullptr, 0) == BLK_STS_OK);
   CHECK(d.flushes() == 1);
-  CHECK_THROWS_AS(BrdDevice(1 << 20, 1000), std::invalid_argument);
-  CHECK_THROWS_AS(BrdDevice(100, 512), std::invalid_argument);
+}
+
+TEST_CASE("brd: create refuses a bad block size, a size below one block and a queue setting, in one line each") {
+  std::unique_ptr<BrdDevice> d;
+  auto refused = [&](uint64_t bytes, unsigned lbs, unsigned queues, unsigned qd) {
+    const Status s = BrdDevice::create(bytes, lbs, Toggles{}, queues, qd, &d);
+    CHECK_FALSE(d);
+    CHECK(s.code() == Status::Code::invalid_argument);
+    return s.message();
+  };
+  for (unsigned lbs : {1000u, 256u, 8192u, 0u})
+    CHECK(refused(1 << 20, lbs, 1, 128) ==
+          "brd: logical block size " + std::to_string(lbs) + " is not a power of two from 512 to 4096");
+  CHECK(refused(100, 512, 1, 128) == "brd: size is smaller than one logical block");
+  CHECK(refused(4095, 4096, 1, 128) == "brd: size is smaller than one logical block");
+  CHECK(refused(1 << 20, 512, 1, 0) == "qd=0: expected 1..65536");
+  CHECK(refused(1 << 20, 512, 1, 65537) == "qd=65537: expected 1..65536");
+  CHECK(refused(1 << 20, 512, 0, 128) == "queues=0: expected 1..256");
+  CHECK(refused(1 << 20, 512, 257, 128) == "queues=257: expected 1..256");
+  // The bounds themselves are accepted.
+  for (unsigned lbs : {512u, 4096u}) {
+    CAPTURE(lbs);
+    REQUIRE(BrdDevice::create(lbs, lbs, Toggles{}, 256, 1, &d).ok());
+    CHECK(d->bytes() == lbs);
+    CHECK(d->queue()->nr_hw_queues() == 256);
+    REQUIRE(BrdDevice::create(lbs, lbs, Toggles{}, 1, 65536, &d).ok());
+    CHECK(d->queue()->queue_depth() == 65536);
+  }
 }
 
 TEST_CASE("brd: discard drops whole pages and zeroes partial ones") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t out[8192];
   std::memset(out, 0x5A, sizeof(out));
   CHECK(rw(d, bs, REQ_OP_WRITE, 0, out, sizeof(out)) == BLK_STS_OK);

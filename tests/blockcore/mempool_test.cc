@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -17,6 +18,7 @@ bool fail_always(void*) { return true; }
 TEST_CASE("the allocator is used first and the reserve only when it fails") {
   Allocator a;
   Mempool pool(3, 128, a);
+  REQUIRE(pool.init() == 0);
   CHECK(pool.curr_nr() == 3);
   void* p = pool.alloc(GFP_KERNEL);
   CHECK(pool.curr_nr() == 3);  // came from the allocator
@@ -40,6 +42,7 @@ TEST_CASE("the allocator is used first and the reserve only when it fails") {
 TEST_CASE("GFP_NOWAIT fails on an empty reserve while GFP_KERNEL waits for a free") {
   Allocator a;
   Mempool pool(1, 64, a);
+  REQUIRE(pool.init() == 0);
   a.set_fail_hook(fail_always, nullptr);
   void* only = pool.alloc(GFP_KERNEL);
   REQUIRE(only);
@@ -58,6 +61,7 @@ TEST_CASE("GFP_NOWAIT fails on an empty reserve while GFP_KERNEL waits for a fre
 TEST_CASE("many threads sharing a tiny reserve all make progress") {
   Allocator a;
   Mempool pool(2, 64, a);
+  REQUIRE(pool.init() == 0);
   a.set_fail_hook(fail_always, nullptr);
   std::atomic<int> done{0};
   std::vector<std::thread> threads;
@@ -76,4 +80,26 @@ TEST_CASE("many threads sharing a tiny reserve all make progress") {
   CHECK(done == 6);
   CHECK(pool.curr_nr() == 2);
   a.set_fail_hook(nullptr, nullptr);
+}
+
+namespace {
+// Says yes to the first *ctx allocations, then no.
+bool fail_after(void* ctx) {
+  auto* left = static_cast<int*>(ctx);
+  if (*left == 0) return true;
+  --*left;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("init fails with -ENOMEM when the allocator cannot fill the reserve, and keeps nothing") {
+  Allocator a;
+  int left = 2;  // two of the three reserve elements, then no
+  a.set_fail_hook(fail_after, &left);
+  Mempool pool(3, 128, a);
+  CHECK(pool.init() == -ENOMEM);
+  CHECK(pool.curr_nr() == 0);
+  a.set_fail_hook(nullptr, nullptr);
+  CHECK(pool.init() == 0);  // memory came back: the same pool fills its reserve
+  CHECK(pool.curr_nr() == 3);
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -53,7 +54,8 @@ TEST_CASE("rule 1: small maps get narrower words, at least four of them") {
   CHECK(sbitmap_calculate_shift(200) == 5);
   CHECK(sbitmap_calculate_shift(256) == 6);
   CHECK(sbitmap_calculate_shift(1023) == 6);
-  Sbitmap sb(100);
+  Sbitmap sb;
+  REQUIRE(sbitmap_init_node(&sb, 100) == 0);
   CHECK(sb.shift == 4);
   CHECK(sb.map_capacity == 7);
   CHECK(sbitmap_word_depth(&sb, 100, 6) == 4);
@@ -63,7 +65,8 @@ TEST_CASE("rule 1: small maps get narrower words, at least four of them") {
 }
 
 TEST_CASE("single get and clear") {
-  SbitmapQueue sbq(128, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 128, 6) == 0);
   unsigned cpu = ~0u;
   const int nr = sbitmap_queue_get(&sbq, &cpu);
   REQUIRE(nr >= 0);
@@ -85,7 +88,8 @@ TEST_CASE("single get and clear") {
 }
 
 TEST_CASE("every bit can be taken once, then gets fail until one is freed") {
-  SbitmapQueue sbq(128, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 128, 6) == 0);
   std::set<int> got;
   for (int i = 0; i < 128; i++) {
     const int nr = sbitmap_queue_get_bit(&sbq);
@@ -109,7 +113,8 @@ TEST_CASE("rule 1: a depth that is not a multiple of the word size: no bit >= de
     CAPTURE(shift);
     for (unsigned start : {0u, 63u, 99u}) {  // a hint in the first, a middle and the last word
       CAPTURE(start);
-      Sbitmap sb(100, shift);
+      Sbitmap sb;
+      REQUIRE(sbitmap_init_node(&sb, 100, shift) == 0);
       set_my_hint(sb, start);
       std::set<int> got;
       for (;;) {
@@ -123,7 +128,8 @@ TEST_CASE("rule 1: a depth that is not a multiple of the word size: no bit >= de
     }
   }
   SUBCASE("batch gets stop at the short last word too") {
-    SbitmapQueue sbq(100, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 100, 6) == 0);
     set_my_hint(sbq.sb, 99);
     std::set<unsigned> got;
     unsigned offset = 0;
@@ -140,8 +146,9 @@ TEST_CASE("rule 1: a depth that is not a multiple of the word size: no bit >= de
     CHECK(sbitmap_queue_get_bit(&sbq) >= 96);
   }
   SUBCASE("a shrunk map stops at its new depth") {
-    Sbitmap sb(100, 6);
-    sbitmap_resize(&sb, 70);
+    Sbitmap sb;
+    REQUIRE(sbitmap_init_node(&sb, 100, 6) == 0);
+    REQUIRE(sbitmap_resize(&sb, 70) == 0);
     int n = 0;
     for (int nr; (nr = sbitmap_get(&sb)) >= 0; n++) REQUIRE(nr < 70);
     CHECK(n == 70);
@@ -149,7 +156,8 @@ TEST_CASE("rule 1: a depth that is not a multiple of the word size: no bit >= de
 }
 
 TEST_CASE("rule 2: a free goes to `cleared`, a get that finds the word full folds it back") {
-  SbitmapQueue sbq(64, 6);  // one word
+  SbitmapQueue sbq;  // one word
+  REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
   Sbitmap& sb = sbq.sb;
   for (int i = 0; i < 64; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) == i);  // lowest free bit first
   sbitmap_queue_clear(&sbq, 5, 0);
@@ -169,7 +177,8 @@ TEST_CASE("rule 2: a free goes to `cleared`, a get that finds the word full fold
 }
 
 TEST_CASE("rule 2: a get that finds a free bit leaves `cleared` alone") {
-  SbitmapQueue sbq(64, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
   for (int i = 0; i < 10; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) == i);
   sbitmap_queue_clear(&sbq, 3, 0);
   CHECK(sbitmap_queue_get_bit(&sbq) == 10);
@@ -178,16 +187,20 @@ TEST_CASE("rule 2: a get that finds a free bit leaves `cleared` alone") {
 }
 
 TEST_CASE("rule 3: the hint picks the word, a full map resets it, round_robin moves on") {
-  Sbitmap sb(256, 6);
+  Sbitmap sb;
+  REQUIRE(sbitmap_init_node(&sb, 256, 6) == 0);
   set_my_hint(sb, 130);
   CHECK(sbitmap_get(&sb) == 128);  // word 2, from its bit 0
-  Sbitmap full(4, 0);
+  Sbitmap full;
+  REQUIRE(sbitmap_init_node(&full, 4, 0) == 0);
   for (int i = 0; i < 4; i++) REQUIRE(sbitmap_get(&full) >= 0);
   set_my_hint(full, 3);
   CHECK(sbitmap_get(&full) == -1);
   CHECK(full.cpu[sbitmap_current_cpu()].alloc_hint.load() == 0);
 
-  Sbitmap rr(128, 6, true);
+  Sbitmap rr;
+
+  REQUIRE(sbitmap_init_node(&rr, 128, 6, true) == 0);
   CHECK(sbitmap_get(&rr) == 0);
   CHECK(sbitmap_get(&rr) == 1);
   sbitmap_clear_bit(&rr, 0);
@@ -204,7 +217,8 @@ TEST_CASE("rule 3: the hint picks the word, a full map resets it, round_robin mo
 }
 
 TEST_CASE("sbitmap_get_shallow uses at most shallow_depth bits of the whole map") {
-  SbitmapQueue sbq(256, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 256, 6) == 0);
   sbitmap_queue_min_shallow_depth(&sbq, 16);
   CHECK(sbq.wake_batch.load() == 2);  // clamp(16 / 8, 1, 8)
   int n = 0;
@@ -217,7 +231,8 @@ TEST_CASE("sbitmap_get_shallow uses at most shallow_depth bits of the whole map"
 }
 
 TEST_CASE("rule 4: a batch get takes contiguous bits from one word") {
-  SbitmapQueue sbq(256, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 256, 6) == 0);
   set_my_hint(sbq.sb, 64);
   unsigned offset = ~0u;
   CHECK(sbitmap_queue_get_batch(&sbq, 8, &offset) == 0xffUL);
@@ -229,7 +244,8 @@ TEST_CASE("rule 4: a batch get takes contiguous bits from one word") {
   CHECK(sbitmap_queue_get_batch(&sbq, 64, &offset) == ~0UL);
   CHECK(offset == 128);
   // More than a word's bits: no batch at all (v6.18), not a word's worth; see the v6.18 case.
-  SbitmapQueue other(128, 6);
+  SbitmapQueue other;
+  REQUIRE(sbitmap_queue_init_node(&other, 128, 6) == 0);
   CHECK(sbitmap_queue_get_batch(&other, 100, &offset) == 0);
   CHECK(word_of(other.sb, 0) == 0);
   CHECK(word_of(other.sb, 1) == 0);
@@ -242,7 +258,8 @@ TEST_CASE("rule 4: a batch get takes contiguous bits from one word") {
 
 TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
   SUBCASE("a taken bit inside the window is a hole in the mask") {
-    SbitmapQueue sbq(64, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
     sbitmap_set_bit(&sbq.sb, 1);
     unsigned offset = ~0u;
     CHECK(sbitmap_queue_get_batch(&sbq, 4, &offset) == 0b1101UL);
@@ -250,7 +267,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     CHECK(word_of(sbq.sb, 0) == 0b1111UL);
   }
   SUBCASE("the window starts at the first free bit") {
-    SbitmapQueue sbq(64, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
     for (unsigned b : {0u, 1u, 2u, 5u}) sbitmap_set_bit(&sbq.sb, b);
     unsigned offset = ~0u;
     CHECK(sbitmap_queue_get_batch(&sbq, 4, &offset) == 0b1011UL);  // bits 3, 4 and 6
@@ -259,7 +277,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     CHECK(sbitmap_queue_stats(&sbq).batch_tags == 3);
   }
   SUBCASE("only a short run is left at the end of the word: the batch fails, nothing is taken") {
-    SbitmapQueue sbq(64, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
     for (unsigned b = 0; b < 60; b++) sbitmap_set_bit(&sbq.sb, b);
     unsigned offset = ~0u;
     CHECK(sbitmap_queue_get_batch(&sbq, 8, &offset) == 0);
@@ -267,7 +286,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     CHECK(sbitmap_queue_stats(&sbq).batch_failed == 1);
   }
   SUBCASE("only a word where the whole window fits is used") {
-    SbitmapQueue sbq(128, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 128, 6) == 0);
     for (unsigned b = 0; b < 62; b++) sbitmap_set_bit(&sbq.sb, b);
     set_my_hint(sbq.sb, 0);
     unsigned offset = ~0u;
@@ -279,7 +299,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     CHECK(offset == ~0u);
   }
   SUBCASE("freed bits waiting in `cleared` are folded and handed out") {
-    SbitmapQueue sbq(64, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
     for (int i = 0; i < 64; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) >= 0);
     for (unsigned b : {10u, 11u, 12u}) sbitmap_queue_clear(&sbq, b, 0);
     unsigned offset = ~0u;
@@ -290,7 +311,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     CHECK(sbitmap_queue_stats(&sbq).folds == 1);
   }
   SUBCASE("a full map gives 0") {
-    SbitmapQueue sbq(100, 6);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 100, 6) == 0);
     for (int i = 0; i < 100; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) >= 0);
     unsigned offset = 12345;
     CHECK(sbitmap_queue_get_batch(&sbq, 8, &offset) == 0);
@@ -298,7 +320,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
     CHECK(sbitmap_queue_stats(&sbq).batch_failed == 1);
   }
   SUBCASE("round_robin maps never batch") {
-    SbitmapQueue sbq(64, 6, true);
+    SbitmapQueue sbq;
+    REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6, true) == 0);
     unsigned offset = 0;
     CHECK(sbitmap_queue_get_batch(&sbq, 4, &offset) == 0);
   }
@@ -307,7 +330,8 @@ TEST_CASE("rule 4: a batch get returns fewer than asked, with the exact mask") {
 // ---- kernel rules (v6.18), blockcore/README.md "Kernel rules followed" ----
 
 TEST_CASE("v6.18 __sbitmap_queue_get_batch: nr_tags over a word's bits gets no batch (0), never a clamped partial one") {
-  SbitmapQueue wide(128, 6);  // two 64-bit words
+  SbitmapQueue wide;  // two 64-bit words
+  REQUIRE(sbitmap_queue_init_node(&wide, 128, 6) == 0);
   set_my_hint(wide.sb, 0);
   unsigned offset = 12345;
   CHECK(sbitmap_queue_get_batch(&wide, 65, &offset) == 0);
@@ -318,7 +342,8 @@ TEST_CASE("v6.18 __sbitmap_queue_get_batch: nr_tags over a word's bits gets no b
   CHECK(sbitmap_queue_stats(&wide).batch_failed == 2);
   // blk-mq's tag maps under 128 tags have narrower words: depth 64 gives 16-bit words, so a
   // plug's batch of 32 gets nothing there, while 16 fits.
-  SbitmapQueue narrow(64);
+  SbitmapQueue narrow;
+  REQUIRE(sbitmap_queue_init_node(&narrow, 64) == 0);
   REQUIRE(narrow.sb.shift == 4);
   set_my_hint(narrow.sb, 0);
   CHECK(sbitmap_queue_get_batch(&narrow, 32, &offset) == 0);
@@ -328,7 +353,8 @@ TEST_CASE("v6.18 __sbitmap_queue_get_batch: nr_tags over a word's bits gets no b
 }
 
 TEST_CASE("v6.18 __sbitmap_queue_get_batch: sbitmap_deferred_clear folds each visited word before the window is placed") {
-  SbitmapQueue sbq(64, 6);  // one word
+  SbitmapQueue sbq;  // one word
+  REQUIRE(sbitmap_queue_init_node(&sbq, 64, 6) == 0);
   for (int i = 0; i < 10; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) == i);
   for (unsigned b = 3; b < 7; b++) sbitmap_queue_clear(&sbq, b, 0);  // deferred: in `cleared`
   REQUIRE(cleared_of(sbq.sb, 0) == 0x78UL);
@@ -344,7 +370,8 @@ TEST_CASE("v6.18 __sbitmap_queue_get_batch: sbitmap_deferred_clear folds each vi
   // A word the batch passes over is folded too: word 0 is full but for bit 63, freed through
   // `cleared`; a window of 8 cannot fit there, the batch comes from word 1, and word 0's
   // `cleared` has been folded on the way.
-  SbitmapQueue two(128, 6);
+  SbitmapQueue two;
+  REQUIRE(sbitmap_queue_init_node(&two, 128, 6) == 0);
   for (int i = 0; i < 64; i++) sbitmap_set_bit(&two.sb, unsigned(i));
   sbitmap_deferred_clear_bit(&two.sb, 63);
   set_my_hint(two.sb, 0);
@@ -368,7 +395,8 @@ TEST_CASE("v6.18 __sbitmap_queue_get_batch: the window is placed once per word, 
 }
 
 TEST_CASE("v6.18 __sbitmap_queue_get_batch: a word with map_depth - 1 bits set counts as full and is passed over") {
-  SbitmapQueue sbq(128, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 128, 6) == 0);
   for (unsigned b = 0; b < 63; b++) sbitmap_set_bit(&sbq.sb, b);  // word 0: only bit 63 free
   set_my_hint(sbq.sb, 0);
   unsigned offset = ~0u;
@@ -380,7 +408,8 @@ TEST_CASE("v6.18 __sbitmap_queue_get_batch: a word with map_depth - 1 bits set c
 }
 
 TEST_CASE("rule 5: clear_batch frees straight into `word`, whatever the order of the tags") {
-  SbitmapQueue sbq(256, 6);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 256, 6) == 0);
   std::vector<int> tags;
   unsigned offset = 0;
   set_my_hint(sbq.sb, 0);
@@ -407,7 +436,8 @@ TEST_CASE("rule 5: clear_batch frees straight into `word`, whatever the order of
   CHECK(cleared_of(sbq.sb, 1) == 0);
   CHECK(sbq.sb.cpu[sbitmap_current_cpu()].alloc_hint.load() == 71);  // the last tag freed
   // More words than the batch keeps pending at once (8): every one is still freed.
-  SbitmapQueue wide(256, 2);  // 64 words of 4 bits
+  SbitmapQueue wide;  // 64 words of 4 bits
+  REQUIRE(sbitmap_queue_init_node(&wide, 256, 2) == 0);
   std::vector<int> all;
   for (int nr; (nr = sbitmap_queue_get_bit(&wide)) >= 0;) all.push_back(nr);
   REQUIRE(all.size() == 256);
@@ -420,7 +450,8 @@ TEST_CASE("rule 5: clear_batch frees straight into `word`, whatever the order of
 }
 
 TEST_CASE("rule 6: a waiter on a full map sleeps until wake_batch tags come back") {
-  SbitmapQueue sbq(32);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 32) == 0);
   REQUIRE(sbq.wake_batch.load() == 4);
   std::vector<int> held;
   for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
@@ -447,7 +478,8 @@ TEST_CASE("rule 6: a waiter on a full map sleeps until wake_batch tags come back
 }
 
 TEST_CASE("rule 6: one batch wakes wake_batch waiters, the next batch the rest") {
-  SbitmapQueue sbq(32);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 32) == 0);
   std::vector<int> held;
   for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
   REQUIRE(held.size() == 32);
@@ -475,7 +507,8 @@ TEST_CASE("rule 6: one batch wakes wake_batch waiters, the next batch the rest")
 }
 
 TEST_CASE("rule 6: clear_batch wakes waiters, a fold made while they wait counts too") {
-  SbitmapQueue sbq(32);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 32) == 0);
   std::vector<int> held;
   for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
   std::atomic<int> result{-2};
@@ -513,8 +546,9 @@ TEST_CASE("rule 6: clear_batch wakes waiters, a fold made while they wait counts
 }
 
 TEST_CASE("rule 6: a wait gives up at its timeout, growing the map wakes everyone") {
-  SbitmapQueue sbq(8, 3);  // one word, capacity 8
-  sbitmap_queue_resize(&sbq, 4);
+  SbitmapQueue sbq;  // one word, capacity 8
+  REQUIRE(sbitmap_queue_init_node(&sbq, 8, 3) == 0);
+  REQUIRE(sbitmap_queue_resize(&sbq, 4) == 0);
   for (int i = 0; i < 4; i++) REQUIRE(sbitmap_queue_get_bit(&sbq) >= 0);
   unsigned cpu;
   const auto t0 = std::chrono::steady_clock::now();
@@ -529,7 +563,7 @@ TEST_CASE("rule 6: a wait gives up at its timeout, growing the map wakes everyon
     result = sbitmap_queue_get_wait(&sbq, &c, 10s);
   });
   REQUIRE(eventually([&] { return sbitmap_queue_stats(&sbq).waits >= 2; }));
-  sbitmap_queue_resize(&sbq, 8);
+  REQUIRE(sbitmap_queue_resize(&sbq, 8) == 0);
   CHECK(eventually([&] { return result.load() != -2; }));
   waiter.join();
   CHECK(result.load() >= 4);
@@ -609,7 +643,8 @@ struct Rng {
 TEST_CASE("stress: 8 threads get, batch-get and free, no tag is ever held twice") {
   constexpr unsigned kDepth = 200;  // 7 words of 32 bits, the last one 8 bits
   constexpr int kThreads = 8;
-  SbitmapQueue sbq(kDepth);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, kDepth) == 0);
   REQUIRE(sbq.sb.shift == 5);
   Owners owners(kDepth);
   std::atomic<int> mailbox[4];
@@ -736,7 +771,8 @@ TEST_CASE("stress: more threads than tags, all waiting, no waiter is left asleep
   // four more if they are free, holds them a while and frees them. A thread waits only while
   // it holds at most one tag, so the waiters never hold all 16 and the holders always make
   // progress: a lost wake-up shows as a 10 s timeout.
-  SbitmapQueue sbq(16);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 16) == 0);
   REQUIRE(sbq.wake_batch.load() == 2);
   Owners owners(16);
   constexpr int kThreads = 8;
@@ -802,7 +838,8 @@ TEST_CASE("stress: more threads than tags, all waiting, no waiter is left asleep
 // waiters and leave the other 4 asleep beside 4 free tags until some later completion. Here a
 // call that brings several batches due fires them all.
 TEST_CASE("rule 6 (biofs): one clear_batch that brings two wake batches due wakes both, no waiter sleeps beside a free tag") {
-  SbitmapQueue sbq(32);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 32) == 0);
   REQUIRE(sbq.wake_batch.load() == 4);
   std::vector<int> held;
   for (int nr; (nr = sbitmap_queue_get_bit(&sbq)) >= 0;) held.push_back(nr);
@@ -833,7 +870,8 @@ TEST_CASE("rule 6 (biofs): one clear_batch that brings two wake batches due wake
 // ws[0] again and wake that queue's second waiter. Single-threaded: the waiters are queued with
 // prepare_to_wait and never sleep, so which one a wake-up took is exact.
 TEST_CASE("v6.18 __sbitmap_queue_wake_up: the advanced wake_index is stored, so the next wake-up starts at the following wait queue") {
-  SbitmapQueue sbq(8);
+  SbitmapQueue sbq;
+  REQUIRE(sbitmap_queue_init_node(&sbq, 8) == 0);
   REQUIRE(sbq.wake_batch.load() == 1);
   REQUIRE(sbq.wake_index.load() == 0);
   SbqWait a0, b0, a1;
@@ -856,4 +894,20 @@ TEST_CASE("v6.18 __sbitmap_queue_wake_up: the advanced wake_index is stored, so 
   CHECK(sbitmap_queue_stats(&sbq).wake_batches == 3);
   for (SbqWait* w : {&a0, &b0, &a1}) sbitmap_finish_wait(&sbq, w->ws, w);
   CHECK(sbq.ws_active.load() == 0);
+}
+
+TEST_CASE("rule 1: set-up refuses words wider than BITS_PER_LONG, and a resize past the allocated words") {
+  Sbitmap sb;
+  CHECK(sbitmap_init_node(&sb, 128, 7) == -EINVAL);
+  CHECK(sbitmap_init_node(&sb, 128, 6) == 0);  // 64-bit words: the widest
+  CHECK(sb.map_capacity == 2);
+  SbitmapQueue sbq;
+  CHECK(sbitmap_queue_init_node(&sbq, 64, 7) == -EINVAL);
+  REQUIRE(sbitmap_queue_init_node(&sbq, 8, 3) == 0);  // one word, capacity 8
+  CHECK(sbitmap_queue_resize(&sbq, 9) == -EINVAL);
+  CHECK(sbq.sb.depth.load() == 8);  // nothing changed
+  CHECK(sbitmap_queue_resize(&sbq, 8) == 0);
+  CHECK(sbitmap_resize(&sb, 129) == -EINVAL);
+  CHECK(sb.depth.load() == 128);
+  CHECK(sbitmap_resize(&sb, 128) == 0);
 }

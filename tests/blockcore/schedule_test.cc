@@ -15,6 +15,7 @@
 
 #include "blockcore/bio_set.h"
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "blockcore/schedule.h"
 
 using namespace biofs;
@@ -24,8 +25,11 @@ namespace {
 // Runs `wait` on a thread of its own after plugging a write whose end_io calls `wake`.
 // True when `wait` returned within 10 s.
 bool woken_by_plugged_write(void (*wake)(void*), void* arg, const std::function<void()>& wait) {
-  static BrdDevice dev(1 << 20);
+  static const std::unique_ptr<BrdDevice> dev_owner = test::make_test_brd(1 << 20);
+  static BrdDevice& dev = *dev_owner;
   static BioSet bs(4, 0, BIOSET_NEED_BVECS);
+  static const int bs_init = bs.init();  // once, with the set
+  REQUIRE(bs_init == 0);
   struct Ctx {
     void (*wake)(void*);
     void* arg;

@@ -66,8 +66,11 @@ TEST_CASE("stage histogram quantiles are the midpoints of the buckets holding th
 
 TEST_CASE("a sampled bio is stamped at allocation and tag, then at its plug flush, sampling off stamps nothing") {
   SampleGuard guard;
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t buf[4096];
 
   stage_clock_set_sample(1);
@@ -170,8 +173,11 @@ TEST_CASE("counts made by a thread that has exited are kept, and its block is fr
 
 TEST_CASE("a sampled FUSE request stamps every bio it submits, and its reply") {
   SampleGuard guard;
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t buf[4096];
   stage_clock_set_sample(1);
   tls_stage = StageTrace{};
@@ -192,8 +198,11 @@ TEST_CASE("FUSE requests are sampled 1 in N even when each carries exactly one b
   // With one countdown for both, a request's received and its bio's allocation took turns and
   // the sample always fell on the bio: no FUSE request was ever traced.
   SampleGuard guard;
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t buf[4096];
   stage_clock_set_sample(4);
   tls_stage = StageTrace{};
@@ -222,8 +231,11 @@ TEST_CASE("a sampled bio put without being submitted ends its trace: later alloc
   // The trace used to end only at dispatch: a bio freed before it (an error path, the alloc
   // benchmark) left the thread traced, and every later allocation paid for the stamps.
   SampleGuard guard;
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   stage_clock_set_sample(1);
   tls_stage = StageTrace{};
   const BlkStatSnapshot a = blk_stat_snapshot();

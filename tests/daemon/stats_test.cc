@@ -15,8 +15,11 @@
 using namespace biofs;
 
 TEST_CASE("stats: the counters export is one JSON object, its sections in order, its numbers typed as the tools read them") {
-  BrdDevice d(4 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(4 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   const std::string before = stats_json(io);
   CHECK(before.back() == '\n');
   const auto idle = nlohmann::ordered_json::parse(before);

@@ -234,6 +234,7 @@ TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is writte
   CHECK(dev->queues().size() == 1);
   CHECK(dev->bdev()->capacity == (16u << 20) >> SECTOR_SHIFT);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   // Aligned buffers: the queue refuses data below its dma_alignment (512), as the kernel does.
   alignas(4096) static uint8_t w[4096], r[4096];
   fill_pattern(w, sizeof(w), 3);
@@ -275,6 +276,7 @@ TEST_CASE("open_device: stripe:DEV+DEV stripes over the devices named, each with
   CHECK(dev->members()[0]->queue()->limits().max_hw_sectors == 16);  // 4 KiB << 1
   CHECK(dev->members()[1]->queue()->limits().logical_block_size == 4096);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   std::vector<uint8_t> out(1 << 20), in(out.size());
   for (size_t i = 0; i < out.size(); i++) out[i] = uint8_t(i * 7 + (i >> 12));
   REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 0, out.data(), uint32_t(out.size())) == BLK_STS_OK);

@@ -6,9 +6,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "devices/open_device.h"
 #include "nvme/emu_ns.h"
+#include "nvme/nvme_driver.h"
 
 namespace biofs::test {
 
@@ -17,6 +19,15 @@ inline std::unique_ptr<Device> open_test_device(const std::string& spec, const D
   const Status s = open_device(spec, opts, &dev);
   REQUIRE_MESSAGE(s.ok(), s.message());
   return dev;
+}
+
+// The NVMe driver over `transport`, set up (NvmeDriver::create).
+inline std::unique_ptr<NvmeDriver> make_test_driver(std::unique_ptr<NvmeTransport> transport,
+                                                    const NvmeDriverConfig& cfg = {}) {
+  std::unique_ptr<NvmeDriver> drv;
+  const Status s = NvmeDriver::create(std::move(transport), cfg, &drv);
+  REQUIRE_MESSAGE(s.ok(), s.message());
+  return drv;
 }
 
 inline std::unique_ptr<EmuNamespace> open_test_emu(const EmuConfig& cfg) {

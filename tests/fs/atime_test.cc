@@ -10,6 +10,7 @@
 #include <string>
 
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "fs/atime.h"
 #include "fs/file.h"
 #include "fs/filesystem.h"
@@ -80,12 +81,14 @@ TEST_CASE("atime rules: nodiratime keeps a directory's atime and not a file's") 
 namespace {
 
 struct Rig {
-  BrdDevice dev{32 << 20};
+  std::unique_ptr<BrdDevice> dev_owner = test::make_test_brd(32 << 20);
+  BrdDevice& dev = *dev_owner;
   BlockIo io{dev.bdev(), 4096};
   std::unique_ptr<Filesystem> fs;
   uint64_t file = 0, dir = 0;
 
   Rig() {
+    REQUIRE(io.init() == 0);
     REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
     mount(MountOptions{});
     struct stat st;

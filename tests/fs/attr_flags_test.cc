@@ -12,6 +12,7 @@
 #include <string>
 
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "fs/attr_flags.h"
 #include "fs/file.h"
 #include "fs/filesystem.h"
@@ -22,10 +23,12 @@ using namespace biofs;
 namespace {
 
 struct Rig {
-  BrdDevice dev{32 << 20};
+  std::unique_ptr<BrdDevice> dev_owner = test::make_test_brd(32 << 20);
+  BrdDevice& dev = *dev_owner;
   BlockIo io{dev.bdev(), 4096};
   std::unique_ptr<Filesystem> fs;
   Rig() {
+    REQUIRE(io.init() == 0);
     REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
     mount();
   }

@@ -49,8 +49,11 @@ TEST_CASE("crc32c: a checksum continued piece by piece equals one call over the 
 }
 
 TEST_CASE("block io: blocks written synchronously read back, unwritten blocks are zero") {
-  BrdDevice d(4 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(4 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   CHECK(io.nr_blocks() == 1024);
   IoBuf out(3 * 4096), in(3 * 4096);
   for (size_t i = 0; i < out.size(); i++) out.data()[i] = uint8_t(i * 13);
@@ -63,8 +66,11 @@ TEST_CASE("block io: blocks written synchronously read back, unwritten blocks ar
 }
 
 TEST_CASE("block io: a batch of many bios under one plug, and more than 1 MiB in one call") {
-  BrdDevice d(8 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(8 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096, BioCache::off);
+  REQUIRE(io.init() == 0);
   IoBuf big(3 << 20);
   for (size_t i = 0; i < big.size(); i++) big.data()[i] = uint8_t(i ^ (i >> 12));
   IoBatch b(&io);
@@ -77,8 +83,11 @@ TEST_CASE("block io: a batch of many bios under one plug, and more than 1 MiB in
 }
 
 TEST_CASE("block io: I/O past the end reports -EIO and flush succeeds") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   IoBuf buf(4096);
   CHECK(io.write(256, 1, buf.data()) == -EIO);
   CHECK(io.errors == 1);
@@ -88,8 +97,11 @@ TEST_CASE("block io: I/O past the end reports -EIO and flush succeeds") {
 }
 
 TEST_CASE("block io: an async batch calls its callback once with the status") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   IoBuf buf(8192);
   int calls = 0, status = 1;
   {
@@ -125,6 +137,7 @@ struct HeldBios {
 TEST_CASE("io batch: each new bio sends the one before, so the submitter holds one bio unsent (blk_next_bio)") {
   HeldBios dev;
   BlockIo io(&dev.bdev, 4096);
+  REQUIRE(io.init() == 0);
   IoBuf buf(3 * 4096);
   int calls = 0, status = 1;
   IoBatch b(&io);
@@ -145,6 +158,7 @@ TEST_CASE("io batch: each new bio sends the one before, so the submitter holds o
 TEST_CASE("io batch: the batch ends once, after its last bio, with the first error any bio saw (bio_chain)") {
   HeldBios dev;
   BlockIo io(&dev.bdev, 4096);
+  REQUIRE(io.init() == 0);
   IoBuf buf(3 * 4096);
   int calls = 0, status = 1;
   IoBatch b(&io);
@@ -163,8 +177,11 @@ TEST_CASE("io batch: the batch ends once, after its last bio, with the first err
 }
 
 TEST_CASE("io batch: a synchronous batch is waited for whole, and can be used again") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   IoBuf w(4 * 4096), r(4 * 4096);
   for (size_t i = 0; i < w.size(); i++) w.data()[i] = uint8_t(i * 7);
   IoBatch b(&io);

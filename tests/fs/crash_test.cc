@@ -43,8 +43,11 @@ std::string content(int i) {
 }  // namespace
 
 TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and keeps fsync'd files") {
-  BrdDevice dev(kDev);
+  std::unique_ptr<BrdDevice> dev_owner;
+  REQUIRE(BrdDevice::create(kDev, &dev_owner).ok());
+  BrdDevice& dev = *dev_owner;
   BlockIo io(dev.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   MkfsOptions mo;
   mo.journal_blocks = 64;
   REQUIRE(make_filesystem(io, mo).message() == "");
@@ -115,12 +118,15 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
   // one RAM disk gets all of it before each mount (the last mount's replay and fsck wrote into
   // it), so that a prefix costs a copy, not a new 16 MiB of page faults.
   int checked = 0;
-  BrdDevice img(kDev);
+  std::unique_ptr<BrdDevice> img_owner;
+  REQUIRE(BrdDevice::create(kDev, &img_owner).ok());
+  BrdDevice& img = *img_owner;
   std::string state = base;
   for (size_t k = 0; k <= log.size(); k++) {
     if (k > 0) state.replace(log[k - 1].off, log[k - 1].data.size(), log[k - 1].data);
     img.poke(0, state.data(), kDev);
     BlockIo iio(img.bdev(), 4096);
+    REQUIRE(iio.init() == 0);
     std::string err;
     MountOptions o;
     o.commit_interval_s = 0;

@@ -52,7 +52,7 @@ struct Rig {
       emu = test::open_test_device("emu:" + path + ",size=64M" + emu_options, DeviceOptions{});
       bdev = emu->bdev();
     } else {
-      brd = std::make_unique<BrdDevice>(64u << 20);
+      REQUIRE(BrdDevice::create(64u << 20, &brd).ok());
       bdev = brd->bdev();
     }
     init(bdev);
@@ -68,11 +68,13 @@ struct Rig {
     cfg.create_size = 64u << 20;
     auto owned = test::open_test_emu(cfg);
     ns = owned.get();
-    drv = std::make_unique<NvmeDriver>(std::move(owned), NvmeDriverConfig{});
+    const Status s = NvmeDriver::create(std::move(owned), NvmeDriverConfig{}, &drv);
+    REQUIRE_MESSAGE(s.ok(), s.message());
     init(drv->bdev());
   }
   void init(BlockDevice* bdev) {
     io = std::make_unique<BlockIo>(bdev, 4096);
+    REQUIRE(io->init() == 0);
     REQUIRE(make_filesystem(*io, MkfsOptions{}).message() == "");
     std::string err;
     MountOptions o;

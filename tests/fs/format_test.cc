@@ -14,8 +14,11 @@ using namespace biofs;
 using namespace biofs::disk;
 
 TEST_CASE("format: mkfs writes a superblock that reads back and checks") {
-  BrdDevice d(64 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(64 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   MkfsOptions o;
   o.label = "test-label";
   SuperBlock made;
@@ -48,8 +51,11 @@ TEST_CASE("format: mkfs writes a superblock that reads back and checks") {
 TEST_CASE("format: each filesystem gets its own random RFC 4122 UUID") {
   SuperBlock sbs[2];
   for (SuperBlock& sb : sbs) {
-    BrdDevice d(64 << 20);
+    std::unique_ptr<BrdDevice> d_owner;
+    REQUIRE(BrdDevice::create(64 << 20, &d_owner).ok());
+    BrdDevice& d = *d_owner;
     BlockIo io(d.bdev(), 4096);
+    REQUIRE(io.init() == 0);
     REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
     CHECK(uuid_is_null(sb.uuid) == 0);
     CHECK(uuid_type(sb.uuid) == UUID_TYPE_DCE_RANDOM);  // version 4
@@ -62,8 +68,11 @@ TEST_CASE("format: each filesystem gets its own random RFC 4122 UUID") {
 }
 
 TEST_CASE("format: a corrupted superblock is detected and the backup is used") {
-  BrdDevice d(16 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(16 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   const uint8_t junk = 0x77;
   d.poke(100, &junk, 1);  // inside the superblock's fields
@@ -77,8 +86,11 @@ TEST_CASE("format: a corrupted superblock is detected and the backup is used") {
 }
 
 TEST_CASE("format: a flipped bit in a metadata block fails its checksum") {
-  BrdDevice d(16 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(16 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   SuperBlock sb;
   REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
   IoBuf blk(4096);
@@ -89,8 +101,11 @@ TEST_CASE("format: a flipped bit in a metadata block fails its checksum") {
 }
 
 TEST_CASE("format: mkfs refuses an existing filesystem without force, and a tiny device") {
-  BrdDevice d(16 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(16 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   CHECK(make_filesystem(io, MkfsOptions{}).message() == "device already holds a biofs filesystem (use -f to overwrite it)");
   MkfsOptions f;
@@ -101,8 +116,11 @@ TEST_CASE("format: mkfs refuses an existing filesystem without force, and a tiny
   CHECK(read_superblock(io, &sb) == "");
   CHECK(sb.block_size == 1024);
 
-  BrdDevice tiny(64 << 10);
+  std::unique_ptr<BrdDevice> tiny_owner;
+  REQUIRE(BrdDevice::create(64 << 10, &tiny_owner).ok());
+  BrdDevice& tiny = *tiny_owner;
   BlockIo tio(tiny.bdev(), 4096);
+  REQUIRE(tio.init() == 0);
   const std::string why = make_filesystem(tio, MkfsOptions{}).message();
   CHECK(why.rfind("device too small", 0) == 0);
   MkfsOptions bad;
@@ -112,8 +130,11 @@ TEST_CASE("format: mkfs refuses an existing filesystem without force, and a tiny
 }
 
 TEST_CASE("format: a superblock larger than the device is a truncated image") {
-  BrdDevice d(16 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(16 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   SuperBlock sb;
   REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
   CHECK(check_superblock(sb, 8 << 20).find("truncated") != std::string::npos);

@@ -21,6 +21,7 @@
 #include <chrono>
 
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "fs/filesystem.h"
 #include "fs_mount.h"
 #include "fs/fsck/fsck.h"
@@ -33,10 +34,13 @@ using biofs::test::pattern;
 namespace {
 
 struct Rig {
-  BrdDevice dev;
+  std::unique_ptr<BrdDevice> dev_owner;
+  BrdDevice& dev;
   BlockIo io;
   std::unique_ptr<Filesystem> fs;
-  explicit Rig(uint64_t bytes = 64 << 20, MkfsOptions mo = {}) : dev(bytes), io(dev.bdev(), 4096) {
+  explicit Rig(uint64_t bytes = 64 << 20, MkfsOptions mo = {})
+      : dev_owner(test::make_test_brd(bytes)), dev(*dev_owner), io(dev.bdev(), 4096) {
+    REQUIRE(io.init() == 0);
     REQUIRE(make_filesystem(io, mo).message() == "");
     mount();
   }

@@ -48,8 +48,11 @@ void write_plugged_then(BlockIo* io, std::atomic<bool>* written, const std::func
 }  // namespace
 
 TEST_CASE("fs lock: a thread that must wait for the lock, exclusive or shared, dispatches its plug first") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   for (const bool shared : {false, true}) {
     CAPTURE(shared);
     FsLock lock;
@@ -73,8 +76,11 @@ TEST_CASE("fs lock: a thread that must wait for the lock, exclusive or shared, d
 }
 
 TEST_CASE("fs lock: an uncontended lock leaves the plug alone") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   FsLock lock;
   std::atomic<bool> written{false}, checked{false};
   std::thread t(write_plugged_then, &io, &written, [&] {
@@ -90,8 +96,11 @@ TEST_CASE("fs lock: an uncontended lock leaves the plug alone") {
 }
 
 TEST_CASE("fs lock: a synchronous batch under an outer plug dispatches its bios before it waits") {
-  BrdDevice d(1 << 20);
+  std::unique_ptr<BrdDevice> d_owner;
+  REQUIRE(BrdDevice::create(1 << 20, &d_owner).ok());
+  BrdDevice& d = *d_owner;
   BlockIo io(d.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   std::atomic<bool> done{false};
   std::thread t([&] {
     alignas(4096) static uint8_t data[4096];

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "fs/filesystem.h"
 #include "fs/fsck/fsck.h"
 #include "fs_mount.h"
@@ -39,13 +40,15 @@ constexpr uint64_t kBs = 4096;
 // external xattr block), directories, a hard link, a long symlink; `files` holds every path's
 // exact contents.
 struct Rig {
-  BrdDevice dev{32 << 20};
+  std::unique_ptr<BrdDevice> dev_owner = test::make_test_brd(32 << 20);
+  BrdDevice& dev = *dev_owner;
   BlockIo io{dev.bdev(), 4096};
   SuperBlock sb{};
   std::map<std::string, std::string> files;
   std::map<std::string, uint64_t> ino;
 
   Rig() {
+    REQUIRE(io.init() == 0);
     MkfsOptions mo;
     REQUIRE(make_filesystem(io, mo).message() == "");
     auto fs = test::mount_for_test(io);
@@ -336,7 +339,9 @@ TEST_CASE("fsck repair: a block owned twice stays with its first owner and the l
 
 TEST_CASE("fsck repair: a deep extent tree is clean, and the deep tree feature missing from the superblock is set by -y") {
   // 1 KiB blocks: 3000 single-block extents take a root over index nodes over leaves.
-  BrdDevice dev{16 << 20};
+  std::unique_ptr<BrdDevice> dev_owner;
+  REQUIRE(BrdDevice::create(16 << 20, &dev_owner).ok());
+  BrdDevice& dev = *dev_owner;
   BlockIo io{dev.bdev(), 4096};
   MkfsOptions mo;
   mo.block_size = 1024;

@@ -52,8 +52,11 @@ void populate(BrdDevice& dev, BlockIo& io) {
 }  // namespace
 
 TEST_CASE("fsck: a fresh filesystem and a well-used one are clean") {
-  BrdDevice dev(64 << 20);
+  std::unique_ptr<BrdDevice> dev_owner;
+  REQUIRE(BrdDevice::create(64 << 20, &dev_owner).ok());
+  BrdDevice& dev = *dev_owner;
   BlockIo io(dev.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   FsckRun c = collect_fsck(io);
   CHECK(c.r.errors == 0);
@@ -67,8 +70,11 @@ TEST_CASE("fsck: a fresh filesystem and a well-used one are clean") {
 }
 
 TEST_CASE("fsck: a damaged bitmap block, a wrong link count and a lost inode are found") {
-  BrdDevice dev(64 << 20);
+  std::unique_ptr<BrdDevice> dev_owner;
+  REQUIRE(BrdDevice::create(64 << 20, &dev_owner).ok());
+  BrdDevice& dev = *dev_owner;
   BlockIo io(dev.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   populate(dev, io);
   SuperBlock sb;
   REQUIRE(read_superblock(io, &sb) == "");
@@ -117,16 +123,22 @@ TEST_CASE("fsck: a damaged bitmap block, a wrong link count and a lost inode are
 }
 
 TEST_CASE("fsck: a device that is not biofs is an operational error, not a crash") {
-  BrdDevice dev(4 << 20);
+  std::unique_ptr<BrdDevice> dev_owner;
+  REQUIRE(BrdDevice::create(4 << 20, &dev_owner).ok());
+  BrdDevice& dev = *dev_owner;
   BlockIo io(dev.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   FsckRun c = collect_fsck(io);
   CHECK(c.r.fatal);
   CHECK(c.has("not a biofs filesystem"));
 }
 
 TEST_CASE("fsck: an orphan left by a crash is a warning, not an error, and mount frees it") {
-  BrdDevice dev(32 << 20);
+  std::unique_ptr<BrdDevice> dev_owner;
+  REQUIRE(BrdDevice::create(32 << 20, &dev_owner).ok());
+  BrdDevice& dev = *dev_owner;
   BlockIo io(dev.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   std::string err;
   MountOptions o;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "fs/file.h"
 #include "fs/filesystem.h"
 #include "fs/io_buf.h"
@@ -26,11 +27,13 @@ namespace {
 constexpr uint32_t kBs = 4096;
 
 struct Rig {
-  BrdDevice dev{32 << 20};
+  std::unique_ptr<BrdDevice> dev_owner = test::make_test_brd(32 << 20);
+  BrdDevice& dev = *dev_owner;
   BlockIo io{dev.bdev(), kBs};
   std::unique_ptr<Filesystem> fs;
 
   explicit Rig(bool read_only = false) {
+    REQUIRE(io.init() == 0);
     REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
     mount(read_only);
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "blockcore/brd.h"
+#include "tests/blockcore/test_brd.h"
 #include "fs/filesystem.h"
 #include "fs_mount.h"
 #include "fs/fsck/fsck.h"
@@ -33,12 +34,14 @@ namespace {
 constexpr uint32_t kBs = 4096;
 
 struct Rig {
-  BrdDevice dev{64 << 20};  // a journal big enough that a test's few operations share a transaction
+  std::unique_ptr<BrdDevice> dev_owner = test::make_test_brd(64 << 20);  // a journal big enough that a test's few operations share a transaction
+  BrdDevice& dev = *dev_owner;
   BlockIo io{dev.bdev(), 4096};
   std::unique_ptr<Filesystem> fs;
   SuperBlock sb{};
 
   explicit Rig(bool old_image = false) {
+    REQUIRE(io.init() == 0);
     REQUIRE(make_filesystem(io, MkfsOptions{}, &sb).message() == "");
     if (old_image) {  // as an older mkfs made it: no xattr block feature
       sb.feature_incompat &= ~FEATURE_INCOMPAT_XATTR_BLOCK;

@@ -79,6 +79,7 @@ struct Run {
 // One fsck run on the device.
 Run run(BrdDevice& dev, FsckMode mode) {
   BlockIo io(dev.bdev(), 4096);
+  REQUIRE(io.init() == 0);
   Run out;
   out.r = fsck_repair(io, mode, [&](const std::string& l) { out.lines.push_back(l); });
   out.status = fsck_exit_code(out.r, mode);

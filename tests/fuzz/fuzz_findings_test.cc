@@ -31,6 +31,7 @@ Mounted mount(const std::vector<uint8_t>& img) {
   Mounted m;
   m.dev = load_device(img);
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096);
+  REQUIRE(m.io->init() == 0);
   MountOptions o;
   o.commit_interval_s = 0;
   m.err = Filesystem::mount(*m.io, o, &m.fs).message();
@@ -40,6 +41,7 @@ Mounted mount(const std::vector<uint8_t>& img) {
 FsckRun fsck(const std::vector<uint8_t>& img) {
   auto dev = load_device(img);
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   const FsckRun f = collect_fsck(io);
   for (const auto& l : f.lines) CHECK(l.find('\n') == std::string::npos);
   return f;
@@ -274,6 +276,7 @@ namespace {
 void named_then_mended(const std::vector<uint8_t>& img, const std::string& problem, const std::string& action) {
   auto dev = load_device(img);
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   const FsckRun n = collect_fsck(io), y = collect_fsck(io, FsckMode::yes), after = collect_fsck(io);
   INFO(n.text() << "\n-y:\n" << y.text());
   CHECK(n.has(problem));

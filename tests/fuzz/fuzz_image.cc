@@ -29,6 +29,15 @@ void property_failed(const std::string& what) {
 }
 
 namespace {
+// Set-up that cannot go on (no RAM disk, no bio set): not a finding, but nothing can run.
+[[noreturn]] void die(const std::string& what) {
+  fprintf(stderr, "fuzz set-up failed: %s\n", what.c_str());
+  fflush(stderr);
+  abort();
+}
+}  // namespace
+
+namespace {
 
 constexpr uint8_t kUuid[16] = {0xb1, 0x0f, 0x5f, 0x0f, 0x22, 0x33, 0x44, 0x55,
                                0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd};
@@ -211,7 +220,8 @@ void fix_checksums(std::vector<uint8_t>& img, bool canonical) {
 }
 
 std::unique_ptr<BrdDevice> load_device(const std::vector<uint8_t>& img) {
-  auto dev = std::make_unique<BrdDevice>(img.size());
+  std::unique_ptr<BrdDevice> dev;
+  if (Status s = BrdDevice::create(img.size(), &dev); !s.ok()) die("load_device: " + s.message());
   dev->poke(0, img.data(), img.size());
   return dev;
 }
@@ -257,8 +267,11 @@ void fill(Filesystem& fs, uint64_t ino, uint64_t off, size_t len, char c) {
 }  // namespace
 
 Image make_image(bool crash) {
-  BrdDevice dev(IMAGE_BYTES);
+  std::unique_ptr<BrdDevice> dev_owner;
+  if (Status s = BrdDevice::create(IMAGE_BYTES, &dev_owner); !s.ok()) die("make_image: " + s.message());
+  BrdDevice& dev = *dev_owner;
   BlockIo io(dev.bdev(), 4096);
+  if (int e = io.init(); e) die("make_image: " + bioset_init_error(e));
   MkfsOptions mk;
   mk.block_size = IMAGE_BLOCK;
   mk.inodes = 128;
@@ -477,6 +490,7 @@ Outcome exercise_image(const std::vector<uint8_t>& img, bool change) {
   Outcome o;
   auto dev = load_device(img);
   BlockIo io(dev->bdev(), 4096);
+  if (int e = io.init(); e) die(bioset_init_error(e));
   o.fsck_status = run_fsck(io);
   MountOptions mo;
   mo.commit_interval_s = 0;

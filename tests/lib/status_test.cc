@@ -3,6 +3,7 @@
 // the same words as before.
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -37,6 +38,15 @@ TEST_CASE("status: each kind of error carries its line and its kind") {
   }
   CHECK(rows[0].s.message() == "qd=0: expected 1..65536");
   CHECK(rows[3].s.message() == "/x is in use (mounted)");
+}
+
+TEST_CASE("status: a set-up step's -errno picks the kind, the line is the caller's") {
+  CHECK(Status::from_errno(-EINVAL, "qd=0: expected 1..65536").code() == Status::Code::invalid_argument);
+  CHECK(Status::from_errno(-ENOENT, "gone").code() == Status::Code::not_found);
+  CHECK(Status::from_errno(-EBUSY, "held").code() == Status::Code::busy);
+  CHECK(Status::from_errno(-ENOMEM, "hardware queue 0: Cannot allocate memory").code() == Status::Code::io_error);
+  CHECK(Status::from_errno(-ENOSPC, "x").code() == Status::Code::io_error);
+  CHECK(Status::from_errno(-EINVAL, "qd=0: expected 1..65536").message() == "qd=0: expected 1..65536");
 }
 
 TEST_CASE("status: copies and moves keep the message and the kind") {

@@ -59,6 +59,7 @@ struct Rig {
   BioSet bs{16, 0, BIOSET_NEED_BVECS};
   alignas(4096) static inline uint8_t buf[4096];
   explicit Rig(unsigned look_ms = COVER_LOOK_MS) {
+    REQUIRE(bs.init() == 0);
     DeviceOptions o;
     o.cover_look_ms = look_ms;
     dev = open_test_device("emu:" + tmp.path + ",size=8M,inline=off", o);

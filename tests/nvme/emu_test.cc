@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -101,6 +102,7 @@ TEST_CASE("emu: data written through bios reads back, for both LBA sizes and I/O
     TempPath tmp("rw");
     auto dev = open_emu(tmp, std::string(",lba=") + lba + ",mdts=2" + mode);  // 16 KiB per command
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     const uint32_t block = std::strcmp(lba, "512") == 0 ? 512 : 4096;
     const uint32_t sizes[] = {block, 4096, 12288, 65536, 1u << 20};
     AlignedBuf wbuf(1u << 20), rbuf(1u << 20);
@@ -124,6 +126,7 @@ TEST_CASE("emu: the data lands at SLBA x LBA size in the backing file") {
   TempPath tmp("layout");
   auto dev = open_emu(tmp, ",lba=4096");
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf wbuf(8192);
   fill_pattern(wbuf.p, 8192, 99);
   REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 3 * 8, wbuf.p, 8192) == BLK_STS_OK);  // LBA 3
@@ -137,6 +140,7 @@ TEST_CASE("emu: unaligned user buffers (as FUSE hands them) go through bounce sl
     TempPath tmp("unaligned");
     auto dev = open_emu(tmp, opts);
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     AlignedBuf wraw(256 << 10), rraw(256 << 10);
     for (uint32_t off : {80u, 4u, 2048u}) {
       for (uint32_t len : {512u, 4096u, 65536u, 131072u}) {
@@ -162,6 +166,7 @@ TEST_CASE("emu: an I/O past the end of the namespace fails with LBA Out of Range
     TempPath tmp("range");
     auto dev = open_emu(tmp, std::string(",lba=4096") + mode);
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     AlignedBuf buf(8192);
     const sector_t cap = dev->bdev()->capacity;
     CHECK(sync_io(*dev, bs, REQ_OP_READ, cap - 8, buf.p, 8192) == BLK_STS_TARGET);  // straddles the end
@@ -189,7 +194,7 @@ class RawHost : public BlkMqOps {
     p.depth = 32;
     p.lba_shift = ns_.lba_shift;
     p.max_transfer = 4u << 20;
-    q_ = ns->create_queue(p);
+    REQUIRE(ns->create_queue(p, &q_).ok());
     QueueLimits lim;
     lim.logical_block_size = 1u << ns_.lba_shift;
     lim.max_hw_sectors = 8192;  // 4 MiB: no MDTS split
@@ -202,7 +207,8 @@ class RawHost : public BlkMqOps {
     TagSetConfig set;
     set.queue_depth = 32;
     set.cmd_size = sizeof(NvmeIod);
-    queue_ = std::make_unique<RequestQueue>(set, lim, this);
+    queue_ = std::make_unique<RequestQueue>(lim, this);
+    REQUIRE(queue_->init(set) == 0);
     bdev_.queue = queue_.get();
     bdev_.capacity = ns_.nsze << (ns_.lba_shift - SECTOR_SHIFT);
   }
@@ -264,6 +270,7 @@ TEST_CASE("emu controller: MDTS, namespace id, opcode and data length are checke
     EmuNamespace& ns = *owned;
     RawHost host(&ns);
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     AlignedBuf buf(1 << 20);
     fill_pattern(buf.p, 1 << 20, 5);
 
@@ -300,6 +307,7 @@ TEST_CASE("emu: flush, FUA and the volatile write cache") {
     auto dev = open_emu(tmp, opts);
     CHECK(dev->nvme()->write_cache() == (std::string(opts).find("vwc") != std::string::npos));
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     AlignedBuf w(65536), r(65536);
     fill_pattern(w.p, 65536, 3);
     REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 128, w.p, 65536) == BLK_STS_OK);
@@ -324,6 +332,7 @@ TEST_CASE("emu: with vwc a write completes from the write cache, a read sees it 
   REQUIRE(wc);
   CHECK(wc->capacity() == (16u << 20));
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf w(8192), r(8192);
   fill_pattern(w.p, 8192, 41);
   wc->hold_writeback(true);
@@ -372,6 +381,7 @@ TEST_CASE("emu: vwc=through has no write cache: a completed write is on the file
   CHECK(dev->emu()->write_cache() == nullptr);
   CHECK(dev->nvme()->write_cache());  // still a volatile cache to the host: flushes are sent
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf w(4096);
   fill_pattern(w.p, 4096, 44);
   REQUIRE(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
@@ -386,6 +396,7 @@ TEST_CASE("emu: a write the cache could not put on the file fails the next flush
     return;
   }
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf w(4096);
   fill_pattern(w.p, 4096, 45);
   dev->emu()->write_cache()->fail_next_writeback(-EIO);
@@ -400,6 +411,7 @@ TEST_CASE("emu: write zeroes and deallocate read back as zeroes, the rest is unt
     TempPath tmp("zeroes");
     auto dev = open_emu(tmp, opts);
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     const uint32_t len = 1 << 20;
     AlignedBuf w(len), r(len);
     fill_pattern(w.p, len, 11);
@@ -421,6 +433,7 @@ TEST_CASE("emu: a submitter without a completion thread reaps with poll") {
   o.qd = 16;
   auto dev = open_emu(tmp, "", o);
   BioSet bs(64, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   // More I/O than tags; a polling submitter must keep what it has in flight within its tags,
   // since nobody else would free one while it waits for a tag.
   const int n = 48;
@@ -458,6 +471,7 @@ TEST_CASE("emu: inline=on runs a command on the submitting thread, which reaps i
     auto dev = open_emu(tmp, opts, o);
     REQUIRE(dev->emu()->inline_io());
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     AlignedBuf w(8192), r(8192);
     fill_pattern(w.p, 8192, 77);
     uint64_t commands = 0;
@@ -503,6 +517,7 @@ TEST_CASE("emu: inline=auto is on for a backing file in memory (tmpfs) and off o
       CHECK(dev->emu()->memory_backed() == in_memory);
       CHECK(dev->emu()->inline_io() == in_memory);
       BioSet bs(16, 0, BIOSET_NEED_BVECS);
+      REQUIRE(bs.init() == 0);
       AlignedBuf w(4096);
       fill_pattern(w.p, 4096, 5);
       CHECK(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
@@ -542,6 +557,7 @@ TEST_CASE("emu: with a volatile cache a flush runs on its submitting thread on a
     CHECK(dev->emu()->inline_flush() == !off);
     const uint64_t inline_before = dev->emu()->inline_commands();
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     AlignedBuf w(4096);
     fill_pattern(w.p, 4096, 21);
     CHECK(sync_io(*dev, bs, REQ_OP_WRITE, 8, w.p, 4096) == BLK_STS_OK);
@@ -573,11 +589,14 @@ class KernelMappedEmu final : public NvmeTransport {
   std::string name() const override { return emu_->name(); }
   uint32_t nsid() const override { return emu_->nsid(); }
   uint32_t max_user_pages() const override { return NVME_KERNEL_MAX_SEGS; }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
     return emu_->admin_cmd(cmd, data, len);
   }
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override {
-    return std::make_unique<PageCountingQueue>(emu_->create_queue(p), &most_pages);
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override {
+    std::unique_ptr<NvmeQueue> inner;
+    if (Status s = emu_->create_queue(p, &inner); !s.ok()) return s;
+    *out = std::make_unique<PageCountingQueue>(std::move(inner), &most_pages);
+    return Status();
   }
   std::atomic<uint32_t> most_pages{0};
 
@@ -621,12 +640,14 @@ TEST_CASE("nvme: a transport that maps user pages caps each command at its page 
     cfg.mdts = 7;  // 512 KiB, as QEMU's controller: 128 pages when page aligned, 129 when not
     auto owned = std::make_unique<KernelMappedEmu>(cfg);
     KernelMappedEmu* t = owned.get();
-    NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+    const std::unique_ptr<NvmeDriver> drv_owner = make_test_driver(std::move(owned));
+    NvmeDriver& drv = *drv_owner;
     const QueueLimits& lim = drv.queue()->limits();
     CHECK(lim.max_hw_sectors == (126u * 4096) >> SECTOR_SHIFT);  // (127 - 1) pages: 504 KiB
     CHECK(lim.max_segments <= NVME_KERNEL_MAX_SEGS);
 
     BioSet bs(16, 0, BIOSET_NEED_BVECS);
+    REQUIRE(bs.init() == 0);
     const uint32_t len = 1u << 20;
     AlignedBuf wbuf(len + PAGE_SIZE), rbuf(len + PAGE_SIZE);
     for (uint32_t offset : {0u, 512u, 4096u - 512u}) {
@@ -658,6 +679,7 @@ void read_loop_on(NvmeDriver& drv, int cpu, std::atomic<bool>& stop, std::atomic
   CPU_SET(cpu, &set);
   REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf buf(4096);
   for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); i++) {
     IoWait w;
@@ -672,7 +694,8 @@ uint64_t moves_with_submitters(const std::vector<int>& cpus) {
   EmuConfig cfg;
   cfg.path = tmp.path;
   cfg.create_size = 8u << 20;
-  NvmeDriver drv(open_test_emu(cfg), NvmeDriverConfig{});
+  const std::unique_ptr<NvmeDriver> drv_owner = make_test_driver(open_test_emu(cfg));
+  NvmeDriver& drv = *drv_owner;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> ios{0};
   std::vector<std::thread> threads;
@@ -731,8 +754,10 @@ TEST_CASE("emu: a host answer that means 'not now' (-ECANCELED, -EAGAIN, -EINTR,
       cfg.host_fault = EmuHostFault{1, k.res, k.short_xfer};
       auto owned = open_test_emu(cfg);
       EmuNamespace* ns = owned.get();
-      NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+      const std::unique_ptr<NvmeDriver> drv_owner = make_test_driver(std::move(owned));
+      NvmeDriver& drv = *drv_owner;
       BioSet bs(16, 0, BIOSET_NEED_BVECS);
+      REQUIRE(bs.init() == 0);
       const uint32_t len = 256 << 10;  // two commands at MDTS 128 KiB
       const size_t skew = std::strcmp(opts, "unaligned") == 0 ? 80 : 0;  // through the bounce slots
       AlignedBuf wraw(len + 4096), rraw(len + 4096);
@@ -770,8 +795,10 @@ TEST_CASE("emu: a read that stays short (the backing file shrank) still fails wi
   cfg.inline_io = EmuInline::off;  // through the ring: the short read is run again once
   auto owned = open_test_emu(cfg);
   EmuNamespace* ns = owned.get();
-  NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+  const std::unique_ptr<NvmeDriver> drv_owner = make_test_driver(std::move(owned));
+  NvmeDriver& drv = *drv_owner;
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf buf(65536);
   fill_pattern(buf.p, 65536, 9);
   REQUIRE(driver_io(drv, bs, REQ_OP_WRITE, 0, buf.p, 65536) == BLK_STS_OK);
@@ -794,8 +821,10 @@ TEST_CASE("emu: with injected host answers an inline namespace still takes the r
   cfg.host_fault = EmuHostFault{1, -EAGAIN, false};
   auto owned = open_test_emu(cfg);
   EmuNamespace* ns = owned.get();
-  NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+  const std::unique_ptr<NvmeDriver> drv_owner = make_test_driver(std::move(owned));
+  NvmeDriver& drv = *drv_owner;
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf w(4096), r(4096);
   fill_pattern(w.p, 4096, 8);
   CHECK(driver_io(drv, bs, REQ_OP_WRITE, 0, w.p, 4096) == BLK_STS_OK);
@@ -841,6 +870,7 @@ TEST_CASE("v6.18 nvme_queue_rqs: a request whose command setup fails (nvme_prep_
   NvmeDriver* d = dev->nvme();
   REQUIRE(d);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf buf(3 * 4096);
   std::memset(buf.p, 0, buf.len);
   IoWait good, bad;
@@ -888,6 +918,7 @@ TEST_CASE("v6.18 nvme_queue_rqs: a plug's run of requests for one hardware queue
   NvmeDriver* d = dev->nvme();
   REQUIRE(d);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf buf(8 * 4096);
   std::memset(buf.p, 0, buf.len);
   IoWait plugged, direct;
@@ -917,8 +948,10 @@ class OverTcp final : public NvmeTransport {
   std::string name() const override { return inner_->name(); }
   uint32_t nsid() const override { return inner_->nsid(); }
   std::string kernel_transport() const override { return "tcp"; }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override { return inner_->admin_cmd(cmd, data, len); }
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override { return inner_->create_queue(p); }
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override { return inner_->admin_cmd(cmd, data, len); }
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override {
+    return inner_->create_queue(p, out);
+  }
 
  private:
   std::unique_ptr<NvmeTransport> inner_;
@@ -933,11 +966,13 @@ TEST_CASE("nvme: a fabric controller has no virt boundary and more than nvme-pci
   cfg.mdts = 0;  // fabrics often report no MDTS: biofs's own cap holds
   NvmeDriverConfig dc;
   dc.completion_thread = false;
-  NvmeDriver pcie(open_test_emu(cfg), dc);
+  const std::unique_ptr<NvmeDriver> pcie_owner = make_test_driver(open_test_emu(cfg), dc);
+  NvmeDriver& pcie = *pcie_owner;
   CHECK(pcie.queue()->limits().virt_boundary_mask == NVME_CTRL_PAGE_SIZE - 1);
   CHECK(pcie.queue()->limits().max_segments == NVME_KERNEL_MAX_SEGS);
   CHECK(pcie.describe().find(" over ") == std::string::npos);
-  NvmeDriver tcp(std::make_unique<OverTcp>(open_test_emu(cfg)), dc);
+  const std::unique_ptr<NvmeDriver> tcp_owner = make_test_driver(std::make_unique<OverTcp>(open_test_emu(cfg)), dc);
+  NvmeDriver& tcp = *tcp_owner;
   const QueueLimits& lim = tcp.queue()->limits();
   CHECK(lim.virt_boundary_mask == 0);
   CHECK(lim.max_hw_sectors == NVME_MAX_TRANSFER >> SECTOR_SHIFT);
@@ -963,7 +998,8 @@ TEST_CASE("nvme (biofs): a PCIe namespace without MDTS takes 4 MiB (8192 sectors
   cfg.mdts = 0;  // no limit from the controller: the driver's cap holds
   NvmeDriverConfig dc;
   dc.completion_thread = false;
-  NvmeDriver pcie(open_test_emu(cfg), dc);
+  const std::unique_ptr<NvmeDriver> pcie_owner = make_test_driver(open_test_emu(cfg), dc);
+  NvmeDriver& pcie = *pcie_owner;
   const QueueLimits& lim = pcie.queue()->limits();
   CHECK(lim.max_hw_sectors == 8192u);
   CHECK(lim.max_sectors == 8192u);
@@ -985,9 +1021,12 @@ class CommandRecordingEmu final : public NvmeTransport {
   explicit CommandRecordingEmu(const EmuConfig& cfg) : emu_(open_test_emu(cfg)) {}
   std::string name() const override { return emu_->name(); }
   uint32_t nsid() const override { return emu_->nsid(); }
-  uint16_t admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override { return emu_->admin_cmd(cmd, data, len); }
-  std::unique_ptr<NvmeQueue> create_queue(const NvmeQueueParams& p) override {
-    return std::make_unique<RecordingQueue>(emu_->create_queue(p), this);
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override { return emu_->admin_cmd(cmd, data, len); }
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override {
+    std::unique_ptr<NvmeQueue> inner;
+    if (Status s = emu_->create_queue(p, &inner); !s.ok()) return s;
+    *out = std::make_unique<RecordingQueue>(std::move(inner), this);
+    return Status();
   }
   std::vector<Cmd> taken() {
     std::lock_guard g(lock_);
@@ -1030,9 +1069,11 @@ TEST_CASE("v6.18 plug merge: adjacent 4 KiB writes from scattered buffers reach 
   cfg.create_size = 16u << 20;
   auto owned = std::make_unique<CommandRecordingEmu>(cfg);
   CommandRecordingEmu* t = owned.get();
-  NvmeDriver drv(std::move(owned), NvmeDriverConfig{});
+  const std::unique_ptr<NvmeDriver> drv_owner = make_test_driver(std::move(owned));
+  NvmeDriver& drv = *drv_owner;
   REQUIRE(drv.queue()->toggles().nomerges == NoMerges::all);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   AlignedBuf src(16 * PAGE_SIZE), back(8 * PAGE_SIZE);
   for (unsigned i = 0; i < 8; i++) fill_pattern(src.p + 2 * i * PAGE_SIZE, PAGE_SIZE, 100 + i);  // every other page
   const sector_t base = 2048;
@@ -1073,4 +1114,133 @@ TEST_CASE("v6.18 plug merge: adjacent 4 KiB writes from scattered buffers reach 
   write_all();
   CHECK(t->taken().size() == 8);
   CHECK(drv.queue()->counters().write_merges == 7);
+}
+
+namespace {
+// The emulated controller with its Identify answers changed, an admin command failed, or its
+// queues refused: a device that gives what the driver cannot use.
+class TweakedEmu final : public NvmeTransport {
+ public:
+  explicit TweakedEmu(const EmuConfig& cfg) : emu_(open_test_emu(cfg)) {}
+  std::function<void(NvmeIdCtrl*)> ctrl;
+  std::function<void(NvmeIdNs*)> ns;
+  int fail_cns = -1;    // the Identify CNS whose admin command fails, with
+  int fail_with = 0;    // -errno (the transport) or an NVMe status (the controller)
+  bool fail_queue = false;
+
+  std::string name() const override { return emu_->name(); }
+  uint32_t nsid() const override { return emu_->nsid(); }
+  int admin_cmd(const NvmeCommand& cmd, void* data, uint32_t len) override {
+    const int cns = int(cmd.cdw10 & 0xFF);
+    if (cns == fail_cns) return fail_with;
+    const int st = emu_->admin_cmd(cmd, data, len);
+    if (cns == NVME_ID_CNS_CTRL && ctrl) ctrl(static_cast<NvmeIdCtrl*>(data));
+    if (cns == NVME_ID_CNS_NS && ns) ns(static_cast<NvmeIdNs*>(data));
+    return st;
+  }
+  Status create_queue(const NvmeQueueParams& p, std::unique_ptr<NvmeQueue>* out) override {
+    if (fail_queue) return Status::io_error(name() + " q" + std::to_string(p.qid) + ": the ring was refused");
+    return emu_->create_queue(p, out);
+  }
+
+ private:
+  std::unique_ptr<EmuNamespace> emu_;
+};
+
+// NvmeDriver::create()'s error; no driver is made.
+Status driver_error(std::unique_ptr<NvmeTransport> t, NvmeDriverConfig dc = {}) {
+  dc.completion_thread = false;
+  std::unique_ptr<NvmeDriver> drv;
+  Status s = NvmeDriver::create(std::move(t), dc, &drv);
+  CHECK_FALSE(s.ok());
+  CHECK_FALSE(drv);
+  CHECK(s.message().find('\n') == std::string::npos);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("nvme: set-up refuses queues, qd and poll_queues out of range, and no transport, with one line each") {
+  TempPath tmp("setup-range");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 1u << 20;
+  auto refused = [&](unsigned queues, unsigned qd, unsigned poll_queues) {
+    NvmeDriverConfig dc;
+    dc.nr_queues = queues;
+    dc.queue_depth = qd;
+    dc.nr_poll_queues = poll_queues;
+    const Status s = driver_error(open_test_emu(cfg), dc);
+    CHECK(s.code() == Status::Code::invalid_argument);
+    return s.message();
+  };
+  CHECK(refused(0, 128, 0) == "queues=0: expected 1..256");
+  CHECK(refused(257, 128, 0) == "queues=257: expected 1..256");
+  CHECK(refused(1, 0, 0) == "qd=0: expected 1..65535");
+  CHECK(refused(1, 65536, 0) == "qd=65536: expected 1..65535");  // the command id is 16 bits
+  CHECK(refused(1, 128, 257) == "poll_queues=257: expected 0..256");
+  const Status none = driver_error(nullptr);
+  CHECK(none.code() == Status::Code::invalid_argument);
+  CHECK(none.message() == "nvme: no transport");
+  // Within range the same namespace sets up.
+  NvmeDriverConfig dc;
+  dc.completion_thread = false;
+  dc.nr_queues = 2;
+  dc.nr_poll_queues = 1;
+  dc.queue_depth = 64;
+  const auto drv = make_test_driver(open_test_emu(cfg), dc);
+  CHECK(drv->queue()->nr_hw_queues() == 3);
+  CHECK(drv->queue()->queue_depth() == 64);
+}
+
+TEST_CASE("nvme: set-up says in one line, naming the device, why the controller cannot be used") {
+  TempPath tmp("setup-identify");
+  EmuConfig cfg;
+  cfg.path = tmp.path;
+  cfg.create_size = 1u << 20;
+  const std::string dev = "emu:" + tmp.path;
+  auto tweaked = [&](const std::function<void(TweakedEmu&)>& fn) {
+    auto t = std::make_unique<TweakedEmu>(cfg);
+    fn(*t);
+    const Status s = driver_error(std::move(t));
+    CHECK(s.code() == Status::Code::io_error);
+    return s.message();
+  };
+  const uint16_t invalid = NVME_SC_INVALID_FIELD | NVME_STATUS_DNR;
+  CHECK(tweaked([](TweakedEmu& t) {
+          t.fail_cns = NVME_ID_CNS_CTRL;
+          t.fail_with = -EACCES;
+        }) == dev + ": admin command 0x06 failed: " + std::strerror(EACCES));
+  CHECK(tweaked([&](TweakedEmu& t) {
+          t.fail_cns = NVME_ID_CNS_CTRL;
+          t.fail_with = invalid;
+        }) == dev + ": Identify Controller failed: " + nvme_status_describe(invalid));
+  CHECK(tweaked([&](TweakedEmu& t) {
+          t.fail_cns = NVME_ID_CNS_NS;
+          t.fail_with = invalid;
+        }) == dev + ": Identify Namespace 1 failed: " + nvme_status_describe(invalid));
+  CHECK(tweaked([](TweakedEmu& t) { t.ns = [](NvmeIdNs* id) { id->flbas = 3; }; }) ==
+        dev + ": Identify Namespace: FLBAS selects LBA format 3 of 2");
+  CHECK(tweaked([](TweakedEmu& t) { t.ns = [](NvmeIdNs* id) { id->lbaf[0].ms = 8; }; }) ==
+        dev + ": unsupported LBA format 0: 8 bytes of metadata per block (biofs supports formats without metadata)");
+  CHECK(tweaked([](TweakedEmu& t) { t.ns = [](NvmeIdNs* id) { id->lbaf[0].ds = 8; }; }) ==
+        dev + ": unsupported LBA format 0: 2^8-byte blocks (biofs supports 512 to 65536)");
+  CHECK(tweaked([](TweakedEmu& t) { t.ns = [](NvmeIdNs* id) { id->lbaf[0].ds = 17; }; }) ==
+        dev + ": unsupported LBA format 0: 2^17-byte blocks (biofs supports 512 to 65536)");
+  CHECK(tweaked([](TweakedEmu& t) { t.ns = [](NvmeIdNs* id) { id->nsze = 0; }; }) ==
+        dev + ": namespace 1 has no blocks");
+  CHECK(tweaked([](TweakedEmu& t) {
+          t.ctrl = [](NvmeIdCtrl* id) { id->mdts = 1; };  // 8 KiB
+          t.ns = [](NvmeIdNs* id) { id->lbaf[0].ds = 16; };  // 64 KiB blocks
+        }) == dev + ": MDTS allows 8192 bytes, less than one block");
+  CHECK(tweaked([](TweakedEmu& t) { t.fail_queue = true; }) == dev + " q1: the ring was refused");
+  // 64 KiB blocks within MDTS, and the 512-byte format untouched, are taken.
+  auto big = std::make_unique<TweakedEmu>(cfg);
+  big->ctrl = [](NvmeIdCtrl* id) { id->mdts = 5; };  // 128 KiB
+  big->ns = [](NvmeIdNs* id) {
+    id->lbaf[0].ds = 16;
+    id->nsze = 16;
+  };
+  NvmeDriverConfig dc;
+  dc.completion_thread = false;
+  CHECK(make_test_driver(std::move(big), dc)->lba_size() == 65536u);
 }

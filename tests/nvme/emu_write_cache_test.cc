@@ -73,7 +73,9 @@ bool all_equal(const std::vector<uint8_t>& v, uint8_t x) {
 
 TEST_CASE("write cache: a write is copied at insert, so the caller's memory is free at once") {
   ScratchFile f(1 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 1 << 20);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 1 << 20, &cache).ok());
+  EmuWriteCache& c = *cache;
   c.hold_writeback(true);
   auto data = filled(4096, 0xAB);
   insert(c, 8192, data);
@@ -88,7 +90,9 @@ TEST_CASE("write cache: a read sees the newest of overlapping cached writes, ove
   ScratchFile f(1 << 20);
   auto media = filled(16384, 0x11);
   REQUIRE(pwrite(f.fd, media.data(), media.size(), 0) == ssize_t(media.size()));
-  EmuWriteCache c("test", f.direct, f.fd, 512, 1 << 20);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 1 << 20, &cache).ok());
+  EmuWriteCache& c = *cache;
   c.hold_writeback(true);
   auto a = filled(8192, 0xA0), b = filled(4096, 0xB0);
   insert(c, 0, a);     // [0, 8192)
@@ -106,7 +110,9 @@ TEST_CASE("write cache: a read sees the newest of overlapping cached writes, ove
 
 TEST_CASE("write cache: overlapping writes reach the media in the order they were accepted") {
   ScratchFile f(4 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 4 << 20);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 4 << 20, &cache).ok());
+  EmuWriteCache& c = *cache;
   // Held: one batch holds all of them, and the later bytes must win inside it.
   c.hold_writeback(true);
   std::vector<std::vector<uint8_t>> w;
@@ -136,7 +142,9 @@ TEST_CASE("write cache: overlapping writes reach the media in the order they wer
 
 TEST_CASE("write cache: a full cache makes the writer wait for room, never drops or grows past it") {
   ScratchFile f(1 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 16384);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 16384, &cache).ok());
+  EmuWriteCache& c = *cache;
   c.hold_writeback(true);
   auto d = filled(8192, 0x5A);
   insert(c, 0, d);
@@ -160,7 +168,9 @@ TEST_CASE("write cache: a full cache makes the writer wait for room, never drops
 
 TEST_CASE("write cache: a span a read still copies from is not reused, even once its write is on the media") {
   ScratchFile f(1 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 16384);  // a ring of two 8 KiB spans
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 16384, &cache).ok());
+  EmuWriteCache& c = *cache;  // a ring of two 8 KiB spans
   auto a = filled(8192, 0xA1), b = filled(8192, 0xB2);
   insert(c, 0, a);
   std::optional<EmuWriteCache::Overlay> o(c.overlapping(0, 8192));  // a read pins A's span
@@ -188,7 +198,9 @@ TEST_CASE("write cache: a span a read still copies from is not reused, even once
 
 TEST_CASE("write cache: a write larger than the whole cache is refused, and nothing of it is cached") {
   ScratchFile f(1 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 16384);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 16384, &cache).ok());
+  EmuWriteCache& c = *cache;
   auto big = filled(16384 + 4096, 0xEE);
   iovec v{big.data(), big.size()};
   CHECK_FALSE(c.insert(0, &v, 1, big.size()));
@@ -203,7 +215,9 @@ TEST_CASE("write cache: a write larger than the whole cache is refused, and noth
 
 TEST_CASE("write cache: wait_written_back returns only once every accepted write is on the media") {
   ScratchFile f(8 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 8 << 20);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 8 << 20, &cache).ok());
+  EmuWriteCache& c = *cache;
   std::vector<uint8_t> d = filled(65536, 0);
   for (int i = 0; i < 100; i++) {
     std::memset(d.data(), i + 1, d.size());
@@ -218,7 +232,9 @@ TEST_CASE("write cache: a flush with no batch being written writes the cache bac
   // As fsync writes a file's dirty pages from its caller's context: no hand-off to the writer
   // thread and back. With that thread held, only the waiter can write anything.
   ScratchFile f(1 << 20);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 1 << 20);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 1 << 20, &cache).ok());
+  EmuWriteCache& c = *cache;
   c.hold_writer_thread(true);
   auto a = filled(8192, 0xC1), b = filled(4096, 0xC2);
   insert(c, 0, a);
@@ -240,7 +256,9 @@ TEST_CASE("write cache: a write the media refuses is reported once, by the next 
   const int ro = open(f.path.c_str(), O_RDONLY);
   REQUIRE(ro >= 0);
   {
-    EmuWriteCache c("test", -1, ro, 512, 1 << 20);
+    std::unique_ptr<EmuWriteCache> cache;
+    REQUIRE(EmuWriteCache::create("test", -1, ro, 512, 1 << 20, &cache).ok());
+    EmuWriteCache& c = *cache;
     auto d = filled(4096, 1);
     insert(c, 0, d);
     c.wait_written_back();
@@ -256,7 +274,9 @@ TEST_CASE("write cache: 8 threads writing and reading back their own blocks, whi
   // write. A small cache keeps the writer busy and the inserters waiting for room.
   constexpr int kThreads = 8, kBlocks = 16, kRounds = 400;
   ScratchFile f(off_t(kThreads) * kBlocks * 4096);
-  EmuWriteCache c("test", f.direct, f.fd, 512, 256 << 10);
+  std::unique_ptr<EmuWriteCache> cache;
+  REQUIRE(EmuWriteCache::create("test", f.direct, f.fd, 512, 256 << 10, &cache).ok());
+  EmuWriteCache& c = *cache;
   std::atomic<int> bad{0};
   std::vector<std::thread> ts;
   for (int t = 0; t < kThreads; t++) {

@@ -72,6 +72,7 @@ void run(const std::string& opts, DeviceOptions o, unsigned threads, bool polls)
   const uint64_t blocks = 512;  // 2 MiB per thread
   auto dev = open_test_device("emu:" + tmp.path + ",size=" + std::to_string(threads * blocks * 4) + "K" + opts, o);
   BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   int failures = 0;
   std::vector<std::thread> ts;
   for (unsigned t = 0; t < threads; t++)
@@ -118,6 +119,7 @@ TEST_CASE("nvme stress: submitters of an inline namespace end every command them
   o.completion_thread = false;
   auto dev = open_test_device("emu:" + tmp.path + ",size=16M,inline=on", o);
   BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::barrier sync(threads);
   std::atomic<int> lost{0}, bad{0};
   std::vector<std::thread> ts;

@@ -105,6 +105,7 @@ TEST_CASE("poll queues: polled bios end in the submitting thread, and the data i
   REQUIRE(dev->queue()->nr_poll_queues() == 2);
   CHECK(dev->queue()->nr_hw_queues() == 3);
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   const unsigned n = 8;
   const uint32_t len = 16384;
   std::vector<uint8_t> w(n * len + 4096), r(n * len + 4096);
@@ -134,6 +135,7 @@ TEST_CASE("poll queues: without them a REQ_POLLED bio ends with BLK_STS_NOTSUPP 
   BlkPollGroup g;
   CHECK_FALSE(blk_poll_group_start(&g, dev->queue()));  // nothing to poll
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t buf[4096];
   Ended e;
   submit_bio(polled_bio(*dev, bs, REQ_OP_READ, 0, buf, 4096, &e));
@@ -148,6 +150,7 @@ TEST_CASE("poll queues: a FUA write is polled, a write a flush goes before is no
   TempPath tmp("fua");
   auto dev = open_test_device("emu:" + tmp.path + ",size=8M,vwc", poll_opts(1));
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   alignas(4096) static uint8_t buf[3 * 4096];
   fill_pattern(buf, sizeof(buf), 3);
   // REQ_FUA alone is no flush sequence (blk_insert_flush queues it for normal execution).
@@ -177,6 +180,7 @@ TEST_CASE("poll queues: a poll queue with fewer tags than the batch does not dea
   t.nomerges = NoMerges::none;
   dev->queue()->set_toggles(t);
   BioSet bs(64, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   const unsigned n = 24;
   std::vector<uint8_t> w(n * 4096 + 4096), r(n * 4096 + 4096);
   uint8_t* wd = w.data() + (4096 - reinterpret_cast<uintptr_t>(w.data()) % 4096);
@@ -199,6 +203,7 @@ TEST_CASE("poll queues: 8 threads sharing 3 poll queues, written and read back")
   const uint32_t len = 8192;
   auto dev = open_test_device("emu:" + tmp.path + ",size=16M", poll_opts(3, 16));
   BioSet bs(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::atomic<int> failures{0}, off_thread{0};
   std::vector<std::thread> ts;
   for (unsigned t = 0; t < threads; t++)
@@ -231,6 +236,7 @@ TEST_CASE("poll queues: an fs batch with a callback, counted in the group it nam
   TempPath tmp("iobatch");
   auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   IoBuf w(4 * 4096), r(4 * 4096);
   fill_pattern(w.data(), w.size(), 5);
   BlkPollGroup g;
@@ -278,6 +284,7 @@ TEST_CASE("poll queues: a waited fs batch is reaped by its waiter, no completion
   o.completion_thread = false;  // only pollers reap: a wait that did not poll would never end
   auto dev = open_test_device("emu:" + tmp.path + ",size=8M,vwc", o);
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   IoBuf w(4 * 4096), r(4 * 4096);
   fill_pattern(w.data(), w.size(), 9);
   // Runs fn on a thread of its own that polls; one that has not returned in 10 s fails the test
@@ -320,6 +327,7 @@ TEST_CASE("poll queues: a synchronous fs read or write whose kiocb names a poll 
   TempPath tmp("fs-group");
   auto dev = open_test_device("emu:" + tmp.path + ",size=64M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   REQUIRE(make_filesystem(io, MkfsOptions{}).message() == "");
   auto fs = test::mount_for_test(io);
   struct stat st;
@@ -358,6 +366,7 @@ TEST_CASE("poll queues: a thread that never polled waits the usual way and takes
   TempPath tmp("iobatch-nopoll");
   auto dev = open_test_device("emu:" + tmp.path + ",size=8M", poll_opts(1));
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   IoBuf w(4096), r(4096);
   fill_pattern(w.data(), w.size(), 4);
   std::thread([&] {
@@ -376,6 +385,7 @@ TEST_CASE("poll queues: 8 threads waiting on their own fs batches over 3 shared 
   const unsigned threads = 8, rounds = 60;
   auto dev = open_test_device("emu:" + tmp.path + ",size=16M,vwc", poll_opts(3, 16));
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   std::atomic<int> failures{0};
   std::vector<std::thread> ts;
   for (unsigned t = 0; t < threads; t++)
@@ -405,6 +415,7 @@ struct PollerOnly {
   Ended e;
   BlkPollGroup g;
   explicit PollerOnly(const char* name) : tmp(name) {
+    REQUIRE(bs.init() == 0);
     DeviceOptions o = poll_opts(1);
     o.completion_thread = false;  // only the poller reaps
     dev = open_test_device("emu:" + tmp.path + ",size=8M", o);

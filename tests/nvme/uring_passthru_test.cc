@@ -74,7 +74,7 @@ TEST_CASE("uring passthrough CQE decode: res 0 and a positive NVMe status pass a
 
 TEST_CASE("uring passthrough fixed buffers: a read or write goes through registered buffer index 0, slot command_id, IORING_URING_CMD_FIXED, one segment") {
   BounceArena fixed;
-  fixed.init(4, 8192);
+  REQUIRE(fixed.init(4, 8192).ok());
   REQUIRE(fixed.ready());
   NvmeIod iod;
   Sqe128 s;
@@ -126,7 +126,7 @@ TEST_CASE("uring passthrough fixed buffers: a read or write goes through registe
 
 TEST_CASE("uring passthrough fixed buffers: a command id at or past the depth, data larger than a slot, a flush or no arena go as user memory") {
   BounceArena fixed;
-  fixed.init(4, 4096);
+  REQUIRE(fixed.init(4, 4096).ok());
   NvmeIod iod;
   Sqe128 s;
   struct Case {

@@ -139,6 +139,7 @@ RoundTrip round_trip(const std::string& spec, bool poll, bool polled_bios = fals
   seen.sqpoll_threads = threads_named("iou-sqp-");
   const uint32_t lbs = dev->nvme()->lba_size();
   BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   // Aligned, unaligned (starts 100 bytes into a page) and larger than MDTS (split).
   for (uint32_t len : {lbs, 8u * 4096u, 1u << 20}) {
     for (size_t misalign : {size_t(0), size_t(100)}) {
@@ -207,6 +208,7 @@ TEST_CASE("passthrough: completion polling (IOPOLL) on the device's poll queues,
   opts.poll_queues = 1;
   auto dev = open_test_device(device(",iopoll"), opts);
   BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::vector<uint8_t> out(16 * 4096), in(out.size());
   fill(out, 99);
   const uint64_t irqs = nvme_io_interrupts();
@@ -245,6 +247,7 @@ TEST_CASE("passthrough: many threads, each its own region, all data intact") {
   opts.queues = 2;
   auto dev = open_test_device(device(), opts);
   BioSet bs(16, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; t++)
@@ -267,6 +270,7 @@ TEST_CASE("passthrough: many threads, each its own region, all data intact") {
 TEST_CASE("passthrough: leave a pattern for fio") {
   auto dev = open_test_device(device(), DeviceOptions{});
   BioSet bs(16, 0, BIOSET_NEED_BVECS);
+  REQUIRE(bs.init() == 0);
   std::vector<uint8_t> buf(1 << 20, 0xa5);
   CHECK(do_io(*dev, bs, REQ_OP_WRITE, buf.data(), uint32_t(buf.size()), 64u << 20, false) == 0);
   CHECK(do_io(*dev, bs, REQ_OP_FLUSH | REQ_PREFLUSH, nullptr, 0, 0, false) == 0);

@@ -28,6 +28,7 @@ TEST_CASE("bio cache trim: blockcore's trimmer empties an idle thread's cache of
   setenv("BIOFS_BIO_CACHE_TRIM_MS", "20", 1);  // read when the first such set registers
   REQUIRE(bio_cache_trim_interval_ms() == 20);
   BioSet bs(16, 0, BIOSET_PERCPU_CACHE | BIOSET_TRIM_IDLE);
+  REQUIRE(bs.init() == 0);
   std::barrier sync(2);
   std::thread worker([&] {
     std::vector<Bio*> v;
@@ -45,6 +46,7 @@ TEST_CASE("bio cache trim: blockcore's trimmer empties an idle thread's cache of
   sync.arrive_and_wait();
   worker.join();
   BioSet plain(16, 0, BIOSET_PERCPU_CACHE);  // without the flag the trimmer leaves a set alone
+  REQUIRE(plain.init() == 0);
   Bio* b = alloc_one(plain);
   bio_put(b);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -53,6 +55,7 @@ TEST_CASE("bio cache trim: blockcore's trimmer empties an idle thread's cache of
 
 TEST_CASE("bio cache trim: an idle thread's cache is emptied, a busy one's is kept") {
   BioSet bs(16, 0, BIOSET_PERCPU_CACHE);
+  REQUIRE(bs.init() == 0);
   std::barrier sync(2);
   std::atomic<bool> stop{false};
   std::thread worker([&] {
@@ -99,6 +102,7 @@ TEST_CASE("bio cache trim: stress with owners, remote puts and a trimmer at once
   for (bool remote : {false, true}) {
     CAPTURE(remote);
     BioSet bs(32, 0, BIOSET_PERCPU_CACHE);
+    REQUIRE(bs.init() == 0);
     constexpr int kThreads = 3, kRounds = 300;
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> trimmed{0}, allocs{0};

@@ -101,6 +101,7 @@ TEST_CASE("fault: failed reads, writes and flushes reach the caller as EIO, and 
   auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=4M,vwc,fail_read=0", DeviceOptions{});
   REQUIRE(dev->faults());
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   std::string a(4096, 'a'), back(4096, '\0');
   REQUIRE(io.write(1, 1, a.data()) == 0);
   FaultConfig c;
@@ -136,6 +137,7 @@ TEST_CASE("fault: v6.18 nvme_decide_disposition: a failed command without DNR is
   {
     auto dev = open_test_device("emu:" + img + ",size=4M,fault_retry", DeviceOptions{});
     BlockIo io(dev->bdev(), 4096);
+    REQUIRE(io.init() == 0);
     REQUIRE(io.write(1, 1, a.data()) == 0);
     FaultConfig c;
     c.fail_read = 1;
@@ -181,6 +183,7 @@ TEST_CASE("fault: v6.18 nvme_decide_disposition: a failed command without DNR is
   // max_retries=0: never retried.
   auto dev = open_test_device("emu:" + img + ",size=4M,fault_retry,max_retries=0", DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   FaultConfig c;
   c.fail_read = 1;
   c.dont_retry = false;
@@ -197,6 +200,7 @@ TEST_CASE("fault: the same seed fails the same commands, another seed others") {
     auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=4M,fail_write=0.3,seed=" + std::to_string(seed),
                            DeviceOptions{});
     BlockIo io(dev->bdev(), 4096);
+    REQUIRE(io.init() == 0);
     std::string a(4096, 'a'), bits;
     for (int i = 0; i < 200; i++) bits += io.write(uint64_t(i % 512), 1, a.data()) ? '1' : '0';
     return bits;
@@ -214,6 +218,7 @@ TEST_CASE("fault: delayed completions carry their data, timed-out ones end in EI
   // vwc: a flush reaches only a device with a volatile write cache (blockcore/blk_flush.h).
   auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=8M,vwc,delay=1,delay_us=2000", DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   // Faults are per device command: every other block, so no two bios of a batch merge into one
   // request (blockcore/blk_rq_merge.h) and each is a command of its own.
   std::vector<IoBuf> bufs;

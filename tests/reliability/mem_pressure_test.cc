@@ -97,6 +97,7 @@ TEST_CASE("memory pressure: concurrent submitters share a small reserve without 
     CAPTURE(bio_cache_name(cache));
     auto dev = open_test_device("emu:" + dir.file("d.img") + ",size=64M", DeviceOptions{});
     BlockIo io(dev->bdev(), 4096, cache);
+    REQUIRE(io.init() == 0);
     FailCtx ctx(1.0);
     Hooked h(io, dev->queue(), &ctx);
     std::atomic<int> errors{0};

@@ -77,6 +77,7 @@ TEST_CASE("powercut: unflushed writes are lost, flushed and FUA writes survive, 
       // 5 write D (8 blocks): the power goes at the fifth.
       auto dev = open_test_device("emu:" + img + ",vwc,powercut=5,tear,seed=3" + (keep ? ",keep=1" : ""), DeviceOptions{});
       BlockIo io(dev->bdev(), 4096);
+      REQUIRE(io.init() == 0);
       const std::string a = block_of('A'), b = block_of('B'), c = block_of('C');
       std::string d;
       for (int i = 0; i < 8; i++) d += block_of(char('0' + i));
@@ -114,6 +115,7 @@ TEST_CASE("powercut: without a cut point the namespace only counts, and a bad op
   const std::string img = dir.file("dev.img");
   auto dev = open_test_device("emu:" + img + ",size=1M,vwc,powercut=0", DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   const std::string a = block_of('A');
   std::string back(4096, '\0');
   for (int i = 0; i < 10; i++) REQUIRE(io.write(uint64_t(i), 1, a.data()) == 0);

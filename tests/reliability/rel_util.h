@@ -196,6 +196,7 @@ inline Mounted open_fs(const std::string& spec, bool mount = true, BioCache bio_
   Mounted m;
   m.dev = open_test_device(spec, DeviceOptions{});
   m.io = std::make_unique<BlockIo>(m.dev->bdev(), 4096, bio_cache);
+  REQUIRE(m.io->init() == 0);
   if (mount) m.err = Filesystem::mount(*m.io, test_mount_options(), &m.fs).message();
   return m;
 }
@@ -204,6 +205,7 @@ inline Mounted open_fs(const std::string& spec, bool mount = true, BioCache bio_
 inline void make_image(const std::string& path, uint64_t bytes, uint64_t journal_blocks = 128) {
   auto dev = open_test_device("emu:" + path + ",size=" + std::to_string(bytes), DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   MkfsOptions mo;
   mo.journal_blocks = journal_blocks;
   mo.force = true;
@@ -214,6 +216,7 @@ inline void make_image(const std::string& path, uint64_t bytes, uint64_t journal
 inline std::string fsck_errors(const std::string& path) {
   auto dev = open_test_device("emu:" + path, DeviceOptions{});
   BlockIo io(dev->bdev(), 4096);
+  REQUIRE(io.init() == 0);
   const biofs::test::FsckRun f = biofs::test::collect_fsck(io);
   if (f.r.fatal) return "fsck could not check: " + f.text("; ");
   return f.r.errors ? std::to_string(f.r.errors) + " errors: " + f.text("; ") : "";

@@ -15,6 +15,7 @@
 #include "alloc_bench.h"
 
 #include <sched.h>
+#include <stdexcept>
 
 #include <algorithm>
 #include <atomic>
@@ -64,6 +65,7 @@ uint64_t local_loop(BioSet& bs, const Config& cfg, uint64_t deadline) {
 
 Result run_local(BioCache cache, unsigned threads, const Config& cfg) {
   BioSet bs(64, 0, BIOSET_NEED_BVECS | bio_cache_flags(cache), cfg.allocator);
+  if (int e = bs.init(); e) throw std::runtime_error(bioset_init_error(e));
   std::atomic<uint64_t> total{0};
   std::atomic<unsigned> ready{0};
   std::atomic<uint64_t> start_at{0};
@@ -117,6 +119,7 @@ class Ring {
 
 Result run_remote(BioCache cache, const Config& cfg) {
   BioSet bs(64, 0, BIOSET_NEED_BVECS | bio_cache_flags(cache), cfg.allocator);
+  if (int e = bs.init(); e) throw std::runtime_error(bioset_init_error(e));
   Ring ring(12);
   std::atomic<bool> producing{true};
   std::atomic<uint64_t> put{0};
@@ -162,6 +165,7 @@ Result run_remote(BioCache cache, const Config& cfg) {
 // Cost of the per-CPU decision: finding this thread's domain vs asking for the CPU number.
 void price_domain_lookup(const Config& cfg) {
   BioSet bs(4, 0, BIOSET_PERCPU_CACHE, cfg.allocator);
+  if (int e = bs.init(); e) throw std::runtime_error(bioset_init_error(e));
   constexpr int kCalls = 20'000'000;
   uintptr_t sink = 0;
   uint64_t t0 = now_ns();
@@ -208,6 +212,7 @@ int alloc_main(int argc, char** argv) {
   const Case cases[] = {{"alloc+put", "local", 1}, {"alloc+put", "local", cfg.threads}, {"alloc+put", "remote", 2}};
   const size_t ncases = cfg.threads == 1 ? 1 : 3;
   BioSet probe(1, 0, 0, cfg.allocator);
+  if (int e = probe.init(); e) throw std::runtime_error(bioset_init_error(e));
   if (!cfg.json) {
     std::printf("biofs-bench alloc: batch=%u seconds=%.2f repeats=%u nr_vecs=%u allocator=%s cpus=%d\n",
                 cfg.batch, cfg.seconds, cfg.repeats, cfg.nr_vecs, allocator_kind_name(cfg.allocator),

@@ -206,6 +206,7 @@ void prepare_in_child(const std::string& spec, const Options& o, unsigned qd) {
       poller.start(dev.get());  // reaps what an NVMe driver leaves; null and RAM end inline
       {
         BlockIo io(dev->bdev(), 4096, o.toggles.bio_cache);
+        if (int e = io.init(); e) throw std::runtime_error(bioset_init_error(e));
         uint64_t ino;
         std::unique_ptr<Filesystem> fs = make_and_fill(io, o, &ino);
         fs->release(ino);
@@ -272,6 +273,7 @@ struct Rig {
       bdev = device->bdev();
     }
     io = std::make_unique<BlockIo>(bdev, 4096, o.toggles.bio_cache);
+    if (int e = io->init(); e) throw std::runtime_error(bioset_init_error(e));
     if (!nvme) {  // null: and ram: are made here (in memory; no thread ends any I/O)
       fs = make_and_fill(*io, o, &ino);
       remap.to_data = true;  // null: from here on, file data goes to the null device

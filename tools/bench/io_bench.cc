@@ -247,6 +247,7 @@ void print_header(const Options& o, const std::vector<std::unique_ptr<Submitter>
 RunResult run_once(const Options& o, bool text, bool per_second) {
   Devices devs(o);
   BioSet bs(256, 0, BIOSET_NEED_BVECS | bio_cache_flags(o.toggles.bio_cache));
+  if (int e = bs.init(); e) throw std::runtime_error(bioset_init_error(e));
   const unsigned pages = (o.bs + PAGE_SIZE - 1) / PAGE_SIZE;
   std::vector<std::unique_ptr<Submitter>> subs;
   for (unsigned t = 0; t < o.threads; t++) subs.push_back(std::make_unique<Submitter>());

@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   BlockIo io(dev->bdev(), 4096);
+  if (int e = io.init(); e) {
+    fprintf(stderr, "fsck.biofs: %s: %s\n", spec.c_str(), bioset_init_error(e).c_str());
+    return 8;
+  }
   // Each line is printed when the next one comes: the last one, when the check could not go
   // on, is the reason, and goes into the single line that says so.
   std::string held;

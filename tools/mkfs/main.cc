@@ -77,6 +77,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   BlockIo io(dev->bdev(), 4096);
+  if (int e = io.init(); e) {
+    fprintf(stderr, "mkfs.biofs: %s: %s\n", spec.c_str(), bioset_init_error(e).c_str());
+    return 1;
+  }
   const bool tty = isatty(2) && !quiet;
   o.progress = [&](uint64_t done, uint64_t total) {
     if (tty && total >= 4096) fprintf(stderr, "\rmkfs.biofs: writing metadata %3u%%", unsigned(done * 100 / total));
