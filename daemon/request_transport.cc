@@ -57,29 +57,10 @@ bool reactor_receiver_free(unsigned others, int waiting) {
   return others == 0 && tls_backlog == 0;
 }
 
-// The reactor's ring, the request decoded by libfuse: its reply comes back through the
-// reactor's writev.
-class ReactorLibfuse final : public LibfuseReplies {
+// The reactor's replies to the READ and WRITE it decoded from the entry: in the entry itself.
+class HotReplies : public RequestTransport {
  public:
-  ReactorLibfuse() : LibfuseReplies(2) {}
-  const char* name() const override { return "reactor"; }
-  bool on_ring() const override { return true; }
-  bool plugs_batch() const override { return true; }
-  bool receiver_free(const FuseContext&, unsigned others, int waiting) const override {
-    return reactor_receiver_free(others, waiting);
-  }
-};
-
-// The reactor's ring, READ and WRITE decoded by the reactor from the entry and answered in it.
-class ReactorHot final : public RequestTransport {
- public:
-  ReactorHot() : RequestTransport(3) {}
-  const char* name() const override { return "reactor"; }
-  bool on_ring() const override { return true; }
-  bool plugs_batch() const override { return true; }
-  bool receiver_free(const FuseContext&, unsigned others, int waiting) const override {
-    return reactor_receiver_free(others, waiting);
-  }
+  using RequestTransport::RequestTransport;
   void reply_read(void* entry, ssize_t n, const uint8_t* data) const override {
     FuseReactor::reply_hot(entry, n < 0 ? int(-n) : 0, data, n < 0 ? 0 : size_t(n));
   }
@@ -89,10 +70,24 @@ class ReactorHot final : public RequestTransport {
   }
 };
 
+// The reactor's ring, whichever decoded the request: libfuse (Replies = LibfuseReplies: the reply
+// comes back through the reactor's writev) or the reactor itself (HotReplies).
+template <class Replies>
+class ReactorRing final : public Replies {
+ public:
+  explicit ReactorRing(uint8_t id) : Replies(id) {}
+  const char* name() const override { return "reactor"; }
+  bool on_ring() const override { return true; }
+  bool plugs_batch() const override { return true; }
+  bool receiver_free(const FuseContext&, unsigned others, int waiting) const override {
+    return reactor_receiver_free(others, waiting);
+  }
+};
+
 const DevFuse kDevFuse;
 const LibfuseRing kLibfuseRing;
-const ReactorLibfuse kReactorLibfuse;
-const ReactorHot kReactorHot;
+const ReactorRing<LibfuseReplies> kReactorLibfuse(2);
+const ReactorRing<HotReplies> kReactorHot(3);
 const RequestTransport* const kById[] = {&kDevFuse, &kLibfuseRing, &kReactorLibfuse, &kReactorHot};
 
 }  // namespace

@@ -1068,7 +1068,7 @@ std::pair<int, std::string> queue_init(unsigned queues, unsigned poll_queues, un
 }
 }  // namespace
 
-TEST_CASE("blk_mq_alloc_tag_set (biofs): queues, poll_queues and qd out of range are -EINVAL with one line; the bounds are taken") {
+TEST_CASE("blk_mq_alloc_tag_set (biofs): queues, poll_queues and qd out of range are -EINVAL with one line, the bounds are taken") {
   using R = std::pair<int, std::string>;
   CHECK(queue_init(0, 0, 64) == R{-EINVAL, "queues=0: expected 1..256"});
   CHECK(queue_init(257, 0, 64) == R{-EINVAL, "queues=257: expected 1..256"});
