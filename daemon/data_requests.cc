@@ -51,7 +51,7 @@ void plug_ring_batch(int waiting) {
 }
 
 // Counts a read or write in the daemon and decides whether its worker runs it to completion
-// (FuseContext::threads says when); then the I/O is polled in `group` until it has ended.
+// (its transport's receiver_free() says when); then the I/O is polled in `group` until it has ended.
 // Otherwise it is counted as asynchronous until end_data_request().
 bool decide_data_request(const DataRequest& d, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = d.ctx;

@@ -57,7 +57,7 @@ struct FuseContext {
   // thread is free to receive the next request: fewer data requests are in the daemon than
   // `threads` (/dev/fuse workers), or, over io_uring, none but this one and none of the ring
   // thread's recent requests had waited in its ring (a ring thread that waits holds up its
-  // queue; data_requests.cc). Otherwise the I/O completes on the completion thread.
+  // queue; request_transport.cc). Otherwise the I/O completes on the completion thread.
   unsigned threads = 1;
   std::atomic<unsigned> data_requests{0};  // reads and writes received and not yet answered
   std::atomic<uint64_t> polled{0};         // of them, run to completion
