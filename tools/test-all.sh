@@ -31,6 +31,9 @@ stage() {  # what
   stages+=("$SECONDS|$*")
   echo "== [${SECONDS} s] $*"
 }
+minutes() {  # seconds, what: "  12.3 min  what"
+  printf '%4d.%d min  %s\n' $(($1 / 60)) $(($1 % 60 * 10 / 60)) "$2"
+}
 stage_times() {
   local rc=$? i start name next
   echo "== stage times (exit $rc)"
@@ -38,9 +41,9 @@ stage_times() {
     start=${stages[$i]%%|*} name=${stages[$i]#*|}
     next=$SECONDS
     [ $((i + 1)) -lt ${#stages[@]} ] && next=${stages[$((i + 1))]%%|*}
-    awk -v s="$((next - start))" -v n="$name" 'BEGIN { printf "%6.1f min  %s\n", s / 60, n }'
+    minutes $((next - start)) "$name"
   done
-  awk -v s="$SECONDS" 'BEGIN { printf "%6.1f min  in all\n", s / 60 }'
+  minutes "$SECONDS" "in all"
 }
 trap stage_times EXIT
 
