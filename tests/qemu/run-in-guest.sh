@@ -2,7 +2,9 @@
 # Boots a Debian kernel (tests/qemu/guest-kernel.sh; unstable's by default) under QEMU (TCG:
 # software emulation) with an emulated NVMe controller over a raw image file, runs one command
 # inside, and exits with its status.
-# The guest sees the namespace as /dev/nvme0n1 and its passthrough char device /dev/ng0n1.
+# The guest sees the namespace as /dev/nvme0n1 and its passthrough char device /dev/ng0n1; the
+# same controller's namespace 2 (/dev/ng0n2, 64 MiB) is on a drive QEMU throttles to 200 commands
+# a second, so that its commands stay in flight long enough for a controller reset to catch them.
 # The command's binary and every shared library it needs are copied into the initramfs.
 #
 # Usage: tests/qemu/run-in-guest.sh [--kernel unstable|backports|stable] [--disk-mb N] [--lba 512|4096] \
@@ -41,7 +43,7 @@ root="$work/root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,modules,test}
 
 cp "$(command -v busybox)" "$root/bin/busybox"
-for app in sh mount umount insmod sleep poweroff cat ls echo mkdir grep kill uname awk cut tr head tail ip ln dd dmesg; do ln -s busybox "$root/bin/$app"; done
+for app in sh mount umount insmod sleep poweroff cat ls echo mkdir mv grep kill uname awk cut tr head tail ip ln dd dmesg; do ln -s busybox "$root/bin/$app"; done
 cp "$kcache"/modules/*.ko "$root/modules/"
 cp "$kcache/modules.order" "$root/modules.order"
 
@@ -70,8 +72,14 @@ for m in \$(cat /modules.order); do
   insmod /modules/\$m \$args 2>/dev/null || echo "guest: insmod \$m failed"
 done
 i=0
-while [ ! -e /dev/ng0n1 ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done
-[ -e /dev/ng0n1 ] || echo "guest: /dev/ng0n1 did not appear"
+while { [ ! -e /dev/ng0n1 ] || [ ! -e /dev/ng0n2 ]; } && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done
+[ -e /dev/ng0n1 ] && [ -e /dev/ng0n2 ] || echo "guest: /dev/ng0n1 and /dev/ng0n2 did not appear"
+# The kernel numbers namespaces in the order its parallel scan finds them: namespace 1 is made
+# /dev/ng0n1 (and /dev/nvme0n1) whatever number it got.
+if [ "\$(cat /sys/block/nvme0n1/nsid 2>/dev/null)" = 2 ]; then
+  for d in ng0n nvme0n; do mv /dev/\${d}1 /dev/\${d}x; mv /dev/\${d}2 /dev/\${d}1; mv /dev/\${d}x /dev/\${d}2; done
+  echo "guest: namespace 2 was found first; /dev/ng0n1 is namespace 1 again"
+fi
 cd /test
 $cmd
 echo "BIOFS_GUEST_EXIT=\$?"
@@ -81,6 +89,7 @@ chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
 
 truncate -s "${disk_mb}M" "$work/nvme.img"
+truncate -s 64M "$work/slow.img"
 log="$work/console.log"
 set +e
 # One host thread for both vCPUs: with multi-threaded TCG a 7.2 guest once oopsed at boot on an
@@ -89,7 +98,9 @@ timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -m 1024 -smp 2 
   -kernel "$kcache/vmlinuz" -initrd "$work/initrd.gz" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 $append" \
   -drive "file=$work/nvme.img,if=none,id=nvm,format=raw" \
-  -device "nvme,serial=biofs0001,drive=nvm,logical_block_size=$lba,physical_block_size=$lba" \
+  -drive "file=$work/slow.img,if=none,id=slow,format=raw,throttling.iops-total=200" \
+  -device "nvme,id=nvme0,serial=biofs0001,drive=nvm,logical_block_size=$lba,physical_block_size=$lba" \
+  -device "nvme-ns,bus=nvme0,nsid=2,drive=slow,logical_block_size=$lba,physical_block_size=$lba" \
   </dev/null > "$log" 2>&1
 qemu_rc=$?
 set -e
