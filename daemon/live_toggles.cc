@@ -5,7 +5,6 @@
 
 #include "blockcore/bio_set.h"
 #include "blockcore/blk_mq.h"
-#include "blockcore/stripe.h"
 #include "blockcore/toggles.h"
 #include "daemon_switches.h"
 #include "devices/open_device.h"
@@ -28,7 +27,7 @@ std::atomic<bool>* live_switch(FuseContext* ctx, std::string_view name) {
 
 LiveToggles::LiveToggles(Device* dev, BioSet* fs_bios, FuseContext* ctx)
     : dev_(dev), bio_sets_{fs_bios}, ctx_(ctx), changes_(names().size(), 0) {
-  if (StripeTarget* st = dev->stripe()) bio_sets_.push_back(&st->clone_set());
+  for (BioSet* b : dev->bio_sets()) bio_sets_.push_back(b);
 }
 
 const std::vector<std::string>& LiveToggles::names() {

@@ -25,6 +25,14 @@ std::vector<RequestQueue*> Device::queues() const {
   return qs;
 }
 
+std::vector<BioSet*> Device::bio_sets() const {
+  std::vector<BioSet*> sets;
+  if (stripe_) sets.push_back(&stripe_->clone_set());
+  for (const auto& m : members_)
+    for (BioSet* b : m->bio_sets()) sets.push_back(b);
+  return sets;
+}
+
 bool Device::stats(DeviceStats* d) const {
   if (!nvme_) return false;
   d->name = nvme_->transport()->name();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "blockcore/blk_cover.h"
+#include "blockcore/bio_set.h"
 #include "blockcore/blk_mq.h"
 #include "blockcore/null_blk.h"
 #include "device_stats.h"
@@ -60,6 +61,9 @@ class Device {
   RequestQueue* queue() const { return bdev_->queue; }
   // Every blk-mq queue under this device: its own, or each stripe child's.
   std::vector<RequestQueue*> queues() const;
+  // The bio sets inside the device that a bio_cache toggle reaches besides the filesystem's
+  // own: a stripe's clone set (blockcore/stripe.h); none for the others.
+  std::vector<BioSet*> bio_sets() const;
   // The members of a stripe:DEV+DEV… (empty for any other device).
   const std::vector<std::unique_ptr<Device>>& members() const { return members_; }
   NvmeDriver* nvme() const { return nvme_.get(); }      // emu: and nvme: devices

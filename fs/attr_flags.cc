@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <mutex>
 
-#include "file.h"
 #include "inode_table.h"
 
 namespace biofs {
@@ -73,17 +72,17 @@ int may_fallocate(const InodeObj* in, int mode) {
 
 int may_change_xattrs(const InodeObj* in) { return IS_IMMUTABLE(in) || IS_APPEND(in) ? -EPERM : 0; }
 
-int get_attr_flags(FsInfo& s, uint64_t ino, uint32_t* fs_flags) {
+int get_attr_flags(FsInfo& s, InodeTable& itable, uint64_t ino, uint32_t* fs_flags) {
   std::shared_lock shared(s.lock);
   InodeObj* in;
-  if (int err = s.itable->iget_shared(shared, ino, &in)) return err;
+  if (int err = itable.iget_shared(shared, ino, &in)) return err;
   *fs_flags = 0;
   for (const FlagPair& f : kFlags)
     if (in->d.flags & f.inode) *fs_flags |= f.fs;
   return 0;
 }
 
-int set_attr_flags(FsInfo& s, uint64_t ino, uint32_t fs_flags) {
+int set_attr_flags(FsInfo& s, InodeTable& itable, uint64_t ino, uint32_t fs_flags) {
   uint32_t want = 0, kept = 0;
   for (const FlagPair& f : kFlags) {
     kept |= f.fs;
@@ -94,12 +93,12 @@ int set_attr_flags(FsInfo& s, uint64_t ino, uint32_t fs_flags) {
   if (s.opts.read_only) return -EROFS;
   if (int err = s.commit.maybe_commit()) return err;
   InodeObj* in;
-  if (int err = s.itable->iget(ino, &in)) return err;
+  if (int err = itable.iget(ino, &in)) return err;
   uint32_t all = 0;
   for (const FlagPair& f : kFlags) all |= f.inode;
   in->d.flags = (in->d.flags & ~all) | want;
   InodeTable::touch(in->d, false, false, true);
-  return s.itable->isave(in);
+  return itable.isave(in);
 }
 
 uint32_t xflags_from_fs_flags(uint32_t fs_flags) {

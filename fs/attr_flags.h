@@ -10,8 +10,16 @@
 #include <cstdint>
 
 #include "fs_info.h"
+#include "inode_table.h"
 
 namespace biofs {
+
+// setattr fields (FUSE_SET_ATTR_* values, so the daemon passes its mask through).
+enum : int {
+  SETATTR_MODE = 1 << 0, SETATTR_UID = 1 << 1, SETATTR_GID = 1 << 2, SETATTR_SIZE = 1 << 3,
+  SETATTR_ATIME = 1 << 4, SETATTR_MTIME = 1 << 5, SETATTR_ATIME_NOW = 1 << 7,
+  SETATTR_MTIME_NOW = 1 << 8, SETATTR_CTIME = 1 << 10,
+};
 
 inline bool IS_IMMUTABLE(const InodeObj* in) { return in->d.flags & disk::INODE_IMMUTABLE; }
 inline bool IS_APPEND(const InodeObj* in) { return in->d.flags & disk::INODE_APPEND; }
@@ -27,7 +35,7 @@ int may_link(const InodeObj* in);
 // O_APPEND and without O_TRUNC.
 int may_open(const InodeObj* in, int open_flags);
 // notify_change(): an immutable inode keeps every attribute; an append-only one its mode,
-// owner, size and given times (setting them to now is allowed). `to_set`: SETATTR_* (file.h).
+// owner, size and given times (setting them to now is allowed). `to_set`: SETATTR_* (above).
 int may_setattr(const InodeObj* in, int to_set);
 // A write: none to an immutable file, an append-only one only at its end (ext4_write_checks(),
 // O_APPEND forced at open).
@@ -40,8 +48,8 @@ int may_change_xattrs(const InodeObj* in);
 // FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (FS_*_FL) and FS_IOC_FSGETXATTR / FSSETXATTR
 // (FS_XFLAG_*): the flags of `ino`. A set with a flag biofs does not keep is EOPNOTSUPP; a
 // change moves ctime.
-int get_attr_flags(FsInfo& s, uint64_t ino, uint32_t* fs_flags);
-int set_attr_flags(FsInfo& s, uint64_t ino, uint32_t fs_flags);
+int get_attr_flags(FsInfo& s, InodeTable& itable, uint64_t ino, uint32_t* fs_flags);
+int set_attr_flags(FsInfo& s, InodeTable& itable, uint64_t ino, uint32_t fs_flags);
 uint32_t xflags_from_fs_flags(uint32_t fs_flags);
 // -1 for an xflag biofs does not keep.
 int64_t fs_flags_from_xflags(uint32_t xflags);

@@ -4,13 +4,6 @@
 
 namespace biofs {
 
-BlockIo::BlockIo(BlockDevice* bdev, uint32_t block_size, BioCache bio_cache)
-    : bdev_(bdev),
-      block_size_(block_size),
-      bio_cache_(bio_cache),
-      // A cache slot always, so the bio_cache toggle can change on a mounted filesystem.
-      bs_(64, 0, BIOSET_NEED_BVECS | BIOSET_PERCPU_CACHE | BIOSET_TRIM_IDLE) {}
-
 int BlockIo::init() {
   if (int ret = bs_.init(); ret) return ret;
   bs_.set_cache_mode(bio_cache_);

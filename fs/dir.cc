@@ -21,7 +21,7 @@ int Dir::dir_load(InodeObj* dir) {
   const uint64_t nblocks = dir->d.size / s_.bs;
   for (uint64_t lblk = 0; lblk < nblocks; lblk++) {
     uint64_t run;
-    const uint64_t pblk = s_.extents->map_block(dir, lblk, &run, nullptr);
+    const uint64_t pblk = extents_.map_block(dir, lblk, &run, nullptr);
     if (!pblk) return -EUCLEAN;
     Buffer* b;
     if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
@@ -97,7 +97,7 @@ int Dir::dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t t
   for (size_t i = dir->dir_free.size(); i-- > 0;) {
     if (dir->dir_free[i] < need) continue;
     uint64_t run;
-    const uint64_t pblk = s_.extents->map_block(dir, i, &run, nullptr);
+    const uint64_t pblk = extents_.map_block(dir, i, &run, nullptr);
     Buffer* b;
     if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
     if (place(b, i)) return 0;
@@ -105,15 +105,15 @@ int Dir::dir_add(InodeObj* dir, const std::string& name, uint64_t ino, uint8_t t
   }
   // A new block at the end of the directory.
   const uint64_t lblk = dir->d.size / s_.bs;
-  if (int err = s_.extents->allocate_range(dir, lblk, 1)) return err;
+  if (int err = extents_.allocate_range(dir, lblk, 1)) return err;
   uint64_t run;
-  const uint64_t pblk = s_.extents->map_block(dir, lblk, &run, nullptr);
+  const uint64_t pblk = extents_.map_block(dir, lblk, &run, nullptr);
   Buffer* b = s_.cache.get_new(pblk, BLK_DIR);
   reinterpret_cast<DirBlock*>(b->data.data())->owner = dir->ino;
   entry_at(b, sizeof(DirBlock))->rec_len = uint16_t(s_.bs - sizeof(DirBlock));
   dir->d.size += s_.bs;
   dir->dir_free.push_back(s_.bs - uint32_t(sizeof(DirBlock)));
-  if (int err = s_.extents->save_extents(dir)) return err;
+  if (int err = extents_.save_extents(dir)) return err;
   place(b, lblk);
   return 0;
 }
@@ -124,7 +124,7 @@ int Dir::dir_remove(InodeObj* dir, const std::string& name) {
   if (it == dir->dir->end()) return -ENOENT;
   const InodeObj::DirLoc loc = it->second;
   uint64_t run;
-  const uint64_t pblk = s_.extents->map_block(dir, loc.lblk, &run, nullptr);
+  const uint64_t pblk = extents_.map_block(dir, loc.lblk, &run, nullptr);
   Buffer* b;
   if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
   DirEntry* e = entry_at(b, loc.off);
@@ -149,7 +149,7 @@ int Dir::dir_replace(InodeObj* dir, const std::string& name, uint64_t ino, uint8
   auto it = dir->dir->find(name);
   if (it == dir->dir->end()) return -ENOENT;
   uint64_t run;
-  const uint64_t pblk = s_.extents->map_block(dir, it->second.lblk, &run, nullptr);
+  const uint64_t pblk = extents_.map_block(dir, it->second.lblk, &run, nullptr);
   Buffer* b;
   if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;
   DirEntry* e = entry_at(b, it->second.off);

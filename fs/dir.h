@@ -5,13 +5,14 @@
 #include <cstdint>
 #include <string>
 
+#include "extent_map.h"
 #include "fs_info.h"
 
 namespace biofs {
 
 class Dir {
  public:
-  explicit Dir(FsInfo& s) : s_(s) {}
+  Dir(FsInfo& s, ExtentMap& extents) : s_(s), extents_(extents) {}
 
   int dir_load(InodeObj* dir);
   int dir_find(InodeObj* dir, const std::string& name, InodeObj::DirLoc* loc);
@@ -24,6 +25,7 @@ class Dir {
 
  private:
   FsInfo& s_;
+  ExtentMap& extents_;
 };
 
 }  // namespace biofs

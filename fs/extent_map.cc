@@ -185,47 +185,9 @@ int ExtentMap::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool 
 // a leaf that overflows and folding in a neighbour when one runs low, then the index above
 // them: ext4's ext4_ext_insert_extent / ext4_ext_split / ext4_ext_rm_leaf, done on a whole
 // map kept in memory.
-// The extent code trusts a map to be sorted, non-overlapping, non-empty and inside the data
-// area (a damaged one could make a punch walk 2^32 blocks, or free metadata blocks).
-static int check_extents(const std::vector<Extent>& v, const SuperBlock& sb) {
-  uint64_t next = 0;
-  for (const Extent& e : v) {
-    if (e.len == 0 || (e.flags & ~EXTENT_UNWRITTEN) || e.lblk < next || e.lblk + e.len < e.lblk ||
-        e.pblk < sb.data_start || e.pblk >= sb.block_count || e.len > sb.block_count - e.pblk)
-      return -EUCLEAN;
-    next = e.lblk + e.len;
-  }
-  return 0;
-}
-
-int ExtentMap::load_extents(InodeObj* in) {
-  in->ext.clear();
-  in->tree = ExtentTreeShape{};
-  in->edits.clear();
-  if (in->d.flags & INODE_INLINE_DATA) return 0;
-  if (!(in->d.flags & INODE_EXTENT_TREE)) {
-    if (in->d.nr_extents > INLINE_EXTENTS) return -EUCLEAN;
-    in->ext.assign(in->d.extents, in->d.extents + in->d.nr_extents);
-    return check_extents(in->ext, s_.sb);
-  }
-  int io_err = 0;
-  const ExtentBlockReader read = [&](uint64_t blk, std::string* why) -> const uint8_t* {
-    Buffer* b;
-    if (int err = s_.cache.get(blk, BLK_EXTENT, &b)) {
-      io_err = err;
-      *why = "extent tree block " + std::to_string(blk) + " cannot be read";
-      return nullptr;
-    }
-    return b->data.data();
-  };
-  if (!read_extent_tree(in->d.extent_root, in->ino, s_.bs, read, &in->ext, &in->tree).empty())
-    return io_err ? io_err : -EUCLEAN;
-  return check_extents(in->ext, s_.sb);
-}
-
 int ExtentMap::save_extents(InodeObj* in) {
   Inode& d = in->d;
-  if (d.flags & INODE_INLINE_DATA) return s_.itable->isave(in);  // the extent area holds data
+  if (d.flags & INODE_INLINE_DATA) return itable_.isave(in);  // the extent area holds data
   if (in->ext.size() > INLINE_EXTENTS) {
     if (int err = save_extent_tree(in)) return err;
   } else {
@@ -240,7 +202,7 @@ int ExtentMap::save_extents(InodeObj* in) {
     std::copy(in->ext.begin(), in->ext.end(), d.extents);
   }
   in->edits.clear();
-  return s_.itable->isave(in);
+  return itable_.isave(in);
 }
 
 // Rewrites the run of leaves the edits since the last save touched, as many leaves as its
@@ -281,7 +243,7 @@ int ExtentMap::save_extent_tree(InodeObj* in) {
   if (run + index_n > s_.journal.capacity() / 4) return -ENOSPC;
   if (levels.size() >= 2 && !(s_.sb.feature_incompat & FEATURE_INCOMPAT_DEEP_EXTENTS)) {
     s_.sb.feature_incompat |= FEATURE_INCOMPAT_DEEP_EXTENTS;  // first deep tree on this image
-    if (int err = s_.itable->save_superblock_journaled()) return err;
+    if (int err = itable_.save_superblock_journaled()) return err;
   }
   std::vector<uint64_t> fresh;
   const size_t want = (run > old_run ? run - old_run : 0) + (index_n > t.index.size() ? index_n - t.index.size() : 0);

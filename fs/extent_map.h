@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "fs_info.h"
+#include "inode_table.h"
 
 namespace biofs {
 
 class ExtentMap {
  public:
-  explicit ExtentMap(FsInfo& s) : s_(s) {}
+  ExtentMap(FsInfo& s, InodeTable& itable) : s_(s), itable_(itable) {}
 
   // Physical block of file block lblk, 0 for a hole; *run: blocks mapped (or unmapped) from it.
   uint64_t map_block(const InodeObj* in, uint64_t lblk, uint64_t* run, bool* unwritten) const;
@@ -31,10 +32,10 @@ class ExtentMap {
 
   int save_extents(InodeObj* in);   // extent map into the inode or its tree, then isave
   int save_extent_tree(InodeObj* in);
-  int load_extents(InodeObj* in);
 
  private:
   FsInfo& s_;
+  InodeTable& itable_;
 };
 
 }  // namespace biofs

@@ -1,6 +1,5 @@
-// File data outside the read/write path (file_io.cc): block reads for metadata-like callers,
-// truncation, fallocate (preallocation and punch hole) and SEEK_DATA/SEEK_HOLE; open, release
-// and setattr.
+// File data outside the read/write path (file_io.cc): truncation, fallocate (preallocation and
+// punch hole) and SEEK_DATA/SEEK_HOLE; open, release and setattr.
 #include "file.h"
 
 #include <algorithm>
@@ -14,27 +13,12 @@
 #include "extent_map.h"
 #include "file_io.h"
 #include "inode_table.h"
-#include "io_batch.h"
 #include "io_buf.h"
 #include "xattr.h"
 
 namespace biofs {
 
 using namespace disk;
-
-int File::read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf) {
-  IoBatch batch(&s_.io);
-  for (uint64_t l = lblk; l < lblk + count;) {
-    uint64_t run;
-    bool unwritten;
-    const uint64_t p = s_.extents->map_block(in, l, &run, &unwritten);
-    run = std::min(run, lblk + count - l);
-    if (p && !unwritten) batch.read(p, uint32_t(run), buf + (l - lblk) * s_.bs);
-    else std::memset(buf + (l - lblk) * s_.bs, 0, run * s_.bs);
-    l += run;
-  }
-  return batch.wait();
-}
 
 int File::truncate(InodeObj* in, uint64_t size) {
   inode_dio_wait(in);  // no I/O in flight to blocks about to be freed or zeroed
@@ -46,7 +30,7 @@ int File::truncate(InodeObj* in, uint64_t size) {
     if (size % s_.bs) {
       uint64_t run;
       bool unwritten;
-      const uint64_t p = s_.extents->map_block(in, size / s_.bs, &run, &unwritten);
+      const uint64_t p = extents_.map_block(in, size / s_.bs, &run, &unwritten);
       if (p && !unwritten) {
         IoBuf blk(s_.bs);
         if (int err = s_.io.read(p, 1, blk.data())) return err;
@@ -54,11 +38,11 @@ int File::truncate(InodeObj* in, uint64_t size) {
         if (int err = s_.io.write(p, 1, blk.data())) return err;
       }
     }
-    s_.extents->punch_extents(in, keep, UINT64_MAX);
+    extents_.punch_extents(in, keep, UINT64_MAX);
   }
   in->d.size = size;
   InodeTable::touch(in->d, false, true, true);
-  return s_.extents->save_extents(in);
+  return extents_.save_extents(in);
 }
 
 }  // namespace biofs
@@ -68,7 +52,7 @@ namespace biofs {
 int File::zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len) {
   uint64_t run;
   bool unwritten;
-  const uint64_t p = s_.extents->map_block(in, byte_off / s_.bs, &run, &unwritten);
+  const uint64_t p = extents_.map_block(in, byte_off / s_.bs, &run, &unwritten);
   if (!p || unwritten || len == 0) return 0;  // reads as zeros already
   IoBuf blk(s_.bs);
   if (int err = s_.io.read(p, 1, blk.data())) return err;
@@ -98,7 +82,7 @@ int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   std::unique_lock ex(s_.lock);
   if (int err = s_.commit.maybe_commit(len / s_.bs + 8)) return err;
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return S_ISDIR(in->d.mode) ? -EISDIR : -ENODEV;
   if (len == 0) return -EINVAL;
   if (int err = may_fallocate(in, mode)) return err;
@@ -110,47 +94,47 @@ int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
     if (off >= stop) return 0;
     uint64_t first_full, last_full;
     if (int err = zero_edges(in, off, stop, &first_full, &last_full)) return err;
-    if (first_full < last_full) s_.extents->punch_extents(in, first_full, last_full - first_full);
+    if (first_full < last_full) extents_.punch_extents(in, first_full, last_full - first_full);
     InodeTable::touch(in->d, false, true, true);
-    return s_.extents->save_extents(in);
+    return extents_.save_extents(in);
   }
   if ((mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE) {
     // ext4_zero_range: whole blocks become unwritten extents (holes among them are allocated
     // so), the partial edges are zeroed in place; nothing is written but those edges.
     uint64_t first_full = (off + s_.bs - 1) / s_.bs, last_full = end / s_.bs;
     if (first_full < last_full) {
-      if (int err = s_.extents->allocate_range(in, first_full, last_full - first_full, true)) return err;
+      if (int err = extents_.allocate_range(in, first_full, last_full - first_full, true)) return err;
     }
     if (int err = zero_edges(in, off, end, &first_full, &last_full)) {
-      s_.extents->save_extents(in);
+      extents_.save_extents(in);
       return err;
     }
-    if (first_full < last_full) s_.extents->set_unwritten(in, first_full, last_full - first_full, true);
+    if (first_full < last_full) extents_.set_unwritten(in, first_full, last_full - first_full, true);
     if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
     InodeTable::touch(in->d, false, true, true);
-    return s_.extents->save_extents(in);
+    return extents_.save_extents(in);
   }
   if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
-  if (int err = s_.extents->allocate_range(in, off / s_.bs, (end - 1) / s_.bs - off / s_.bs + 1, true)) {
-    s_.extents->save_extents(in);
+  if (int err = extents_.allocate_range(in, off / s_.bs, (end - 1) / s_.bs - off / s_.bs + 1, true)) {
+    extents_.save_extents(in);
     return err;
   }
   if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
   InodeTable::touch(in->d, false, false, true);
-  return s_.extents->save_extents(in);
+  return extents_.save_extents(in);
 }
 
 int64_t File::lseek(uint64_t ino, uint64_t off, int whence) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   const uint64_t size = in->d.size;
   if (whence != SEEK_DATA && whence != SEEK_HOLE) return -EINVAL;
   if (off >= size) return -ENXIO;
   for (uint64_t l = off / s_.bs; l * s_.bs < size;) {
     uint64_t run;
     bool unwritten;
-    const bool data = s_.extents->map_block(in, l, &run, &unwritten) && !unwritten;
+    const bool data = extents_.map_block(in, l, &run, &unwritten) && !unwritten;
     const uint64_t pos = std::max(off, l * s_.bs);
     if (data == (whence == SEEK_DATA)) return int64_t(std::min(pos, size));
     if (run > (size / s_.bs + 1)) break;
@@ -163,7 +147,7 @@ int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* o
   std::unique_lock ex(s_.lock);
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (int err = may_setattr(in, to_set)) return err;
   Inode& d = in->d;
   if (to_set & SETATTR_SIZE) {
@@ -177,10 +161,10 @@ int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* o
   if (((to_set & SETATTR_SIZE) && !fsetid) || (chown && !S_ISDIR(d.mode))) FileIo::drop_suidgid(d);
   if (to_set & SETATTR_MODE) {
     d.mode = (d.mode & S_IFMT) | (a.st_mode & 07777);
-    if (int err = s_.xattrs->acl_chmod_locked(in)) return err;
+    if (int err = xattrs_.acl_chmod_locked(in)) return err;
   }
   if ((to_set & SETATTR_SIZE) || (chown && !S_ISDIR(d.mode))) {
-    if (int err = s_.xattrs->kill_caps(in)) return err;
+    if (int err = xattrs_.kill_caps(in)) return err;
   }
   if (to_set & SETATTR_UID) d.uid = a.st_uid;
   if (to_set & SETATTR_GID) d.gid = a.st_gid;
@@ -190,15 +174,15 @@ int File::setattr(uint64_t ino, int to_set, const struct stat& a, struct stat* o
   else if (to_set & SETATTR_MTIME) d.mtime_sec = a.st_mtim.tv_sec, d.mtime_nsec = uint32_t(a.st_mtim.tv_nsec);
   if (to_set & SETATTR_CTIME) d.ctime_sec = a.st_ctim.tv_sec, d.ctime_nsec = uint32_t(a.st_ctim.tv_nsec);
   else InodeTable::touch(d, false, false, true);
-  if (int err = s_.itable->isave(in)) return err;
-  s_.itable->fill_stat(in, out);
+  if (int err = itable_.isave(in)) return err;
+  itable_.fill_stat(in, out);
   return 0;
 }
 
 int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_valid, bool fsetid, bool reader) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (truncate_it && S_ISREG(in->d.mode)) {
     if (s_.opts.read_only) return -EROFS;
     if (int err = s_.commit.maybe_commit()) return err;
@@ -206,8 +190,8 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
     // The kernel sends no SETATTR for an atomic O_TRUNC: the truncation's killing of the
     // set-id bits (should_remove_suid) and of the capability (cap_inode_killpriv) is ours.
     if (!fsetid && FileIo::drop_suidgid(in->d) && s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
-    if (int err = s_.xattrs->kill_caps(in)) return err;
-    if (int err = s_.itable->isave(in)) return err;
+    if (int err = xattrs_.kill_caps(in)) return err;
+    if (int err = itable_.isave(in)) return err;
   }
   in->open++;
   if (direct_writer) {
@@ -218,8 +202,8 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
     if (!in->direct_writers) in->cache_stale = false;  // this open drops what the kernel had
     // Reads from pages the kernel kept never reach us (atime.h): a reader's open moves a due
     // atime now, rather than drop the pages to see the READ.
-    if (*cache_valid && reader && s_.itable->atime_due(in)) {
-      s_.itable->accessed(in);
+    if (*cache_valid && reader && itable_.atime_due(in)) {
+      itable_.accessed(in);
       if (s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
     }
   }
@@ -229,7 +213,7 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
 int File::may_open(uint64_t ino, int open_flags) {
   std::shared_lock shared(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget_shared(shared, ino, &in)) return err;
+  if (int err = itable_.iget_shared(shared, ino, &in)) return err;
   return biofs::may_open(in, open_flags);
 }
 
@@ -241,7 +225,7 @@ int File::release(uint64_t ino, bool direct_writer) {
   if (in->open) in->open--;
   if (direct_writer && in->direct_writers) in->direct_writers--;
   if (int err = s_.commit.maybe_commit()) return err;  // as forget(): a run of last closes commits as it goes
-  s_.itable->maybe_free_inode(in);
+  evict_.maybe_free_inode(in);
   return 0;
 }
 

@@ -7,20 +7,17 @@
 
 #include <cstdint>
 
+#include "attr_flags.h"
+#include "evict.h"
+#include "file_io.h"
 #include "fs_info.h"
 
 namespace biofs {
 
-// setattr fields (FUSE_SET_ATTR_* values, so the daemon passes its mask through).
-enum : int {
-  SETATTR_MODE = 1 << 0, SETATTR_UID = 1 << 1, SETATTR_GID = 1 << 2, SETATTR_SIZE = 1 << 3,
-  SETATTR_ATIME = 1 << 4, SETATTR_MTIME = 1 << 5, SETATTR_ATIME_NOW = 1 << 7,
-  SETATTR_MTIME_NOW = 1 << 8, SETATTR_CTIME = 1 << 10,
-};
-
 class File {
  public:
-  explicit File(FsInfo& s) : s_(s) {}
+  File(FsInfo& s, InodeTable& itable, ExtentMap& extents, Xattr& xattrs, FileIo& file_io, Evict& evict)
+      : s_(s), itable_(itable), extents_(extents), xattrs_(xattrs), file_io_(file_io), evict_(evict) {}
 
   int setattr(uint64_t ino, int to_set, const struct stat& attr, struct stat* out, bool fsetid);
   int open(uint64_t ino, bool truncate, bool direct_writer, bool* cache_valid, bool fsetid, bool reader);
@@ -30,7 +27,6 @@ class File {
   int64_t lseek(uint64_t ino, uint64_t off, int whence);
 
   int truncate(InodeObj* in, uint64_t size);
-  int read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf);
   int zero_range_in_block(InodeObj* in, uint64_t byte_off, uint64_t len);  // within one block
   // Zeroes the partial blocks at the ends of [off, stop) in place; sets [*first_full,
   // *last_full) to the whole blocks between them, which the caller unmaps or marks unwritten.
@@ -38,6 +34,11 @@ class File {
 
  private:
   FsInfo& s_;
+  InodeTable& itable_;
+  ExtentMap& extents_;
+  Xattr& xattrs_;
+  FileIo& file_io_;
+  Evict& evict_;
 };
 
 }  // namespace biofs

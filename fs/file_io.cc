@@ -14,7 +14,6 @@
 
 #include "attr_flags.h"
 #include "extent_map.h"
-#include "file.h"
 #include "inode_table.h"
 #include "io_batch.h"
 #include "io_buf.h"
@@ -24,6 +23,20 @@
 namespace biofs {
 
 using namespace disk;
+
+int FileIo::read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf) {
+  IoBatch batch(&s_.io);
+  for (uint64_t l = lblk; l < lblk + count;) {
+    uint64_t run;
+    bool unwritten;
+    const uint64_t p = extents_.map_block(in, l, &run, &unwritten);
+    run = std::min(run, lblk + count - l);
+    if (p && !unwritten) batch.read(p, uint32_t(run), buf + (l - lblk) * s_.bs);
+    else std::memset(buf + (l - lblk) * s_.bs, 0, run * s_.bs);
+    l += run;
+  }
+  return batch.wait();
+}
 
 // One asynchronous file I/O (iomap's struct iomap_dio): its bios, its aligned buffer and who
 // to tell. Deleted by the completion of its last bio.
@@ -52,7 +65,7 @@ void FileIo::read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone d
   uint8_t* const into = iocb.ki_buf;
   std::shared_lock shared(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget_shared(shared, ino, &in)) {
+  if (int err = itable_.iget_shared(shared, ino, &in)) {
     shared.unlock();
     return done(err, nullptr);
   }
@@ -63,11 +76,11 @@ void FileIo::read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone d
   // file_accessed(), first, as the write path sets its times first: a stat the kernel sends
   // once it has the reply (the READ dropped its cached atime) must find the new time. A brief
   // exclusive hold, once per change of the file under relatime.
-  if (s_.itable->atime_due(in)) {
+  if (itable_.atime_due(in)) {
     shared.unlock();
     touch_atime(ino);
     shared.lock();
-    if (int err = s_.itable->iget_shared(shared, ino, &in)) {
+    if (int err = itable_.iget_shared(shared, ino, &in)) {
       shared.unlock();
       return done(err, nullptr);
     }
@@ -102,7 +115,7 @@ void FileIo::read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone d
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
     bool unwritten;
-    const uint64_t p = s_.extents->map_block(in, l, &run, &unwritten);
+    const uint64_t p = extents_.map_block(in, l, &run, &unwritten);
     run = std::min(run, last + 1 - l);
     uint8_t* dst = base + (l - first) * s_.bs;
     if (p && !unwritten) op->batch.read(p, uint32_t(run), dst);
@@ -151,7 +164,7 @@ void FileIo::write_mapped(InodeObj* in, uint64_t first, uint64_t last, const uin
                           blk_opf_t flags) {
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
-    const uint64_t p = s_.extents->map_block(in, l, &run, nullptr);
+    const uint64_t p = extents_.map_block(in, l, &run, nullptr);
     run = std::min(run, last + 1 - l);
     batch->write(p, uint32_t(run), buf + (l - first) * s_.bs, flags);
     l += run;
@@ -167,7 +180,7 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
   const bool fsetid = !(iocb.ki_flags & IOCB_KILL_SUIDGID);
   std::shared_lock shared(s_.lock);
   InodeObj* in;
-  if (s_.itable->iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
+  if (itable_.iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
       !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.commit.failed() || s_.opts.read_only ||
       IS_IMMUTABLE(in) || IS_APPEND(in))  // write_locked refuses them (attr_flags.h)
     return Overwrite::not_possible;
@@ -175,7 +188,7 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
     bool unwritten;
-    if (!s_.extents->map_block(in, l, &run, &unwritten) || unwritten) return Overwrite::not_possible;
+    if (!extents_.map_block(in, l, &run, &unwritten) || unwritten) return Overwrite::not_possible;
     l += run;
   }
   if (check_times && times_need_update(in->d)) return Overwrite::times_stale;
@@ -210,17 +223,17 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
 void FileIo::touch_atime(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (s_.itable->iget(ino, &in) == 0) s_.itable->accessed(in);
+  if (itable_.iget(ino, &in) == 0) itable_.accessed(in);
 }
 
 // mtime and ctime to now, journaled with the next commit (file_update_time()).
 int FileIo::update_file_times(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode) || s_.commit.failed() || s_.opts.read_only) return -EINVAL;
   InodeTable::touch(in->d, false, true, true);
-  return s_.itable->isave(in, true);
+  return itable_.isave(in, true);
 }
 
 // Writes that change metadata: allocation, unwritten conversion, size, times. The data moves
@@ -233,7 +246,7 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
   std::unique_lock ex(s_.lock);
   if (int err = s_.commit.maybe_commit(size / s_.bs + 8)) return err;  // its blocks, edges and tree blocks
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (!S_ISREG(in->d.mode)) return -EINVAL;
   if (int err = may_write(in, off)) return err;
   if (size == 0) return 0;
@@ -250,15 +263,15 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
     inode_dio_wait(in);  // an aligned write in flight to an edge block would be lost
     // Read the partial head and tail blocks before allocating: a hole must read as zeros.
     if (off % s_.bs) {
-      if (int err = s_.files->read_blocks(in, first, 1, tmp.data())) return err;
+      if (int err = read_blocks(in, first, 1, tmp.data())) return err;
     }
     if (end % s_.bs && (last != first || off % s_.bs == 0)) {
-      if (int err = s_.files->read_blocks(in, last, 1, tmp.data() + (n - 1) * s_.bs)) return err;
+      if (int err = read_blocks(in, last, 1, tmp.data() + (n - 1) * s_.bs)) return err;
     }
   }
   std::memcpy(tmp.data() + (off - first * s_.bs), data, size);
   std::vector<std::pair<uint64_t, uint64_t>> added;
-  if (int err = s_.extents->allocate_range(in, first, n, false, &added)) return err;
+  if (int err = extents_.allocate_range(in, first, n, false, &added)) return err;
   // Data first (ordered mode): the bios complete before the metadata naming them can commit.
   // A write that allocated keeps the lock while its data moves, so no commit can record blocks
   // that hold nothing yet and an error can take them back whole; overwrites and conversions
@@ -276,12 +289,12 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
   inode_dio_end(in);
   if (!ex.owns_lock()) {
     ex.lock();
-    if (int err = s_.itable->iget(ino, &in)) return err;
+    if (int err = itable_.iget(ino, &in)) return err;
   }
   if (io_err) {
     // The new blocks hold nothing valid: unmap them again, so no metadata points at them.
-    for (auto [l, c] : added) s_.extents->punch_extents(in, l, c);
-    if (!added.empty()) s_.extents->save_extents(in);
+    for (auto [l, c] : added) extents_.punch_extents(in, l, c);
+    if (!added.empty()) extents_.save_extents(in);
     return io_err;
   }
   return finish_write(in, first, n, end, size, fsetid, !added.empty());
@@ -290,16 +303,16 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
 ssize_t FileIo::finish_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, size_t size, bool fsetid,
                              bool extents_changed) {
   if (int err = update_after_write(in, first, n, end, fsetid, &extents_changed)) return err;
-  const int err = extents_changed ? s_.extents->save_extents(in) : s_.itable->isave(in);
+  const int err = extents_changed ? extents_.save_extents(in) : itable_.isave(in);
   return err ? err : ssize_t(size);
 }
 
 int FileIo::update_after_write(InodeObj* in, uint64_t first, uint64_t n, uint64_t end, bool fsetid,
                                bool* extents_changed) {
-  if (s_.extents->set_unwritten(in, first, n, false)) *extents_changed = true;
+  if (extents_.set_unwritten(in, first, n, false)) *extents_changed = true;
   if (end > in->d.size) in->d.size = end;
   if (!fsetid && drop_suidgid(in->d) && s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
-  if (int err = s_.xattrs->kill_caps(in)) return err;
+  if (int err = xattrs_.kill_caps(in)) return err;
   InodeTable::touch(in->d, false, true, true);
   return 0;
 }
@@ -325,7 +338,7 @@ bool FileIo::try_convert_async(std::unique_lock<FsLock>& ex, InodeObj* in, const
   for (uint64_t l = first; l <= last;) {
     uint64_t run;
     bool unwritten;
-    if (!s_.extents->map_block(in, l, &run, &unwritten)) return false;  // a hole: the write allocates
+    if (!extents_.map_block(in, l, &run, &unwritten)) return false;  // a hole: the write allocates
     any_unwritten |= unwritten;
     l += run;
   }
@@ -370,7 +383,7 @@ void FileIo::finish_conversions(std::vector<EndIoWork::Item*>& items) {
       InodeObj* in;
       if (w->io_err) results[i] = w->io_err;
       else if (s_.commit.failed()) results[i] = s_.commit.refusal();
-      else if (int err = s_.itable->iget(w->ino, &in)) results[i] = err;
+      else if (int err = itable_.iget(w->ino, &in)) results[i] = err;
       else {
         auto t = std::find_if(touched.begin(), touched.end(), [in](const auto& p) { return p.first == in; });
         if (t == touched.end()) t = touched.insert(touched.end(), {in, false});
@@ -380,7 +393,7 @@ void FileIo::finish_conversions(std::vector<EndIoWork::Item*>& items) {
       }
     }
     for (const auto& [in, extents_changed] : touched) {
-      const int err = extents_changed ? s_.extents->save_extents(in) : s_.itable->isave(in);
+      const int err = extents_changed ? extents_.save_extents(in) : itable_.isave(in);
       if (!err) continue;
       for (size_t i = 0; i < items.size(); i++)
         if (item_inode[i] == in) results[i] = err;
@@ -463,7 +476,7 @@ ssize_t FileIo::write_durable(uint64_t ino, const Kiocb& iocb, size_t size, cons
   if (dsync.ki_poll) blk_poll_group_wait(&group);
   const ssize_t n = w.wait(nullptr);
   if (n < 0) return n;
-  if (int err = s_.super->fsync(ino, datasync, fua)) return err;
+  if (int err = super_.fsync(ino, datasync, fua)) return err;
   return n;
 }
 

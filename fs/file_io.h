@@ -9,10 +9,13 @@
 #include <mutex>
 #include <vector>
 
+#include "extent_map.h"
 #include "fs_info.h"
 #include "inplace_function.h"
 #include "io_batch.h"
 #include "kiocb.h"
+#include "super.h"
+#include "xattr.h"
 
 namespace biofs {
 
@@ -21,7 +24,8 @@ class FileIo {
   using ReadDone = InplaceFunction<void(ssize_t n, const uint8_t* data)>;
   using WriteDone = InplaceFunction<void(ssize_t n)>;
 
-  explicit FileIo(FsInfo& s) : s_(s) {}
+  FileIo(FsInfo& s, InodeTable& itable, ExtentMap& extents, Xattr& xattrs, Super& super)
+      : s_(s), itable_(itable), extents_(extents), xattrs_(xattrs), super_(super) {}
 
   ssize_t read(uint64_t ino, const Kiocb& iocb, size_t size, char* buf);
   ssize_t write(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf);
@@ -29,6 +33,9 @@ class FileIo {
   void read_async(uint64_t ino, const Kiocb& iocb, size_t size, ReadDone done);
   void write_async(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, WriteDone done);
   ssize_t write_durable(uint64_t ino, const Kiocb& iocb, size_t size, const char* buf, bool datasync);
+  // Whole blocks [lblk, lblk + count) of a file into buf, synchronously (holes and unwritten
+  // blocks read as zeros): for a symlink's target and the ends of an unaligned write.
+  int read_blocks(InodeObj* in, uint64_t lblk, uint64_t count, uint8_t* buf);
 
   // end_io's batch (end_io_work.h): the queued conversions of unwritten extents.
   void finish_conversions(std::vector<EndIoWork::Item*>& items);
@@ -66,6 +73,10 @@ class FileIo {
   struct Dio;
 
   FsInfo& s_;
+  InodeTable& itable_;
+  ExtentMap& extents_;
+  Xattr& xattrs_;
+  Super& super_;
 };
 
 }  // namespace biofs

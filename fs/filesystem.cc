@@ -9,17 +9,16 @@ namespace biofs {
 using namespace disk;
 
 Filesystem::Filesystem(BlockIo& io, const SuperBlock& sb, const MountOptions& opts)
-    : s_(io, sb, opts), itable_(s_), extents_(s_), dirs_(s_), namei_(s_), files_(s_), file_io_(s_), xattrs_(s_),
-      super_(s_) {
-  s_.itable = &itable_;
-  s_.extents = &extents_;
-  s_.dirs = &dirs_;
-  s_.namei = &namei_;
-  s_.files = &files_;
-  s_.file_io = &file_io_;
-  s_.xattrs = &xattrs_;
-  s_.super = &super_;
-}
+    : s_(io, sb, opts),
+      itable_(s_),
+      xattrs_(s_, itable_),
+      extents_(s_, itable_),
+      evict_(s_, itable_, extents_, xattrs_),
+      dirs_(s_, extents_),
+      super_(s_, itable_, evict_),
+      file_io_(s_, itable_, extents_, xattrs_, super_),
+      files_(s_, itable_, extents_, xattrs_, file_io_, evict_),
+      namei_(s_, itable_, dirs_, extents_, file_io_, xattrs_, evict_) {}
 
 Status Filesystem::mount(BlockIo& io, const MountOptions& opts, std::unique_ptr<Filesystem>* out) {
   out->reset();
@@ -28,7 +27,9 @@ Status Filesystem::mount(BlockIo& io, const MountOptions& opts, std::unique_ptr<
   if (std::string why = read_superblock(io, &sb); !why.empty()) return Status::io_error(why);
   io.set_block_size(sb.block_size);
   std::unique_ptr<Filesystem> fs(new Filesystem(io, sb, opts));
-  if (int e = fs->super_.start()) return Status::io_error(std::string("mount failed: ") + strerror(-e));
+  if (int e = fs->super_.start([f = fs.get()](std::vector<EndIoWork::Item*>& items) {
+        f->file_io_.finish_conversions(items);
+      })) return Status::io_error(std::string("mount failed: ") + strerror(-e));
   *out = std::move(fs);
   return Status();
 }

@@ -22,6 +22,7 @@
 
 #include "attr_flags.h"
 #include "dir.h"
+#include "evict.h"
 #include "extent_map.h"
 #include "file.h"
 #include "file_io.h"
@@ -37,8 +38,8 @@
 namespace biofs {
 
 // The face the daemon, the tools and the tests call: each operation forwards to the part that
-// does it (fs_info.h: the state they share; inode_table.h, extent_map.h, dir.h, namei.h,
-// file.h, file_io.h, xattr.h, super.h: the parts).
+// does it (fs_info.h: the state they share; inode_table.h, xattr.h, extent_map.h, evict.h,
+// dir.h, super.h, file_io.h, file.h, namei.h: the parts, each using only those before it).
 class Filesystem {
  public:
   // Mounts the filesystem on `io`'s device: checks the superblock, replays the journal,
@@ -52,7 +53,7 @@ class Filesystem {
   int lookup(uint64_t parent, const std::string& name, struct stat* st) {  // +1 lookup count
     return namei_.lookup(parent, name, st);
   }
-  void forget(uint64_t ino, uint64_t nlookup) { itable_.forget(ino, nlookup); }
+  void forget(uint64_t ino, uint64_t nlookup) { evict_.forget(ino, nlookup); }
   int getattr(uint64_t ino, struct stat* st) { return itable_.getattr(ino, st); }
   int getattr(uint64_t ino, struct stat* st, struct timespec* btime) { return itable_.getattr(ino, st, btime); }
   // A change of owner or group clears the set-id bits of a non-directory; a truncation by a
@@ -174,8 +175,8 @@ class Filesystem {
   int shutdown(uint32_t flags) { return super_.shutdown(flags); }  // Super::shutdown
   int trim(const TrimRange& range, uint64_t* trimmed) { return trim_fs(s_, range, trimmed); }  // FITRIM, trim.h
   // chattr's flags (attr_flags.h): FS_IOC_GETFLAGS / SETFLAGS, and may_open()'s rules for them.
-  int get_attr_flags(uint64_t ino, uint32_t* fs_flags) { return biofs::get_attr_flags(s_, ino, fs_flags); }
-  int set_attr_flags(uint64_t ino, uint32_t fs_flags) { return biofs::set_attr_flags(s_, ino, fs_flags); }
+  int get_attr_flags(uint64_t ino, uint32_t* fs_flags) { return biofs::get_attr_flags(s_, itable_, ino, fs_flags); }
+  int set_attr_flags(uint64_t ino, uint32_t fs_flags) { return biofs::set_attr_flags(s_, itable_, ino, fs_flags); }
   int may_open(uint64_t ino, int open_flags) { return files_.may_open(ino, open_flags); }
 
   const disk::SuperBlock& superblock() const { return s_.sb; }
@@ -190,15 +191,18 @@ class Filesystem {
  private:
   Filesystem(BlockIo& io, const disk::SuperBlock& sb, const MountOptions& opts);
 
-  FsInfo s_;  // first: the parts hold references to it
+  // Each part is made after the parts it is given, so none calls one above it. Super's commit
+  // thread and the end-io worker stop at unmount (or crash), before any part goes.
+  FsInfo s_;  // first: every part holds a reference to it
   InodeTable itable_;
-  ExtentMap extents_;
-  Dir dirs_;
-  Namei namei_;
-  File files_;
-  FileIo file_io_;
   Xattr xattrs_;
-  Super super_;  // last: its commit thread stops before the parts it calls go
+  ExtentMap extents_;
+  Evict evict_;
+  Dir dirs_;
+  Super super_;
+  FileIo file_io_;
+  File files_;
+  Namei namei_;
 };
 
 }  // namespace biofs

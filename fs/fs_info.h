@@ -1,7 +1,8 @@
 // The mount's shared state, which every part of the filesystem holds a reference to: the
 // device, the superblock, the lock, the in-memory inodes, the allocator, the journal and its
-// metadata cache (the kernel's struct super_block with ext4's ext4_sb_info). It also names
-// the parts (filesystem.h), so that each can reach the others.
+// metadata cache (the kernel's struct super_block with ext4's ext4_sb_info). The parts
+// themselves are not here: each is given the parts it calls when it is made (filesystem.h),
+// and only parts made before it, so no two call each other.
 #pragma once
 
 #include <cstdint>
@@ -33,15 +34,6 @@ struct MountOptions {
   std::function<void(uint64_t ino)> attrs_changed;
 };
 
-class InodeTable;
-class ExtentMap;
-class Dir;
-class Namei;
-class File;
-class FileIo;
-class Xattr;
-class Super;
-
 struct FsInfo {
   FsInfo(BlockIo& dev, const disk::SuperBlock& super_block, const MountOptions& options)
       : io(dev), sb(super_block), opts(options), journal(io, sb), cache(io, sb, journal, options.meta_cache_bytes),
@@ -62,16 +54,6 @@ struct FsInfo {
   int replayed = 0;
   bool mounted = false;
   std::unique_ptr<EndIoWork> end_io;  // unwritten-extent conversion after the data (writable mounts)
-
-  // The parts (set by Filesystem, which holds them).
-  InodeTable* itable = nullptr;
-  ExtentMap* extents = nullptr;
-  Dir* dirs = nullptr;
-  Namei* namei = nullptr;
-  File* files = nullptr;
-  FileIo* file_io = nullptr;
-  Xattr* xattrs = nullptr;
-  Super* super = nullptr;
 };
 
 }  // namespace biofs

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "block_io.h"
+#include "blockcore/schedule.h"
 #include "extent_tree.h"
 #include "format.h"
 

@@ -1,13 +1,13 @@
-// Inodes: reading them from the table (checked), writing them back through the journal,
-// creating and freeing them. Their extent maps are read and written in extent_map.cc.
+// Inodes: reading them from the table (checked, with their extent maps: extent_load.cc),
+// writing them back through the journal, creating them and freeing their slots. When an inode
+// is freed, or only dropped from memory, is evict.cc's to say.
 #include "inode_table.h"
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 
-#include "extent_map.h"
-#include "xattr.h"
+#include "extent_load.h"
 
 namespace biofs {
 
@@ -56,7 +56,7 @@ int InodeTable::iget(uint64_t ino, InodeObj** out) {
   std::memcpy(&in->d, b->data.data() + off, INODE_SIZE);
   if (in->d.mode == 0) return -ESTALE;
   if (inode_crc(ino, in->d) != in->d.checksum) return -EUCLEAN;
-  if (int err = s_.extents->load_extents(in.get())) return err;
+  if (int err = load_extents(s_.cache, s_.sb, in.get())) return err;
   in->sync_seq = in->datasync_seq = s_.journal.sequence();
   *out = in.get();
   s_.inodes[ino] = std::move(in);
@@ -158,56 +158,21 @@ int InodeTable::orphan_remove(InodeObj* in) {
   return isave(prev);
 }
 
-int InodeTable::free_orphans() {
-  for (uint64_t steps = 0; s_.sb.orphan_head; steps++) {
-    InodeObj* in;
-    int err = iget(s_.sb.orphan_head, &in);
-    // Every step takes the head off the list; one that cannot (an inode not marked orphan, the
-    // root, a list longer than the table) would loop forever.
-    if (!err && (!(in->d.flags & INODE_ORPHAN) || in->ino == ROOT_INO || steps > s_.sb.inode_count)) err = -EUCLEAN;
-    if (err) {
-      s_.sb.orphan_head = 0;  // a broken list: drop it, fsck finds what it held
-      save_superblock_journaled();
-      return err;
-    }
-    in->nlookup = 0;
-    in->open = 0;
-    if (in->d.nlink) {
-      if (int err = orphan_remove(in)) return err;
-      isave(in);
-    }
-    maybe_free_inode(in);
-    if (int err = s_.commit.maybe_commit()) return err;
+// ext4_free_inode(): the slot zeroed but for its generation (the next inode made there takes
+// the one after it), written back, its bit freed.
+void InodeTable::free_inode(InodeObj* in) {
+  const uint32_t gen = in->d.generation;
+  std::memset(&in->d, 0, sizeof(in->d));
+  in->d.generation = gen;
+  uint64_t blk;
+  uint32_t off;
+  table_pos(s_.sb, in->ino, &blk, &off);
+  Buffer* b;
+  if (s_.cache.get(blk, 0, &b) == 0) {
+    std::memcpy(b->data.data() + off, &in->d, INODE_SIZE);  // mode 0: a free slot
+    s_.cache.mark_dirty(b);
   }
-  return 0;
-}
-
-void InodeTable::maybe_free_inode(InodeObj* in) {
-  if (in->ino == ROOT_INO) return;
-  if (in->nlookup || in->open) {
-    if (in->d.nlink == 0) orphan_add(in);
-    return;
-  }
-  const uint64_t ino = in->ino;
-  if (in->d.nlink == 0) {
-    orphan_remove(in);
-    s_.extents->punch_extents(in, 0, UINT64_MAX);
-    s_.extents->save_extents(in);  // frees the tree blocks
-    s_.xattrs->xattr_release_block(in);
-    const uint32_t gen = in->d.generation;
-    std::memset(&in->d, 0, sizeof(in->d));
-    in->d.generation = gen;
-    uint64_t blk;
-    uint32_t off;
-    table_pos(s_.sb, ino, &blk, &off);
-    Buffer* b;
-    if (s_.cache.get(blk, 0, &b) == 0) {
-      std::memcpy(b->data.data() + off, &in->d, INODE_SIZE);  // mode 0: a free slot
-      s_.cache.mark_dirty(b);
-    }
-    s_.alloc.free_inode(ino);
-  }
-  s_.inodes.erase(ino);  // an inode still linked is just evicted from memory
+  s_.alloc.free_inode(in->ino);
 }
 
 void InodeTable::fill_stat(const InodeObj* in, struct stat* st) const {
@@ -248,20 +213,6 @@ int InodeTable::iget_shared(std::shared_lock<FsLock>& shared, uint64_t ino, Inod
   if (it == s_.inodes.end()) return -ESTALE;
   *out = it->second.get();
   return 0;
-}
-
-void InodeTable::forget(uint64_t ino, uint64_t nlookup) {
-  std::unique_lock ex(s_.lock);
-  auto it = s_.inodes.find(ino);
-  if (it == s_.inodes.end()) return;
-  InodeObj* in = it->second.get();
-  const uint64_t had = in->nlookup.load(std::memory_order_relaxed);
-  in->nlookup.store(nlookup >= had ? 0 : had - nlookup, std::memory_order_relaxed);
-  // Freeing an unlinked inode dirties its table block, the bitmaps and its predecessor on the
-  // orphan list: thousands of forgets in a row must commit as they go, as every other
-  // operation does, or their transaction outgrows the journal. (A failed commit stops writing
-  // and says so; forget has no one to tell.)
-  if (s_.commit.maybe_commit() == 0) maybe_free_inode(in);
 }
 
 int InodeTable::getattr(uint64_t ino, struct stat* st) {

@@ -1,6 +1,6 @@
 // The inodes in memory and on disk (fs/ext4/inode.c, ialloc.c, orphan.c): reading one from the
-// table (checked), writing it back through the journal, creating and freeing it, the orphan
-// list, and the attributes a stat shows.
+// table (checked), writing it back through the journal, creating it and freeing its slot, the
+// orphan list, and the attributes a stat shows. When an inode is freed is evict.h's to say.
 #pragma once
 
 #include <sys/stat.h>
@@ -20,7 +20,6 @@ class InodeTable {
   int getattr(uint64_t ino, struct stat* st);
   // getattr and the birth time (statx's STATX_BTIME: when the inode was made, kept on disk).
   int getattr(uint64_t ino, struct stat* st, struct timespec* btime);
-  void forget(uint64_t ino, uint64_t nlookup);
 
   int iget(uint64_t ino, InodeObj** out);
   // The inode, taking the exclusive lock for a moment if it is not in memory yet.
@@ -29,12 +28,11 @@ class InodeTable {
   // fdatasync need not commit.
   int isave(InodeObj* in, bool times_only = false);
   int new_inode(mode_t mode, uid_t uid, gid_t gid, InodeObj** out);
-  // nlink 0, no lookups, not open: free everything. nlink 0 but still in use: put it on the
-  // orphan list, so a crash before the last close frees it at the next mount.
-  void maybe_free_inode(InodeObj* in);
+  // The slot of an inode nothing links or holds: zeroed but for its generation, its bit freed
+  // (its blocks and xattr block are freed first: Evict::maybe_free_inode).
+  void free_inode(InodeObj* in);
   int orphan_add(InodeObj* in);
   int orphan_remove(InodeObj* in);
-  int free_orphans();          // at mount: frees what a crash left on the orphan list
   int save_superblock_journaled();
   void fill_stat(const InodeObj* in, struct stat* st) const;
   static void touch(disk::Inode& d, bool a, bool m, bool c);

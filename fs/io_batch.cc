@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <utility>
 
-#include "block_io.h"
 
 namespace biofs {
 
@@ -25,7 +24,7 @@ void IoBatch::on_complete(Callback fn) {
 
 // blk_next_bio(): the new bio becomes the parent of the one before, which goes out now.
 void IoBatch::add_bio(blk_opf_t op, uint64_t sector, uint8_t* buf, uint32_t len) {
-  BlockIo* io = io_;
+  IoTarget* io = io_;
   BlockDevice* bdev = io->bdev();
   if (!last_ && !in_flight_) {
     // An asynchronous batch with a poll group is counted in it and polled. A synchronous one

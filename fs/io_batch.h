@@ -9,10 +9,9 @@
 #include "blockcore/blk_poll.h"
 #include "blockcore/schedule.h"
 #include "inplace_function.h"
+#include "io_target.h"
 
 namespace biofs {
-
-class BlockIo;
 
 // A set of bios that complete together, built as the caller maps its blocks and chained as
 // the kernel chains the bios of one operation (blk_next_bio() / bio_chain_and_submit(),
@@ -27,7 +26,7 @@ class IoBatch {
  public:
   // poll: the group an asynchronous batch is counted in (fs/kiocb.h's ki_poll): its bios go
   // REQ_POLLED to the thread's poll queue, and the group's opener reaps them.
-  explicit IoBatch(BlockIo* io, BlkPollGroup* poll = nullptr) : io_(io), poll_group_(poll) {}
+  explicit IoBatch(IoTarget* io, BlkPollGroup* poll = nullptr) : io_(io), poll_group_(poll) {}
   ~IoBatch();  // submits what was built, and waits for a synchronous batch
   IoBatch(const IoBatch&) = delete;
   IoBatch& operator=(const IoBatch&) = delete;
@@ -58,7 +57,7 @@ class IoBatch {
   void submit_one(Bio* bio);
   static void end_io(Bio* bio);
 
-  BlockIo* io_;
+  IoTarget* io_;
   BlkPollGroup* poll_group_;
   // A synchronous batch plugs its own bios from the first to submit() (an asynchronous one
   // may be gone by then: its caller plugs).

@@ -12,7 +12,6 @@
 #include "attr_flags.h"
 #include "dir.h"
 #include "extent_map.h"
-#include "file.h"
 #include "inode_table.h"
 #include "io_buf.h"
 #include "xattr.h"
@@ -33,21 +32,21 @@ int Namei::lookup(uint64_t parent, const std::string& name, struct stat* st) {
       if (e == d->second->dir->end()) return -ENOENT;
       if (auto c = s_.inodes.find(e->second.ino); c != s_.inodes.end()) {
         c->second->nlookup.fetch_add(1, std::memory_order_relaxed);
-        s_.itable->fill_stat(c->second.get(), st);
+        itable_.fill_stat(c->second.get(), st);
         return 0;
       }
     }
   }
   std::unique_lock ex(s_.lock);
   InodeObj* dir;
-  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (int err = itable_.iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   InodeObj::DirLoc loc;
-  if (int err = s_.dirs->dir_find(dir, name, &loc)) return err;
+  if (int err = dirs_.dir_find(dir, name, &loc)) return err;
   InodeObj* in;
-  if (int err = s_.itable->iget(loc.ino, &in)) return err == -ESTALE ? -EUCLEAN : err;
+  if (int err = itable_.iget(loc.ino, &in)) return err == -ESTALE ? -EUCLEAN : err;
   in->nlookup++;
-  s_.itable->fill_stat(in, st);
+  itable_.fill_stat(in, st);
   return 0;
 }
 
@@ -63,11 +62,11 @@ int Namei::new_child(InodeObj* dir, mode_t mode, uid_t uid, gid_t gid, mode_t um
   }
   std::vector<xattr::Attr> acls;
   if (inherit_acl) {
-    if (int e = s_.xattrs->acl_inherit(dir, &mode, umask, &acls)) return e;
+    if (int e = xattrs_.acl_inherit(dir, &mode, umask, &acls)) return e;
   }
-  if (int e = s_.itable->new_inode(mode, uid, gid, out)) return e;
+  if (int e = itable_.new_inode(mode, uid, gid, out)) return e;
   (*out)->has_caps = 0;
-  *store_err = acls.empty() ? 0 : s_.xattrs->xattr_store(*out, acls);
+  *store_err = acls.empty() ? 0 : xattrs_.xattr_store(*out, acls);
   return 0;
 }
 
@@ -78,12 +77,12 @@ int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_
   if (name == "." || name == ".." || name.find('/') != std::string::npos) return -EINVAL;
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* dir;
-  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (int err = itable_.iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   if (dir->d.nlink == 0) return -ENOENT;  // removed directory
   if (int err = may_create_in(dir)) return err;
   InodeObj::DirLoc loc;
-  int err = s_.dirs->dir_find(dir, name, &loc);
+  int err = dirs_.dir_find(dir, name, &loc);
   if (err == 0) return -EEXIST;
   if (err != -ENOENT) return err;
   if (S_ISDIR(mode) && dir->d.nlink >= UINT32_MAX - 1) return -EMLINK;
@@ -101,28 +100,28 @@ int Namei::make_node(uint64_t parent, const std::string& name, mode_t mode, uid_
     } else {
       // A long target is file data in one block (targets are at most PATH_MAX = 4096 bytes).
       const uint64_t nb = (target->size() + s_.bs - 1) / s_.bs;
-      err = s_.extents->allocate_range(in, 0, nb);
+      err = extents_.allocate_range(in, 0, nb);
       if (!err) {
         IoBuf buf(nb * s_.bs);
         std::memcpy(buf.data(), target->data(), target->size());
         uint64_t run;
-        const uint64_t p = s_.extents->map_block(in, 0, &run, nullptr);
+        const uint64_t p = extents_.map_block(in, 0, &run, nullptr);
         err = run >= nb ? s_.io.write(p, uint32_t(nb), buf.data()) : -ENOSPC;
       }
     }
   }
-  if (!err) err = s_.extents->save_extents(in);
-  if (!err) err = s_.dirs->dir_add(dir, name, in->ino, dirent_type(mode));
+  if (!err) err = extents_.save_extents(in);
+  if (!err) err = dirs_.dir_add(dir, name, in->ino, dirent_type(mode));
   if (err) {
     in->d.nlink = 0;
-    s_.itable->maybe_free_inode(in);
+    evict_.maybe_free_inode(in);
     return err;
   }
   if (S_ISDIR(mode)) dir->d.nlink++;
   InodeTable::touch(dir->d, false, true, true);
-  if ((err = s_.itable->isave(dir))) return err;
+  if ((err = itable_.isave(dir))) return err;
   in->nlookup++;
-  s_.itable->fill_stat(in, st);
+  itable_.fill_stat(in, st);
   return 0;
 }
 
@@ -148,7 +147,7 @@ int Namei::tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct st
   std::unique_lock ex(s_.lock);
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* dir;
-  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (int err = itable_.iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   if (dir->d.nlink == 0) return -ENOENT;
   if (int err = may_create_in(dir)) return err;
@@ -156,20 +155,20 @@ int Namei::tmpfile(uint64_t parent, mode_t mode, uid_t uid, gid_t gid, struct st
   int err;
   if (int e = new_child(dir, S_IFREG | (mode & 07777), uid, gid, umask, true, &in, &err)) return e;
   in->d.nlink = 0;
-  if (!err) err = s_.itable->orphan_add(in);  // saves the inode too
+  if (!err) err = itable_.orphan_add(in);  // saves the inode too
   if (err) {
-    s_.itable->maybe_free_inode(in);
+    evict_.maybe_free_inode(in);
     return err;
   }
   in->nlookup++;
-  s_.itable->fill_stat(in, st);
+  itable_.fill_stat(in, st);
   return 0;
 }
 
 int Namei::readlink(uint64_t ino, std::string* target) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (!S_ISLNK(in->d.mode)) return -EINVAL;
   if (in->d.size > symlink_max_size(in->d)) return -EUCLEAN;
   if (in->d.flags & INODE_INLINE_DATA) {
@@ -178,7 +177,7 @@ int Namei::readlink(uint64_t ino, std::string* target) {
   }
   const uint64_t nb = (in->d.size + s_.bs - 1) / s_.bs;
   IoBuf buf(nb * s_.bs);
-  if (int err = s_.files->read_blocks(in, 0, nb, buf.data())) return err;
+  if (int err = file_io_.read_blocks(in, 0, nb, buf.data())) return err;
   target->assign(reinterpret_cast<const char*>(buf.data()), in->d.size);
   return 0;
 }
@@ -188,26 +187,26 @@ int Namei::link(uint64_t ino, uint64_t newparent, const std::string& newname, st
   if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj *in, *dir;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (S_ISDIR(in->d.mode)) return -EPERM;
   if (in->d.nlink >= UINT32_MAX - 1) return -EMLINK;
-  if (int err = s_.itable->iget(newparent, &dir)) return err;
+  if (int err = itable_.iget(newparent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   if (int err = may_create_in(dir)) return err;
   if (int err = may_link(in)) return err;
   InodeObj::DirLoc loc;
-  if (s_.dirs->dir_find(dir, newname, &loc) == 0) return -EEXIST;
-  if (int err = s_.dirs->dir_add(dir, newname, ino, dirent_type(in->d.mode))) return err;
+  if (dirs_.dir_find(dir, newname, &loc) == 0) return -EEXIST;
+  if (int err = dirs_.dir_add(dir, newname, ino, dirent_type(in->d.mode))) return err;
   if (in->d.nlink == 0) {
-    if (int err = s_.itable->orphan_remove(in)) return err;
+    if (int err = itable_.orphan_remove(in)) return err;
   }
   in->d.nlink++;
   InodeTable::touch(in->d, false, false, true);
   InodeTable::touch(dir->d, false, true, true);
-  if (int err = s_.itable->isave(in)) return err;
-  if (int err = s_.itable->isave(dir)) return err;
+  if (int err = itable_.isave(in)) return err;
+  if (int err = itable_.isave(dir)) return err;
   in->nlookup++;
-  s_.itable->fill_stat(in, st);
+  itable_.fill_stat(in, st);
   return 0;
 }
 
@@ -215,26 +214,26 @@ int Namei::remove_entry(uint64_t parent, const std::string& name, bool want_dir)
   std::unique_lock ex(s_.lock);
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* dir;
-  if (int err = s_.itable->iget(parent, &dir)) return err;
+  if (int err = itable_.iget(parent, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   InodeObj::DirLoc loc;
-  if (int err = s_.dirs->dir_find(dir, name, &loc)) return err;
+  if (int err = dirs_.dir_find(dir, name, &loc)) return err;
   InodeObj* in;
-  if (int err = s_.itable->iget(loc.ino, &in)) return err;
+  if (int err = itable_.iget(loc.ino, &in)) return err;
   const bool is_dir = S_ISDIR(in->d.mode);
   if (want_dir && !is_dir) return -ENOTDIR;
   if (!want_dir && is_dir) return -EISDIR;
   if (int err = may_delete_from(dir, in)) return err;
   if (int err = drop_entry(dir, name, in)) return err;
   InodeTable::touch(dir->d, false, true, true);
-  if (int err = s_.itable->isave(dir)) return err;
-  s_.itable->maybe_free_inode(in);
+  if (int err = itable_.isave(dir)) return err;
+  evict_.maybe_free_inode(in);
   return 0;
 }
 
 int Namei::drop_entry(InodeObj* dir, const std::string& name, InodeObj* victim) {
-  if (S_ISDIR(victim->d.mode) && !s_.dirs->dir_empty(victim)) return -ENOTEMPTY;
-  if (int err = s_.dirs->dir_remove(dir, name)) return err;
+  if (S_ISDIR(victim->d.mode) && !dirs_.dir_empty(victim)) return -ENOTEMPTY;
+  if (int err = dirs_.dir_remove(dir, name)) return err;
   return drop_links(dir, victim);
 }
 
@@ -246,7 +245,7 @@ int Namei::drop_links(InodeObj* dir, InodeObj* victim) {
     victim->d.nlink--;
   }
   InodeTable::touch(victim->d, false, false, true);
-  return s_.itable->isave(victim);
+  return itable_.isave(victim);
 }
 
 int Namei::unlink(uint64_t parent, const std::string& name) { return remove_entry(parent, name, false); }
@@ -261,17 +260,17 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
   if (newname.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj *sdir, *ddir, *src, *dst = nullptr;
-  if (int err = s_.itable->iget(parent, &sdir)) return err;
-  if (int err = s_.itable->iget(newparent, &ddir)) return err;
+  if (int err = itable_.iget(parent, &sdir)) return err;
+  if (int err = itable_.iget(newparent, &ddir)) return err;
   if (!S_ISDIR(sdir->d.mode) || !S_ISDIR(ddir->d.mode)) return -ENOTDIR;
   InodeObj::DirLoc sloc, dloc;
-  if (int err = s_.dirs->dir_find(sdir, name, &sloc)) return err;
-  if (int err = s_.itable->iget(sloc.ino, &src)) return err;
-  int err = s_.dirs->dir_find(ddir, newname, &dloc);
+  if (int err = dirs_.dir_find(sdir, name, &sloc)) return err;
+  if (int err = itable_.iget(sloc.ino, &src)) return err;
+  int err = dirs_.dir_find(ddir, newname, &dloc);
   if (err && err != -ENOENT) return err;
   if (!err) {
     if (flags & RENAME_NOREPLACE) return -EEXIST;
-    if ((err = s_.itable->iget(dloc.ino, &dst))) return err;
+    if ((err = itable_.iget(dloc.ino, &dst))) return err;
   } else if (flags & RENAME_EXCHANGE) {
     return -ENOENT;
   }
@@ -287,7 +286,7 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
       if (steps > s_.sb.inode_count) return -EUCLEAN;  // damaged parent links that loop
       if (p == src->ino) return -EINVAL;
       InodeObj* pi;
-      if ((err = s_.itable->iget(p, &pi))) return err;
+      if ((err = itable_.iget(p, &pi))) return err;
       p = pi->d.parent;
       if (p == 0) break;
     }
@@ -299,13 +298,13 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
         if (steps > s_.sb.inode_count) return -EUCLEAN;
         if (p == dst->ino) return -EINVAL;
         InodeObj* pi;
-        if ((err = s_.itable->iget(p, &pi))) return err;
+        if ((err = itable_.iget(p, &pi))) return err;
         p = pi->d.parent;
       }
     }
     // Both names stay where they are and swap inodes: nothing to allocate, nothing half-done.
-    if ((err = s_.dirs->dir_replace(sdir, name, dst->ino, dirent_type(dst->d.mode)))) return err;
-    if ((err = s_.dirs->dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
+    if ((err = dirs_.dir_replace(sdir, name, dst->ino, dirent_type(dst->d.mode)))) return err;
+    if ((err = dirs_.dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
     if (sdir_is != ddir_is && parent != newparent) {
       if (sdir_is) sdir->d.nlink--, ddir->d.nlink++;
       else sdir->d.nlink++, ddir->d.nlink--;
@@ -313,7 +312,7 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
     if (sdir_is) src->d.parent = newparent;
     if (ddir_is) dst->d.parent = parent;
     InodeTable::touch(dst->d, false, false, true);
-    if ((err = s_.itable->isave(dst))) return err;
+    if ((err = itable_.isave(dst))) return err;
   } else {
     // The new name first, made in place over the old target or in free space, so that a
     // failure (no space for the entry) leaves the namespace as it was; then the old name goes.
@@ -321,25 +320,25 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
       const bool ddir_is = S_ISDIR(dst->d.mode);
       if (sdir_is && !ddir_is) return -ENOTDIR;
       if (!sdir_is && ddir_is) return -EISDIR;
-      if (ddir_is && !s_.dirs->dir_empty(dst)) return -ENOTEMPTY;
-      if ((err = s_.dirs->dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
-    } else if ((err = s_.dirs->dir_add(ddir, newname, src->ino, dirent_type(src->d.mode)))) {
+      if (ddir_is && !dirs_.dir_empty(dst)) return -ENOTEMPTY;
+      if ((err = dirs_.dir_replace(ddir, newname, src->ino, dirent_type(src->d.mode)))) return err;
+    } else if ((err = dirs_.dir_add(ddir, newname, src->ino, dirent_type(src->d.mode)))) {
       return err;
     }
     if (flags & RENAME_WHITEOUT) {
       InodeObj* wh;
-      if ((err = s_.itable->new_inode(S_IFCHR, uid, gid, &wh))) return err;
+      if ((err = itable_.new_inode(S_IFCHR, uid, gid, &wh))) return err;
       wh->d.nlink = 1;
       wh->d.rdev = 0;  // WHITEOUT_DEV
       wh->has_caps = 0;
-      if ((err = s_.itable->isave(wh)) ||
-          (err = s_.dirs->dir_replace(sdir, name, wh->ino, dirent_type(S_IFCHR)))) {
+      if ((err = itable_.isave(wh)) ||
+          (err = dirs_.dir_replace(sdir, name, wh->ino, dirent_type(S_IFCHR)))) {
         wh->d.nlink = 0;
-        s_.itable->maybe_free_inode(wh);
+        evict_.maybe_free_inode(wh);
         return err;
       }
-      s_.itable->maybe_free_inode(wh);  // nothing holds it: evicted from memory, kept on disk
-    } else if ((err = s_.dirs->dir_remove(sdir, name))) {
+      evict_.maybe_free_inode(wh);  // nothing holds it: evicted from memory, kept on disk
+    } else if ((err = dirs_.dir_remove(sdir, name))) {
       return err;
     }
     if (dst && (err = drop_links(ddir, dst))) return err;
@@ -352,8 +351,8 @@ int Namei::rename(uint64_t parent, const std::string& name, uint64_t newparent, 
   InodeTable::touch(src->d, false, false, true);
   InodeTable::touch(sdir->d, false, true, true);
   InodeTable::touch(ddir->d, false, true, true);
-  if ((err = s_.itable->isave(src)) || (err = s_.itable->isave(sdir)) || (err = s_.itable->isave(ddir))) return err;
-  if (dst && dst->d.nlink == 0) s_.itable->maybe_free_inode(dst);
+  if ((err = itable_.isave(src)) || (err = itable_.isave(sdir)) || (err = itable_.isave(ddir))) return err;
+  if (dst && dst->d.nlink == 0) evict_.maybe_free_inode(dst);
   return 0;
 }
 
@@ -361,18 +360,18 @@ int Namei::readdir(uint64_t ino, uint64_t off,
                    const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn) {
   std::unique_lock ex(s_.lock);
   InodeObj* dir;
-  if (int err = s_.itable->iget(ino, &dir)) return err;
+  if (int err = itable_.iget(ino, &dir)) return err;
   if (!S_ISDIR(dir->d.mode)) return -ENOTDIR;
   const int err = iterate_dir(dir, off, fn);
   // iterate_dir()'s file_accessed(): a listing that was read moves the directory's atime.
-  if (!err) s_.itable->accessed(dir);
+  if (!err) itable_.accessed(dir);
   return err;
 }
 
 int Namei::iterate_dir(InodeObj* dir, uint64_t off,
                        const std::function<bool(const std::string&, uint64_t, unsigned, uint64_t)>& fn) {
   const uint64_t ino = dir->ino;
-  if (int err = s_.dirs->dir_load(dir)) return err;  // checks every entry of every block (dir.cc)
+  if (int err = dirs_.dir_load(dir)) return err;  // checks every entry of every block (dir.cc)
   // Offsets: 1 after ".", 2 after "..", then 3 + lblk * block_size + the entry's byte offset
   // (+1 for the next one), stable while other entries come and go.
   if (off < 1 && !fn(".", ino, DT_DIR, 1)) return 0;
@@ -380,7 +379,7 @@ int Namei::iterate_dir(InodeObj* dir, uint64_t off,
   const uint64_t nblocks = dir->d.size / s_.bs;
   for (uint64_t lblk = off < 3 ? 0 : (off - 3) / s_.bs; lblk < nblocks; lblk++) {
     uint64_t run;
-    const uint64_t pblk = s_.extents->map_block(dir, lblk, &run, nullptr);
+    const uint64_t pblk = extents_.map_block(dir, lblk, &run, nullptr);
     if (!pblk) return -EUCLEAN;
     Buffer* b;
     if (int err = s_.cache.get(pblk, BLK_DIR, &b)) return err;

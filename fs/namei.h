@@ -8,13 +8,17 @@
 #include <functional>
 #include <string>
 
+#include "dir.h"
+#include "evict.h"
+#include "file_io.h"
 #include "fs_info.h"
 
 namespace biofs {
 
 class Namei {
  public:
-  explicit Namei(FsInfo& s) : s_(s) {}
+  Namei(FsInfo& s, InodeTable& itable, Dir& dirs, ExtentMap& extents, FileIo& file_io, Xattr& xattrs, Evict& evict)
+      : s_(s), itable_(itable), dirs_(dirs), extents_(extents), file_io_(file_io), xattrs_(xattrs), evict_(evict) {}
 
   int lookup(uint64_t parent, const std::string& name, struct stat* st);  // +1 lookup count
   int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st,
@@ -56,6 +60,12 @@ class Namei {
   int drop_links(InodeObj* dir, InodeObj* victim);
 
   FsInfo& s_;
+  InodeTable& itable_;
+  Dir& dirs_;
+  ExtentMap& extents_;
+  FileIo& file_io_;
+  Xattr& xattrs_;
+  Evict& evict_;
 };
 
 }  // namespace biofs

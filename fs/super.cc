@@ -9,7 +9,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "file_io.h"
 #include "inode_table.h"
 #include "io_buf.h"
 #include "lib/background_thread.h"
@@ -18,7 +17,7 @@ namespace biofs {
 
 using namespace disk;
 
-int Super::start() {
+int Super::start(EndIoWork::Run finish_conversions) {
   std::string why = s_.journal.recover(&s_.replayed);
   if (!why.empty()) return -EUCLEAN;
   if (s_.replayed) {
@@ -30,10 +29,10 @@ int Super::start() {
   }
   if (int err = s_.alloc.load()) return err;
   InodeObj* root;
-  if (int err = s_.itable->iget(ROOT_INO, &root)) return err;
+  if (int err = itable_.iget(ROOT_INO, &root)) return err;
   if (!S_ISDIR(root->d.mode)) return -EUCLEAN;
   if (!s_.opts.read_only && s_.sb.orphan_head) {
-    if (int err = s_.itable->free_orphans()) return err;
+    if (int err = evict_.free_orphans()) return err;
     if (int err = s_.commit.commit_locked()) return err;
   }
   s_.sb.mount_count++;
@@ -46,8 +45,7 @@ int Super::start() {
   if (s_.opts.commit_interval_s)
     committer_ = start_background_thread("biofs-commit", [this](std::stop_token stop) { commit_thread(stop); });
   if (!s_.opts.read_only)
-    s_.end_io = std::make_unique<EndIoWork>(
-        [this](std::vector<EndIoWork::Item*>& items) { s_.file_io->finish_conversions(items); });
+    s_.end_io = std::make_unique<EndIoWork>(std::move(finish_conversions));
   return 0;
 }
 
@@ -104,7 +102,7 @@ int Super::unmount() {
   for (InodeObj* in : orphans) {
     in->nlookup = 0;
     in->open = 0;
-    s_.itable->maybe_free_inode(in);
+    evict_.maybe_free_inode(in);
     if (int err = s_.commit.maybe_commit()) return err;
   }
   int err = s_.commit.commit_locked();

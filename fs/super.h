@@ -12,17 +12,20 @@
 #include <stop_token>
 #include <thread>
 
+#include "end_io_work.h"
+#include "evict.h"
 #include "fs_info.h"
 
 namespace biofs {
 
 class Super {
  public:
-  explicit Super(FsInfo& s) : s_(s) {}
+  Super(FsInfo& s, InodeTable& itable, Evict& evict) : s_(s), itable_(itable), evict_(evict) {}
 
   // Replays the journal, frees the orphans a crash left, marks the superblock dirty, starts
-  // the commit thread and the end-io worker. 0 or -errno.
-  int start();
+  // the commit thread and the end-io worker, which runs `finish_conversions` (FileIo's) on
+  // its batches. 0 or -errno.
+  int start(EndIoWork::Run finish_conversions);
   // Commits, writes the superblock clean (primary and backup), flushes. 0 or -errno.
   int unmount();
   // Drops the mount without writing anything more, as a crash would.
@@ -44,6 +47,8 @@ class Super {
   void commit_thread(std::stop_token stop);
 
   FsInfo& s_;
+  InodeTable& itable_;
+  Evict& evict_;
   std::mutex commit_wait_lock_;           // only for commit_wait_'s sleep
   std::condition_variable_any commit_wait_;
   std::jthread committer_;  // last: stopped and joined before the members it uses go

@@ -52,7 +52,7 @@ int Xattr::xattr_store(InodeObj* in, const std::vector<Attr>& all) {
     if (int err = s_.alloc.alloc_blocks(0, 1, &blk, &got)) return err;
     if (!(s_.sb.feature_incompat & FEATURE_INCOMPAT_XATTR_BLOCK)) {  // an older image: first use
       s_.sb.feature_incompat |= FEATURE_INCOMPAT_XATTR_BLOCK;
-      if (int err = s_.itable->save_superblock_journaled()) {
+      if (int err = itable_.save_superblock_journaled()) {
         s_.alloc.free_blocks_later(blk, 1);
         return err;
       }
@@ -70,7 +70,7 @@ int Xattr::xattr_store(InodeObj* in, const std::vector<Attr>& all) {
   xattr::set_block(d, blk);
   xattr::pack_inline(d, inl);
   InodeTable::touch(d, false, false, true);
-  return s_.itable->isave(in);
+  return itable_.isave(in);
 }
 
 void Xattr::xattr_release_block(InodeObj* in) {
@@ -168,7 +168,7 @@ int Xattr::setxattr(uint64_t ino, const std::string& name, const std::string& va
   if (!known_namespace(name)) return -EOPNOTSUPP;
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (int err = may_change_xattrs(in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
@@ -190,7 +190,7 @@ int Xattr::getxattr(uint64_t ino, const std::string& name, std::string* value) {
   if (!known_namespace(name)) return -EOPNOTSUPP;
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   for (const Attr& a : attrs)
@@ -204,7 +204,7 @@ int Xattr::getxattr(uint64_t ino, const std::string& name, std::string* value) {
 int Xattr::listxattr(uint64_t ino, std::string* names) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;
   names->clear();
@@ -217,7 +217,7 @@ int Xattr::removexattr(uint64_t ino, const std::string& name) {
   std::unique_lock ex(s_.lock);
   if (int err = s_.commit.maybe_commit()) return err;
   InodeObj* in;
-  if (int err = s_.itable->iget(ino, &in)) return err;
+  if (int err = itable_.iget(ino, &in)) return err;
   if (int err = may_change_xattrs(in)) return err;
   std::vector<Attr> attrs;
   if (int err = xattr_load(in, &attrs)) return err;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fs_info.h"
+#include "inode_table.h"
 
 namespace biofs {
 
@@ -19,7 +20,7 @@ struct Attr;  // xattr_block.h
 
 class Xattr {
  public:
-  explicit Xattr(FsInfo& s) : s_(s) {}
+  Xattr(FsInfo& s, InodeTable& itable) : s_(s), itable_(itable) {}
 
   // Names up to 255 bytes (-ERANGE past that); -ENOSPC when inline area and block cannot hold
   // the set.
@@ -46,6 +47,7 @@ class Xattr {
 
  private:
   FsInfo& s_;
+  InodeTable& itable_;
 };
 
 }  // namespace biofs
