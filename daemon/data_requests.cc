@@ -28,12 +28,12 @@ namespace {
 // reply ends the request's sampled per-stage trace (blockcore/stage_clock.h).
 void count_reply_elsewhere(FuseContext* ctx, bool on_ring, pthread_t receiver) {
   if (on_ring && !pthread_equal(pthread_self(), receiver))
-    ctx->replies_elsewhere.fetch_add(1, std::memory_order_relaxed);
+    ctx->io.replies_elsewhere.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The stats' transport: the one the latest read or write came over.
 void note_transport(FuseContext* ctx, const RequestTransport* via) {
-  if (ctx->transport.load(std::memory_order_relaxed) != via) ctx->transport.store(via, std::memory_order_relaxed);
+  if (ctx->io.transport.load(std::memory_order_relaxed) != via) ctx->io.transport.store(via, std::memory_order_relaxed);
 }
 
 // Plugging across a ring batch, as the kernel's io_uring plugs across a batch of SQEs
@@ -55,29 +55,29 @@ void plug_ring_batch(int waiting) {
 // Otherwise it is counted as asynchronous until end_data_request().
 bool decide_data_request(const DataRequest& d, size_t size, BlkPollGroup* group) {
   FuseContext* ctx = d.ctx;
-  ctx->callbacks_pending.fetch_add(1, std::memory_order_relaxed);
-  const unsigned others = ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
+  ctx->io.callbacks_pending.fetch_add(1, std::memory_order_relaxed);
+  const unsigned others = ctx->io.data_requests.fetch_add(1, std::memory_order_relaxed);
   const bool receiver_free = d.via->receiver_free(*ctx, others, d.waiting);
-  if (d.via->plugs_batch() && ctx->ring_plug.load(std::memory_order_relaxed)) plug_ring_batch(d.waiting);
+  if (d.via->plugs_batch() && ctx->switches.ring_plug.load(std::memory_order_relaxed)) plug_ring_batch(d.waiting);
   if (size > FuseContext::POLL_MAX_BYTES || !receiver_free) return false;
   if (!blk_poll_group_start(group, ctx->fs->io().bdev()->queue)) return false;
-  ctx->polled.fetch_add(1, std::memory_order_relaxed);
+  ctx->io.polled.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 bool start_data_request(const DataRequest& d, size_t size, BlkPollGroup* group) {
   const bool poll = decide_data_request(d, size, group);
-  if (!poll) d.ctx->async_requests.fetch_add(1, std::memory_order_relaxed);
+  if (!poll) d.ctx->io.async_requests.fetch_add(1, std::memory_order_relaxed);
   return poll;
 }
 
 void end_data_request(FuseContext* ctx, bool polled) {
-  if (!polled) ctx->async_requests.fetch_sub(1, std::memory_order_relaxed);
-  ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
+  if (!polled) ctx->io.async_requests.fetch_sub(1, std::memory_order_relaxed);
+  ctx->io.data_requests.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // The last thing a read or write callback does: `req` may be gone (answered), ctx is not.
-void end_callback(FuseContext* ctx) { ctx->callbacks_pending.fetch_sub(1, std::memory_order_release); }
+void end_callback(FuseContext* ctx) { ctx->io.callbacks_pending.fetch_sub(1, std::memory_order_release); }
 
 // libfuse's own ring, stock (fuse_uring=libfuse), takes no reply from another thread safely: its
 // ring thread holds the queue's lock while it handles a batch, so such a reply waits for the
@@ -176,10 +176,10 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.
   if ((fi->flags & O_DSYNC) && fi->fh == FH_DIRECT_IO && !fi->writepage) {
-    ctx->data_requests.fetch_add(1, std::memory_order_relaxed);
+    ctx->io.data_requests.fetch_add(1, std::memory_order_relaxed);
     const Kiocb iocb{.ki_pos = uint64_t(off), .ki_flags = keep_setid ? 0u : unsigned(IOCB_KILL_SUIDGID)};
     const ssize_t n = ctx->fs->write_durable(ino, iocb, size, buf, (fi->flags & O_SYNC) != O_SYNC);
-    ctx->data_requests.fetch_sub(1, std::memory_order_relaxed);
+    ctx->io.data_requests.fetch_sub(1, std::memory_order_relaxed);
     return reply_write(*d.via, d.who, t, n);
   }
   BlkPollGroup group;
@@ -234,7 +234,7 @@ void fuse_ring_batch_end(void*) {
 
 // An I/O the device never answers ends by the driver's timeout, so this ends too.
 void wait_for_callbacks(const FuseContext& ctx) {
-  while (ctx.callbacks_pending.load(std::memory_order_acquire) != 0) usleep(200);
+  while (ctx.io.callbacks_pending.load(std::memory_order_acquire) != 0) usleep(200);
 }
 
 }  // namespace biofs

@@ -48,8 +48,8 @@ fuse_entry_param entry_of(fuse_req_t req, const struct stat& st) {
   fuse_entry_param e{};
   e.ino = st.st_ino;
   e.attr = st;
-  e.attr_timeout = CTX(req)->timeout();
-  e.entry_timeout = CTX(req)->timeout();
+  e.attr_timeout = CTX(req)->settings.timeout();
+  e.entry_timeout = CTX(req)->settings.timeout();
   return e;
 }
 
@@ -67,9 +67,9 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   conn->max_write = 1u << 20;
   // Asynchronous direct I/O (io_uring, libaio) reaches us as background requests, of which
   // the kernel keeps max_background in flight (12 by default): too few for a depth of 64.
-  conn->max_background = ctx->max_background;
-  conn->congestion_threshold = ctx->max_background * 3 / 4;
-  if (ctx->writeback_cache && fuse_want(conn, FUSE_CAP_WRITEBACK_CACHE)) {
+  conn->max_background = ctx->settings.max_background;
+  conn->congestion_threshold = ctx->settings.max_background * 3 / 4;
+  if (ctx->settings.writeback_cache && fuse_want(conn, FUSE_CAP_WRITEBACK_CACHE)) {
     // Buffered writes stay in the kernel's page cache until writeback, as on ext4. Their WRITE
     // requests come from the flusher and carry no writer, so the kernel clears the set-id bits
     // itself when the write() happens: without FUSE_CAP_HANDLE_KILLPRIV it sends the mode.
@@ -86,20 +86,20 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   // Kept pages are dropped only for what the kernel cannot see (fuse_ops.h), not whenever a
   // file's mtime moves (libfuse's default FUSE_CAP_AUTO_INVAL_DATA, meant for servers whose
   // files change behind the kernel; nothing changes biofs's but this daemon).
-  if (ctx->keep_cache) fuse_unwant(conn, FUSE_CAP_AUTO_INVAL_DATA);
+  if (ctx->settings.keep_cache) fuse_unwant(conn, FUSE_CAP_AUTO_INVAL_DATA);
   // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
   // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.
-  ctx->posix_acl = fuse_offers(conn, FUSE_CAP_POSIX_ACL) && fuse_offers(conn, FUSE_CAP_DONT_MASK);
-  if (ctx->posix_acl) fuse_want(conn, FUSE_CAP_POSIX_ACL), fuse_want(conn, FUSE_CAP_DONT_MASK);
+  ctx->granted.posix_acl = fuse_offers(conn, FUSE_CAP_POSIX_ACL) && fuse_offers(conn, FUSE_CAP_DONT_MASK);
+  if (ctx->granted.posix_acl) fuse_want(conn, FUSE_CAP_POSIX_ACL), fuse_want(conn, FUSE_CAP_DONT_MASK);
   // mmap() of a file opened O_DIRECT (direct_io), which ext4 allows (kernel >= 6.6; libfuse
   // >= 3.16 can ask for it).
 #ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
-  ctx->direct_io_mmap = fuse_want(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
+  ctx->granted.direct_io_mmap = fuse_want(conn, FUSE_CAP_DIRECT_IO_ALLOW_MMAP);
 #endif
   // libfuse asks for io_uring by default whenever the session has `-o io_uring`, or the
   // environment's FUSE_URING_ENABLE: only fuse_uring= decides here.
 #if BIOFS_FUSE_HAS_URING
-  if (!ctx->want_uring) fuse_unwant(conn, FUSE_CAP_OVER_IO_URING);
+  if (!ctx->settings.want_uring) fuse_unwant(conn, FUSE_CAP_OVER_IO_URING);
 #endif
 }
 
@@ -111,11 +111,11 @@ void op_destroy(void* userdata) {
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   struct stat st;
   const int err = FS(req)->lookup(parent, name, &st);
-  if (err == -ENOENT && CTX(req)->keep_cache) {
+  if (err == -ENOENT && CTX(req)->settings.keep_cache) {
     // A negative entry: the kernel remembers the name is absent (a compiler's include path
     // asks for thousands) until it creates it itself.
     fuse_entry_param e{};
-    e.entry_timeout = CTX(req)->timeout();
+    e.entry_timeout = CTX(req)->settings.timeout();
     return (void)fuse_reply_entry(req, &e);
   }
   reply_entry(req, err, st);
@@ -128,7 +128,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 // most the pause).
 constexpr int kForgetGatherUs = 1000;
 void gather_forgets(const FuseContext* ctx) {
-  if (ctx->want_uring || ctx->reactor) std::this_thread::sleep_for(std::chrono::microseconds(kForgetGatherUs));
+  if (ctx->settings.want_uring || ctx->attached.reactor) std::this_thread::sleep_for(std::chrono::microseconds(kForgetGatherUs));
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -148,13 +148,13 @@ void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   struct stat st;
   if (int err = FS(req)->getattr(ino, &st)) fuse_reply_err(req, -err);
-  else fuse_reply_attr(req, &st, CTX(req)->timeout());
+  else fuse_reply_attr(req, &st, CTX(req)->settings.timeout());
 }
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   struct stat st;
   if (int err = FS(req)->setattr(ino, to_set, *attr, &st, may_keep_setid(req))) fuse_reply_err(req, -err);
-  else fuse_reply_attr(req, &st, CTX(req)->timeout());
+  else fuse_reply_attr(req, &st, CTX(req)->settings.timeout());
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -216,7 +216,7 @@ void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
     fi->direct_io = 1;
     fi->fh = FH_DIRECT_IO;
   } else {
-    fi->keep_cache = CTX(req)->keep_cache && cache_valid;
+    fi->keep_cache = CTX(req)->settings.keep_cache && cache_valid;
   }
 }
 
@@ -297,7 +297,7 @@ void op_statx(fuse_req_t req, fuse_ino_t ino, int, int, fuse_file_info*) {
   x.stx_btime = ts(btime);
   x.stx_rdev_major = major(st.st_rdev);
   x.stx_rdev_minor = minor(st.st_rdev);
-  fuse_reply_statx(req, 0, &x, CTX(req)->timeout());
+  fuse_reply_statx(req, 0, &x, CTX(req)->settings.timeout());
 }
 #endif
 
@@ -317,7 +317,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 // Directory listings are cached by the kernel (and kept across opens) with keep_cache=on: it
 // drops them itself when it changes the directory.
 void op_opendir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  if (CTX(req)->keep_cache) fi->cache_readdir = fi->keep_cache = 1;
+  if (CTX(req)->settings.keep_cache) fi->cache_readdir = fi->keep_cache = 1;
   fuse_reply_open(req, fi);
 }
 
@@ -375,8 +375,8 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
     } else {
       if (FS(req)->lookup(ino, it.name, &e.attr) != 0) continue;  // removed meanwhile
       e.ino = e.attr.st_ino;
-      e.attr_timeout = CTX(req)->timeout();
-      e.entry_timeout = CTX(req)->timeout();
+      e.attr_timeout = CTX(req)->settings.timeout();
+      e.entry_timeout = CTX(req)->settings.timeout();
     }
     const size_t need = fuse_add_direntry_plus(req, buf.data() + used, size - used, it.name.c_str(), &e, off_t(it.next));
     if (need > size - used) {
@@ -420,13 +420,13 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_i
 // Without FUSE_CAP_POSIX_ACL the kernel would neither enforce ACLs nor keep the mode in step:
 // refuse them as a filesystem without ACLs does (cp -a then succeeds without them).
 bool acl_refused(fuse_req_t req, const char* name) {
-  return !CTX(req)->posix_acl && std::string_view(name).rfind("system.posix_acl_", 0) == 0;
+  return !CTX(req)->granted.posix_acl && std::string_view(name).rfind("system.posix_acl_", 0) == 0;
 }
 
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
   if (ino == STATS_INO && std::string_view(name) == SET_XATTR) {  // a live toggle (live_toggles.h): root only
     if (fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EPERM);
-    LiveToggles* live = CTX(req)->live;
+    LiveToggles* live = CTX(req)->attached.live;
     std::string why;
     const int err = live ? live->set(std::string_view(value, size), &why) : -EOPNOTSUPP;
     if (err) fprintf(stderr, "biofs: %s: %s\n", SET_XATTR, why.c_str());
@@ -447,17 +447,17 @@ void reply_xattr(fuse_req_t req, int err, const std::string& v, size_t size) {
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   if (is_stats_xattr(ino, name)) {  // fs/stats.h: for root and the mounting user only
     const uid_t uid = fuse_req_ctx(req)->uid;
-    if (uid != 0 && uid != CTX(req)->owner) return (void)fuse_reply_err(req, EACCES);
+    if (uid != 0 && uid != CTX(req)->settings.owner) return (void)fuse_reply_err(req, EACCES);
     FuseContext* ctx = CTX(req);
-    const RequestTransport* via = ctx->transport.load(std::memory_order_relaxed);
-    FuseStats fuse{ctx->requested_uring, via ? via->name() : "none yet",
-                   ctx->ring_sched_idle ? "idle" : "normal", ctx->replies_elsewhere.load(std::memory_order_relaxed)};
-    fuse.polled = ctx->polled.load(std::memory_order_relaxed);
+    const RequestTransport* via = ctx->io.transport.load(std::memory_order_relaxed);
+    FuseStats fuse{ctx->settings.requested_uring, via ? via->name() : "none yet",
+                   ctx->settings.ring_sched_idle ? "idle" : "normal", ctx->io.replies_elsewhere.load(std::memory_order_relaxed)};
+    fuse.polled = ctx->io.polled.load(std::memory_order_relaxed);
     fuse.libfuse = fuse_pkgversion();
-    fuse.direct_io_mmap = ctx->direct_io_mmap;
+    fuse.direct_io_mmap = ctx->granted.direct_io_mmap;
     fuse.dev_payload_aligned = fuse_dev_payload_aligned();
     fuse.journal_commits = ctx->fs->commits();
-    if (const FuseReactor* r = ctx->reactor) {
+    if (const FuseReactor* r = ctx->attached.reactor) {
       fuse.reactor = true;
       fuse.reactor_requests = r->requests();
       fuse.reactor_posted = r->replies_posted();
@@ -468,17 +468,17 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
       fuse.reactor_device_reaps = r->device_reaps();
       fuse.reactor_fixed_error = r->fixed_buffers_error();
     }
-    if (const RingGuard* g = ctx->ring_guard) {
+    if (const RingGuard* g = ctx->attached.ring_guard) {
       fuse.guard_boosts = g->boosts();
       fuse.guard_boosted = g->boosted();
       fuse.guard_io_boosts = g->io_boosts();
     }
-    const DeviceStats device = ctx->device_stats ? ctx->device_stats() : DeviceStats{};
-    IoContract contract = ctx->contract;
+    const DeviceStats device = ctx->attached.device_stats ? ctx->attached.device_stats() : DeviceStats{};
+    IoContract contract = ctx->attached.contract;
     if (!fuse.reactor_error.empty()) contract.unavailable.push_back(fuse.reactor_error);
     if (!fuse.reactor_fixed_error.empty())
       contract.unavailable.push_back("the reactor's fixed buffers: " + fuse.reactor_fixed_error);
-    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->device_stats ? &device : nullptr, &contract, ctx->live),
+    return reply_xattr(req, 0, stats_json(FS(req)->io(), &fuse, ctx->attached.device_stats ? &device : nullptr, &contract, ctx->attached.live),
                        size);
   }
   std::string v;

@@ -19,58 +19,78 @@ class RequestTransport;
 
 struct FuseContext {
   Filesystem* fs;
-  bool writeback_cache = false;
-  unsigned max_background = 256;
-  uid_t owner = 0;  // the mounting user: with root, the only one who may read the stats
-  // keep_cache=on: the kernel keeps file pages across opens, directory listings, attributes and
-  // names (negative ones too) for a day; biofs is its image's only writer and the kernel sees
-  // every change. off: pages dropped at each open, 1 s timeouts (every buffered read reaches
-  // the block layer).
-  bool keep_cache = true;
-  bool posix_acl = false;  // the kernel took FUSE_CAP_POSIX_ACL (op_init)
-  bool direct_io_mmap = false;  // asked for FUSE_CAP_DIRECT_IO_ALLOW_MMAP, which the kernel offered (op_init)
-  // libfuse's FUSE-over-io_uring (fuse_uring=libfuse, fuse_transport.h): asked for at INIT (the
-  // reactor asks for its own), and then each read and write replies from its ring thread.
-  bool want_uring = false;
-  std::string requested_uring = "off";  // the fuse_uring= value, for the stats
-  bool ring_sched_idle = false;           // fuse_uring_sched=idle (or auto as idle), for the stats
-  const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h), for the stats
-  const FuseReactor* reactor = nullptr;   // fuse_uring=on: the reactor (fuse_reactor.h), for the stats
-  // fuse_uring_plug= and fuse_uring_hot=, live (live_toggles.h): a plug across each ring batch;
-  // the reactor decodes READ and WRITE itself.
-  std::atomic<bool> ring_plug{true};
-  std::atomic<bool> ring_hot{true};
-  class LiveToggles* live = nullptr;  // `setfattr -n user.biofs.set` (live_toggles.h), from main
-  // What the stack under the mount will do (devices/io_contract.h), from main, for the stats;
-  // the reactor's refusals are added when the stats are read.
-  IoContract contract;
-  // The device's counters for the stats, from main (which opened it); unset: none to report.
-  std::function<DeviceStats()> device_stats;
-  // Replies to io_uring requests sent by a thread other than the request's ring thread (the
-  // completion path's), for the stats.
-  std::atomic<uint64_t> replies_elsewhere{0};
-  // The transport the latest read or write came through (request_transport.h), for the stats;
-  // nullptr: none yet.
-  std::atomic<const RequestTransport*> transport{nullptr};
-  // Run to completion (blockcore/blk_poll.h): a worker waits for the I/O of a read or write of
-  // at most POLL_MAX_BYTES, reaping its own poll queue and replying itself, when another
-  // thread is free to receive the next request: fewer data requests are in the daemon than
-  // `threads` (/dev/fuse workers), or, over io_uring, none but this one and none of the ring
-  // thread's recent requests had waited in its ring (a ring thread that waits holds up its
-  // queue; request_transport.cc). Otherwise the I/O completes on the completion thread.
-  unsigned threads = 1;
-  std::atomic<unsigned> data_requests{0};  // reads and writes received and not yet answered
-  std::atomic<uint64_t> polled{0};         // of them, run to completion
-  // Of them, those not run to completion and not yet answered: their device completions are
-  // task work of the thread that submitted them (the ring guard's async_io, ring_guard.h).
-  std::atomic<unsigned> async_requests{0};
-  // Reads and writes whose completion callback has not yet returned. A callback may reply
-  // from a completion thread after the session loop has ended (an unmount aborts what the
-  // kernel still waited for), so the session is destroyed only once this is zero
-  // (wait_for_callbacks).
-  std::atomic<unsigned> callbacks_pending{0};
+
+  // What the mount options and the command line said: set by main before the session starts,
+  // read-only after.
+  struct Settings {
+    bool writeback_cache = false;
+    unsigned max_background = 256;
+    uid_t owner = 0;  // the mounting user: with root, the only one who may read the stats
+    // keep_cache=on: the kernel keeps file pages across opens, directory listings, attributes
+    // and names (negative ones too) for a day; biofs is its image's only writer and the kernel
+    // sees every change. off: pages dropped at each open, 1 s timeouts (every buffered read
+    // reaches the block layer).
+    bool keep_cache = true;
+    // libfuse's FUSE-over-io_uring (fuse_uring=libfuse, fuse_transport.h): asked for at INIT
+    // (the reactor asks for its own), and then each read and write replies from its ring thread.
+    bool want_uring = false;
+    std::string requested_uring = "off";  // the fuse_uring= value, for the stats
+    bool ring_sched_idle = false;         // fuse_uring_sched=idle (or auto as idle), for the stats
+    // /dev/fuse workers at most: a read or write runs to completion only while fewer data
+    // requests than this are in the daemon (request_transport.cc).
+    unsigned threads = 1;
+    double timeout() const { return keep_cache ? 86400.0 : 1.0; }
+  } settings;
+
+  // What the kernel granted at INIT (op_init).
+  struct Granted {
+    bool posix_acl = false;       // FUSE_CAP_POSIX_ACL
+    bool direct_io_mmap = false;  // FUSE_CAP_DIRECT_IO_ALLOW_MMAP, asked for and offered
+  } granted;
+
+  // fuse_uring_plug= and fuse_uring_hot=, switched live (live_toggles.h) and read by the data
+  // path: a plug across each ring batch; the reactor decodes READ and WRITE itself.
+  struct Switches {
+    std::atomic<bool> ring_plug{true};
+    std::atomic<bool> ring_hot{true};
+  } switches;
+
+  // The data path's counts (data_requests.cc). Run to completion (blockcore/blk_poll.h): a
+  // worker waits for the I/O of a read or write of at most POLL_MAX_BYTES, reaping its own poll
+  // queue and replying itself, when another thread is free to receive the next request (the
+  // transport says when: request_transport.h). Otherwise the I/O completes on the completion
+  // thread.
+  struct Io {
+    std::atomic<unsigned> data_requests{0};  // reads and writes received and not yet answered
+    std::atomic<uint64_t> polled{0};         // of them, run to completion
+    // Of them, those not run to completion and not yet answered: their device completions are
+    // task work of the thread that submitted them (the ring guard's async_io, ring_guard.h).
+    std::atomic<unsigned> async_requests{0};
+    // Reads and writes whose completion callback has not yet returned. A callback may reply
+    // from a completion thread after the session loop has ended (an unmount aborts what the
+    // kernel still waited for), so the session is destroyed only once this is zero
+    // (wait_for_callbacks).
+    std::atomic<unsigned> callbacks_pending{0};
+    // Replies to io_uring requests sent by a thread other than the request's ring thread (the
+    // completion path's), for the stats.
+    std::atomic<uint64_t> replies_elsewhere{0};
+    // The transport the latest read or write came through (request_transport.h), for the
+    // stats; nullptr: none yet.
+    std::atomic<const RequestTransport*> transport{nullptr};
+  } io;
   static constexpr size_t POLL_MAX_BYTES = 128 * 1024;
-  double timeout() const { return keep_cache ? 86400.0 : 1.0; }
+
+  // What main attaches once it has built it, for the stats (and the live toggles' setxattr).
+  struct Attached {
+    const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h)
+    const FuseReactor* reactor = nullptr;   // fuse_uring=on: the reactor (fuse_reactor.h)
+    class LiveToggles* live = nullptr;      // `setfattr -n user.biofs.set` (live_toggles.h)
+    // What the stack under the mount will do (devices/io_contract.h); the reactor's refusals
+    // are added when the stats are read.
+    IoContract contract;
+    // The device's counters (main opened it); unset: none to report.
+    std::function<DeviceStats()> device_stats;
+  } attached;
 };
 
 // Waits until no read or write callback is running or to come: before the session is destroyed.

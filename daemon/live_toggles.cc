@@ -18,8 +18,8 @@ bool is_block_toggle(std::string_view name) { return find_toggle(name) != nullpt
 
 // The daemon switches the I/O path reads live: an atomic each in FuseContext.
 std::atomic<bool>* live_switch(FuseContext* ctx, std::string_view name) {
-  if (name == "fuse_uring_plug") return &ctx->ring_plug;
-  if (name == "fuse_uring_hot") return &ctx->ring_hot;
+  if (name == "fuse_uring_plug") return &ctx->switches.ring_plug;
+  if (name == "fuse_uring_hot") return &ctx->switches.ring_hot;
   return nullptr;
 }
 

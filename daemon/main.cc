@@ -188,37 +188,37 @@ void make_context(Mount& m) {
   const DaemonOptions& o = m.opts;
   FuseContext& ctx = m.ctx;
   ctx.fs = m.fs.get();
-  ctx.writeback_cache = o.writeback_cache;
-  ctx.max_background = o.max_background;
-  ctx.owner = getuid();
-  ctx.keep_cache = o.keep_cache;
-  ctx.want_uring = m.use_uring;
-  ctx.threads = m.cl.single_thread ? 1 : o.threads;
-  ctx.requested_uring = fuse_uring_name(o.fuse_uring);
+  ctx.settings.writeback_cache = o.writeback_cache;
+  ctx.settings.max_background = o.max_background;
+  ctx.settings.owner = getuid();
+  ctx.settings.keep_cache = o.keep_cache;
+  ctx.settings.want_uring = m.use_uring;
+  ctx.settings.threads = m.cl.single_thread ? 1 : o.threads;
+  ctx.settings.requested_uring = fuse_uring_name(o.fuse_uring);
   using RingSched = DaemonOptions::RingSched;
   const bool guard_can_act = RingGuard::may_leave_idle();
-  ctx.ring_sched_idle = m.reactor_wanted && (o.fuse_uring_sched == RingSched::idle ||
+  ctx.settings.ring_sched_idle = m.reactor_wanted && (o.fuse_uring_sched == RingSched::idle ||
                                              (o.fuse_uring_sched == RingSched::auto_ && guard_can_act));
-  if (ctx.ring_sched_idle && !guard_can_act)
+  if (ctx.settings.ring_sched_idle && !guard_can_act)
     m.notes += "biofs: fuse_uring_sched=idle: not root and RLIMIT_NICE below 20, so a ring thread kept waiting by "
                "CPU-bound work cannot be moved back to SCHED_OTHER (daemon/README.md)\n";
-  ctx.ring_plug = o.fuse_uring_plug;
-  ctx.ring_hot = o.fuse_uring_hot;
+  ctx.switches.ring_plug = o.fuse_uring_plug;
+  ctx.switches.ring_hot = o.fuse_uring_hot;
   m.live = std::make_unique<LiveToggles>(m.dev.get(), &m.io->bio_set(), &ctx);
-  ctx.live = m.live.get();
-  ctx.contract = io_contract(*m.dev, m.dopts);
-  if (!m.transport_note.empty()) ctx.contract.unavailable.push_back(m.transport_note);
+  ctx.attached.live = m.live.get();
+  ctx.attached.contract = io_contract(*m.dev, m.dopts);
+  if (!m.transport_note.empty()) ctx.attached.contract.unavailable.push_back(m.transport_note);
   if (o.verbose) {
-    for (const std::string& line : io_contract_lines(ctx.contract)) m.notes += "biofs: contract: " + line + "\n";
+    for (const std::string& line : io_contract_lines(ctx.attached.contract)) m.notes += "biofs: contract: " + line + "\n";
     const char* transport = m.reactor_wanted ? "the reactor (biofs's FUSE-over-io_uring server side)"
                             : m.use_uring    ? "libfuse's ring threads"
                                              : "/dev/fuse";
-    m.notes += std::string("biofs: contract: fuse ") + transport + ", fuse_uring=" + ctx.requested_uring +
+    m.notes += std::string("biofs: contract: fuse ") + transport + ", fuse_uring=" + ctx.settings.requested_uring +
                ", fuse_uring_qd=" + std::to_string(o.fuse_uring_qd) + ", cover " + (o.fuse_uring_cover ? "on" : "off") +
                ", hot " + (o.fuse_uring_hot ? "on" : "off") + ", plug " + (o.fuse_uring_plug ? "on" : "off") + "\n";
   }
   if (DeviceStats probe; m.dev->stats(&probe)) {
-    ctx.device_stats = [d = m.dev.get()] {
+    ctx.attached.device_stats = [d = m.dev.get()] {
       DeviceStats out;
       d->stats(&out);
       return out;
@@ -275,13 +275,13 @@ void mount_fuse(Mount& m, const char* argv0) {
     FuseReactor::Config rc;
     rc.depth = m.opts.fuse_uring_qd;
     rc.batch_end = fuse_ring_batch_end;  // ends the batch's plug, when fuse_uring_plug made one
-    rc.sched_idle = m.ctx.ring_sched_idle;
+    rc.sched_idle = m.ctx.settings.ring_sched_idle;
     if (m.opts.fuse_uring_cover) rc.device_queue = m.dev->bdev()->queue;
     rc.hot_request = fuse_hot_request;
-    rc.hot_enabled = &m.ctx.ring_hot;  // fuse_uring_hot=, live
+    rc.hot_enabled = &m.ctx.switches.ring_hot;  // fuse_uring_hot=, live
     rc.userdata = &m.ctx;
     if (Status s = FuseReactor::attach(m.se, fuse_session_fd(m.se), rc, &m.reactor); !s.ok()) fail_mount(m, s.message());
-    m.ctx.reactor = m.reactor.get();
+    m.ctx.attached.reactor = m.reactor.get();
   }
   set_notify_session(m.se);
 }
@@ -289,13 +289,13 @@ void mount_fuse(Mount& m, const char* argv0) {
 // Requests until the mount goes. Idle reactor threads run only on otherwise idle CPUs: the
 // guard moves a waiting one back to SCHED_OTHER until the CPUs calm down (ring_guard.h).
 int serve(Mount& m) {
-  if (m.ctx.ring_sched_idle) {
+  if (m.ctx.settings.ring_sched_idle) {
     RingGuard::Config gc;
     gc.rings = unsigned(sysconf(_SC_NPROCESSORS_CONF));  // a reactor per CPU
     // auto: also SCHED_OTHER while reads and writes are in flight (ring_guard.h)
-    if (m.opts.fuse_uring_sched == DaemonOptions::RingSched::auto_) gc.async_io = &m.ctx.async_requests;
+    if (m.opts.fuse_uring_sched == DaemonOptions::RingSched::auto_) gc.async_io = &m.ctx.io.async_requests;
     m.guard = std::make_unique<RingGuard>(gc);
-    m.ctx.ring_guard = m.guard.get();
+    m.ctx.attached.ring_guard = m.guard.get();
   }
   if (m.cl.single_thread) return fuse_session_loop(m.se);
   // Reads and writes reply from the completion path, so the workers rarely block; the cap
@@ -323,12 +323,12 @@ int tear_down(Mount& m, bool report) {
   if (m.signal_handlers) fuse_remove_signal_handlers(m.se);
   if (m.se) fuse_session_destroy(m.se);
   m.se = nullptr, m.fuse_mounted = m.signal_handlers = false;
-  m.ctx.reactor = nullptr;
+  m.ctx.attached.reactor = nullptr;
   m.reactor.reset();
   // The ring threads are gone: the guard may stop (it watched them through the teardown too).
   if (report && m.guard && !m.guard->error().empty())
     fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", m.guard->error().c_str());
-  m.ctx.ring_guard = nullptr;
+  m.ctx.attached.ring_guard = nullptr;
   m.guard.reset();
   const int uerr = m.fs ? m.fs->unmount() : 0;
   if (report && uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));

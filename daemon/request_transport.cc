@@ -32,7 +32,7 @@ class DevFuse final : public LibfuseReplies {
   const char* name() const override { return "/dev/fuse"; }
   bool on_ring() const override { return false; }
   bool receiver_free(const FuseContext& ctx, unsigned others, int) const override {
-    return others + 1 < ctx.threads;
+    return others + 1 < ctx.settings.threads;
   }
 };
 

@@ -33,11 +33,11 @@ TEST_CASE("request transports: each has its number, and by_id gives it back") {
 TEST_CASE("request transports: a /dev/fuse worker waits for its I/O only while another worker is free") {
   const RequestTransport& dev = named("/dev/fuse");
   FuseContext ctx{};
-  ctx.threads = 4;
+  ctx.settings.threads = 4;
   CHECK(dev.receiver_free(ctx, 0, 0));
   CHECK(dev.receiver_free(ctx, 2, 0));   // with this one, 3 of 4 workers busy
   CHECK(!dev.receiver_free(ctx, 3, 0));  // all 4 busy
-  ctx.threads = 1;
+  ctx.settings.threads = 1;
   CHECK(!dev.receiver_free(ctx, 0, 0));  // a lone worker never waits: nobody would read
   CHECK(!dev.on_ring());
   CHECK(!dev.holds_reply());
@@ -47,7 +47,7 @@ TEST_CASE("request transports: a /dev/fuse worker waits for its I/O only while a
 TEST_CASE("request transports: libfuse's ring thread always waits and replies itself") {
   const RequestTransport& ring = named("libfuse ring");
   FuseContext ctx{};
-  ctx.threads = 1;
+  ctx.settings.threads = 1;
   CHECK(ring.receiver_free(ctx, 100, 5));
   CHECK(ring.holds_reply());
   CHECK(ring.on_ring());
