@@ -27,9 +27,10 @@ Status Filesystem::mount(BlockIo& io, const MountOptions& opts, std::unique_ptr<
   if (std::string why = read_superblock(io, &sb); !why.empty()) return Status::io_error(why);
   io.set_block_size(sb.block_size);
   std::unique_ptr<Filesystem> fs(new Filesystem(io, sb, opts));
-  if (int e = fs->super_.start([f = fs.get()](std::vector<EndIoWork::Item*>& items) {
-        f->file_io_.finish_conversions(items);
-      })) return Status::io_error(std::string("mount failed: ") + strerror(-e));
+  // The end-io worker's batches go to FileIo, which Super (below it) does not know.
+  auto conversions = [f = fs.get()](std::vector<EndIoWork::Item*>& items) { f->file_io_.finish_conversions(items); };
+  if (int e = fs->super_.start(std::move(conversions)))
+    return Status::io_error(std::string("mount failed: ") + strerror(-e));
   *out = std::move(fs);
   return Status();
 }

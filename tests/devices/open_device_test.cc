@@ -204,6 +204,8 @@ TEST_CASE("open_device: a stripe is a bio-based target over null devices") {
   CHECK(dev->queues().size() == 3);
   CHECK(dev->queues()[0]->nr_hw_queues() == 2);
   CHECK(dev->bdev()->capacity == 3 * dev->null_blk()->bdev()->capacity);
+  // The bio sets a bio_cache toggle reaches inside the device: the stripe's clones'.
+  CHECK(dev->bio_sets() == std::vector<BioSet*>{&dev->stripe()->clone_set()});
 }
 
 TEST_CASE("open_device: null devices come from blockcore's null_blk") {
@@ -216,6 +218,7 @@ TEST_CASE("open_device: null devices come from blockcore's null_blk") {
   CHECK(dev->bdev()->capacity == (1ull << 30) / 512);
   CHECK(dev->queue()->nr_hw_queues() == 2);
   CHECK(dev->poll() == 0);
+  CHECK(dev->bio_sets().empty());  // no bio set of its own: a null device clones nothing
 }
 
 TEST_CASE("open_device: ram:SIZE is blockcore's RAM disk, keeping what is written") {
