@@ -98,6 +98,9 @@ int set_attr_flags(FsInfo& s, InodeTable& itable, uint64_t ino, uint32_t fs_flag
   for (const FlagPair& f : kFlags) all |= f.inode;
   in->d.flags = (in->d.flags & ~all) | want;
   InodeTable::touch(in->d, false, false, true);
+  // The kernel keeps the attributes it has (FUSE's fileattr_set does not drop them): the new
+  // ctime must reach it, as chattr's on ext4 does (generic/277).
+  if (s.opts.attrs_changed) s.opts.attrs_changed(ino);
   return itable.isave(in);
 }
 

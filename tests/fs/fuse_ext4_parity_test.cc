@@ -361,6 +361,28 @@ TEST_CASE("fuse ext4 parity: FITRIM discards the free space, for root only, and 
 // chattr's +i and +a through the mount (fs/attr_flags.h), with the real chattr and lsattr: the
 // kernel forwards the flags and checks CAP_LINUX_IMMUTABLE, biofs keeps them on disk and
 // enforces them, as ext4's VFS does. generic/079 found biofs without them.
+TEST_CASE("fuse ext4 parity: chattr moves the ctime that stat shows, before and after a remount") {
+  if (no_fuse()) return;
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img, s.mnt, "");
+  const std::string f = s.mnt + "/f";
+  write_file(f, "x");
+  struct stat before, after;
+  REQUIRE(stat(f.c_str(), &before) == 0);  // the kernel now holds f's attributes
+  usleep(50 * 1000);                        // past the coarse clock's tick
+  std::string out;
+  REQUIRE_MESSAGE(run("chattr +A " + f + " && chattr -A " + f, &out) == 0, out);
+  REQUIRE(stat(f.c_str(), &after) == 0);
+  CHECK((after.st_ctim.tv_sec != before.st_ctim.tv_sec || after.st_ctim.tv_nsec != before.st_ctim.tv_nsec));
+  unmount(s.mnt, pid);
+  pid = mount_fg(s.img, s.mnt, "");
+  struct stat again;
+  REQUIRE(stat(f.c_str(), &again) == 0);
+  CHECK(again.st_ctim.tv_sec == after.st_ctim.tv_sec);
+  CHECK(again.st_ctim.tv_nsec == after.st_ctim.tv_nsec);
+  unmount(s.mnt, pid);
+}
+
 TEST_CASE("fuse ext4 parity: chattr +i and +a are kept across a remount and enforced, and only root sets them") {
   if (no_fuse()) return;
   FuseScratch s(64 << 20);
