@@ -457,6 +457,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     fuse.direct_io_mmap = ctx->granted.direct_io_mmap;
     fuse.dev_payload_aligned = fuse_dev_payload_aligned();
     fuse.journal_commits = ctx->fs->commits();
+    fuse.read_only = ctx->fs->read_only();
     if (const FuseReactor* r = ctx->attached.reactor) {
       fuse.reactor = true;
       fuse.reactor_requests = r->requests();

@@ -4,6 +4,7 @@
 // Without -f the daemon detaches once the mount is up; any error before that is printed by the
 // parent as one line, and the exit status is 1 (usage) or 32 (mount failure), as mount(8).
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 #include "daemon/fuse_transport.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
+#include "daemon/read_only_watch.h"
+#include "daemon/remount.h"
 #include "devices/block_trace.h"
 #include "devices/open_device.h"
 #include "fs/mkfs.h"
@@ -97,6 +100,7 @@ struct Mount {
   const CommandLine& cl;
   const DaemonOptions& opts;
   std::string trace_dir;        // trace=DIR, resolved
+  std::string mountpoint;       // absolute, as /proc/self/mountinfo shows it
   bool use_uring = false;       // libfuse's ring (fuse_uring=libfuse)
   bool reactor_wanted = false;  // our ring (fuse_uring=on|auto, fuse_reactor.h)
   std::string transport_note;   // why the transport is not the one asked for, if so
@@ -112,6 +116,7 @@ struct Mount {
   bool signal_handlers = false, fuse_mounted = false;
   std::unique_ptr<FuseReactor> reactor;
   std::unique_ptr<RingGuard> guard;
+  std::unique_ptr<ReadOnlyWatch> ro_watch;  // `mount -o remount,ro|rw` (remount.h)
 };
 
 // The session the filesystem's attribute notices go to (MountOptions::attrs_changed), once up.
@@ -140,7 +145,10 @@ int check_request(Mount& m) {
     fprintf(stderr, "biofs: %s\n", line.c_str());
     return 32;
   };
-  if (access(m.cl.mountpoint.c_str(), F_OK)) return say("mount point '" + m.cl.mountpoint + "': " + strerror(errno));
+  char resolved[PATH_MAX];
+  if (!realpath(m.cl.mountpoint.c_str(), resolved))
+    return say("mount point '" + m.cl.mountpoint + "': " + strerror(errno));
+  m.mountpoint = resolved;  // now, before the mount: a stat of it then would wait for this daemon
   if (Status s = resolve_trace_dir(m.opts.trace_dir, &m.trace_dir); !s.ok()) return say(s.message());
   std::string why;
   if (Status s = decide_fuse_uring(m.opts.fuse_uring, &m.use_uring, &why); !s.ok()) return say(s.message());
@@ -269,8 +277,15 @@ void mount_fuse(Mount& m, const char* argv0) {
   if (!m.se) fail_mount(m, "cannot create the FUSE session");
   if (fuse_set_signal_handlers(m.se)) fail_mount(m, "cannot set signal handlers");
   m.signal_handlers = true;
-  if (fuse_session_mount(m.se, m.cl.mountpoint.c_str())) fail_mount(m, "cannot mount on '" + m.cl.mountpoint + "'");
+  if (fuse_session_mount(m.se, m.mountpoint.c_str())) fail_mount(m, "cannot mount on '" + m.cl.mountpoint + "'");
   m.fuse_mounted = true;
+  // A remount's read-only flag reaches the filesystem (Super::set_read_only).
+  const auto follow = [fs = m.fs.get()](bool read_only) {
+    if (int err = fs->set_read_only(read_only))
+      fprintf(stderr, "biofs: remount %s: %s\n", read_only ? "ro" : "rw", strerror(-err));
+  };
+  if (Status s = ReadOnlyWatch::start(m.mountpoint, m.opts.fs.read_only, follow, &m.ro_watch); !s.ok())
+    fail_mount(m, s.message());
   if (m.reactor_wanted) {
     FuseReactor::Config rc;
     rc.depth = m.opts.fuse_uring_qd;
@@ -330,6 +345,7 @@ int tear_down(Mount& m, bool report) {
     fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", m.guard->error().c_str());
   m.ctx.attached.ring_guard = nullptr;
   m.guard.reset();
+  m.ro_watch.reset();
   const int uerr = m.fs ? m.fs->unmount() : 0;
   if (report && uerr) fprintf(stderr, "biofs: unmount: %s\n", strerror(-uerr));
   const std::string trace_summary = stop_block_trace(*m.dev);
@@ -351,6 +367,7 @@ int main(int argc, char** argv) {
     fputs(cl.list_toggles ? list_toggles_text().c_str() : usage_text().c_str(), stdout);
     return 0;
   }
+  if (cl.opts.remount) return remount(cl.mountpoint, cl.opts);
   Mount m(cl);
   if (int code = check_request(m)) return code;
   if (!cl.foreground) daemonize();  // before any thread exists (the device starts completion threads)

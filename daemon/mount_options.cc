@@ -47,7 +47,7 @@ const NumericOption* find_numeric_option(const std::string& name) {
 Status parse_one(const std::string& opt, DaemonOptions* o) {
   // Generic mount(8) and libfuse options, passed through as they are.
   static const std::set<std::string> pass = {
-      "allow_other", "allow_root", "default_permissions", "auto_unmount", "rw", "dev", "nodev",
+      "allow_other", "allow_root", "default_permissions", "auto_unmount", "dev", "nodev",
       "suid", "nosuid", "exec", "noexec", "async", "sync", "dirsync"};
   // Taken and dropped: fstab's own (for mount(8), which may hand them to a helper: nothing for a
   // filesystem to do). libfuse's session refuses each as an unknown option.
@@ -58,6 +58,7 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
       {"atime", AtimeMode::relatime}, {"relatime", AtimeMode::relatime},
       {"strictatime", AtimeMode::strictatime}, {"noatime", AtimeMode::noatime}};
   static const std::set<std::string> pass_value = {"fsname", "subtype", "max_read", "blksize"};
+  static const std::set<std::string> kernel_only = {"user_id", "group_id", "rootmode", "fd"};
   if (opt.empty()) return Status();
   if (printable(opt) != opt)
     return Status::invalid_argument("mount option '" + printable(opt) + "' holds a control character");
@@ -90,9 +91,13 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
     o->verbose = true;
     return Status();
   }
-  if (key == "ro" && !has_value) {
-    o->fs.read_only = true;
-    o->fuse_opts.push_back("ro");
+  if (key == "remount" && !has_value) {
+    o->remount = true;
+    return Status();
+  }
+  if ((key == "ro" || key == "rw") && !has_value) {  // the last one wins, as in mount(8)
+    o->fs.read_only = key == "ro";
+    o->fuse_opts.push_back(key);
     return Status();
   }
   if (!has_value && drop.count(key)) return Status();
@@ -109,6 +114,10 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
   }
   if (!has_value && pass.count(key)) {
     o->fuse_opts.push_back(opt);
+    return Status();
+  }
+  if (has_value && kernel_only.count(key)) {
+    o->kernel_opts.push_back(opt);
     return Status();
   }
   if (has_value && pass_value.count(key)) {
@@ -198,6 +207,9 @@ Status parse_command_line(int argc, char** argv, CommandLine* cl) {
     return Status::invalid_argument("unexpected argument '" + printable(p.positional[2]) + "' (try -h)");
   cl->device = p.positional[0];
   cl->mountpoint = p.positional[1];
+  if (!cl->opts.kernel_opts.empty() && !cl->opts.remount)
+    return Status::invalid_argument("mount option '" + cl->opts.kernel_opts[0] +
+                                    "' is the kernel's own (/proc/mounts shows it); only -o remount takes it");
   if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle &&
       (cl->opts.fuse_uring == FuseUring::off || cl->opts.fuse_uring == FuseUring::libfuse))
     return Status::invalid_argument(

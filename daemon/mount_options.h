@@ -62,6 +62,12 @@ struct DaemonOptions {
   enum class RingSched { normal, idle, auto_ };
   RingSched fuse_uring_sched = RingSched::auto_;
   std::vector<std::string> fuse_opts;  // passed to libfuse as -o
+  // remount: mount(8)'s `-o remount,...` of a mounted biofs (remount.h); the list's ro/rw and
+  // VFS flags (nosuid, nodev, ...) are then read from fuse_opts, in their order.
+  bool remount = false;
+  // The kernel's own FUSE options (user_id=, group_id=, rootmode=, fd=), which /proc/mounts
+  // shows and mount(8) hands back at a remount; only a remount takes them (and ignores them).
+  std::vector<std::string> kernel_opts;
 };
 
 // Parses one comma-separated -o list into *o. Ok, or invalid_argument with one line naming the

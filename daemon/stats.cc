@@ -75,6 +75,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
                             {"fixed_buffers_why_not", fuse->reactor_fixed_error},
                             {"covering", fuse->reactor_covering}, {"device_reaps", fuse->reactor_device_reaps}};
   if (fuse) j["journal"] = {{"commits", fuse->journal_commits}};
+  if (fuse) j["fs"] = {{"read_only", fuse->read_only}};
   if (contract) {
     const QueueLimits& l = contract->limits;
     Json toggles = Json::object();

@@ -38,6 +38,7 @@ struct FuseStats {
   bool direct_io_mmap = false;
   bool dev_payload_aligned = false;
   uint64_t journal_commits = 0;
+  bool read_only = false;  // the filesystem writes nothing (ro, or a remount to it: remount.h)
   // fuse_uring=reactor (fuse_reactor.h): requests received on its rings, replies made on
   // another thread and posted to the ring's reactor, and why it is not running, if it is not.
   bool reactor = false;

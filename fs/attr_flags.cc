@@ -90,7 +90,7 @@ int set_attr_flags(FsInfo& s, InodeTable& itable, uint64_t ino, uint32_t fs_flag
   }
   if (fs_flags & ~kept) return -EOPNOTSUPP;
   std::unique_lock ex(s.lock);
-  if (s.opts.read_only) return -EROFS;
+  if (s.read_only) return -EROFS;
   if (int err = s.commit.maybe_commit()) return err;
   InodeObj* in;
   if (int err = itable.iget(ino, &in)) return err;

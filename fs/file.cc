@@ -184,7 +184,7 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
   InodeObj* in;
   if (int err = itable_.iget(ino, &in)) return err;
   if (truncate_it && S_ISREG(in->d.mode)) {
-    if (s_.opts.read_only) return -EROFS;
+    if (s_.read_only) return -EROFS;
     if (int err = s_.commit.maybe_commit()) return err;
     if (int err = truncate(in, 0)) return err;
     // The kernel sends no SETATTR for an atomic O_TRUNC: the truncation's killing of the

@@ -181,7 +181,7 @@ FileIo::Overwrite FileIo::try_overwrite_async(uint64_t ino, const Kiocb& iocb, s
   std::shared_lock shared(s_.lock);
   InodeObj* in;
   if (itable_.iget_shared(shared, ino, &in) || !S_ISREG(in->d.mode) || end > in->d.size ||
-      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.commit.failed() || s_.opts.read_only ||
+      !(fsetid || !(in->d.mode & (S_ISUID | S_ISGID))) || in->has_caps != 0 || s_.commit.failed() || s_.read_only ||
       IS_IMMUTABLE(in) || IS_APPEND(in))  // write_locked refuses them (attr_flags.h)
     return Overwrite::not_possible;
   const uint64_t first = off / s_.bs, last = (end - 1) / s_.bs;
@@ -231,7 +231,7 @@ int FileIo::update_file_times(uint64_t ino) {
   std::unique_lock ex(s_.lock);
   InodeObj* in;
   if (int err = itable_.iget(ino, &in)) return err;
-  if (!S_ISREG(in->d.mode) || s_.commit.failed() || s_.opts.read_only) return -EINVAL;
+  if (!S_ISREG(in->d.mode) || s_.commit.failed() || s_.read_only) return -EINVAL;
   InodeTable::touch(in->d, false, true, true);
   return itable_.isave(in, true);
 }

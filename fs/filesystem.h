@@ -173,6 +173,7 @@ class Filesystem {
   }
   int sync() { return super_.sync(); }  // commit the running transaction and flush
   int shutdown(uint32_t flags) { return super_.shutdown(flags); }  // Super::shutdown
+  int set_read_only(bool read_only) { return super_.set_read_only(read_only); }  // Super::set_read_only
   int trim(const TrimRange& range, uint64_t* trimmed) { return trim_fs(s_, range, trimmed); }  // FITRIM, trim.h
   // chattr's flags (attr_flags.h): FS_IOC_GETFLAGS / SETFLAGS, and may_open()'s rules for them.
   int get_attr_flags(uint64_t ino, uint32_t* fs_flags) { return biofs::get_attr_flags(s_, itable_, ino, fs_flags); }
@@ -186,6 +187,7 @@ class Filesystem {
   void crash() { super_.crash(); }
   BlockIo& io() { return s_.io; }
   uint64_t commits() const { return s_.journal.commits(); }
+  bool read_only() const { return s_.read_only; }  // mounted or remounted read-only
   int replayed() const { return s_.replayed; }
 
  private:

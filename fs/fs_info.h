@@ -5,6 +5,7 @@
 // and only parts made before it, so no two call each other.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,7 +27,7 @@ namespace biofs {
 struct MountOptions {
   size_t meta_cache_bytes = 256u << 20;
   unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
-  bool read_only = false;
+  bool read_only = false;  // at mount; FsInfo::read_only follows remounts
   AtimePolicy atime;  // relatime, strictatime or noatime; nodiratime
   // Called, under the filesystem's lock, when an inode's attributes change where the kernel
   // does not expect it (a write by a writer without fsetid drops the set-id bits; an open moves
@@ -37,7 +38,7 @@ struct MountOptions {
 struct FsInfo {
   FsInfo(BlockIo& dev, const disk::SuperBlock& super_block, const MountOptions& options)
       : io(dev), sb(super_block), opts(options), journal(io, sb), cache(io, sb, journal, options.meta_cache_bytes),
-        alloc(cache, sb), commit(journal, cache, alloc), bs(super_block.block_size) {}
+        alloc(cache, sb), commit(journal, cache, alloc), bs(super_block.block_size), read_only(options.read_only) {}
   FsInfo(const FsInfo&) = delete;
   FsInfo& operator=(const FsInfo&) = delete;
 
@@ -49,6 +50,9 @@ struct FsInfo {
   FsAllocator alloc;
   CommitPolicy commit;  // when the running transaction commits; whether writing has stopped
   uint32_t bs;
+  // Nothing is written: mounted or remounted read-only (Super::set_read_only). Changed under
+  // the exclusive lock; read under either.
+  std::atomic<bool> read_only;
   FsLock lock;
   std::unordered_map<uint64_t, std::unique_ptr<InodeObj>> inodes;
   int replayed = 0;

@@ -22,7 +22,7 @@ void InodeTable::touch(Inode& d, bool a, bool m, bool c) {
 }
 
 bool InodeTable::atime_due(const InodeObj* in) const {
-  if (s_.commit.failed() || s_.opts.read_only) return false;
+  if (s_.commit.failed() || s_.read_only) return false;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
   return atime_needs_update(in->d, s_.opts.atime, now);

@@ -31,21 +31,45 @@ int Super::start(EndIoWork::Run finish_conversions) {
   InodeObj* root;
   if (int err = itable_.iget(ROOT_INO, &root)) return err;
   if (!S_ISDIR(root->d.mode)) return -EUCLEAN;
-  if (!s_.opts.read_only && s_.sb.orphan_head) {
+  if (!s_.read_only && s_.sb.orphan_head) {
     if (int err = evict_.free_orphans()) return err;
     if (int err = s_.commit.commit_locked()) return err;
   }
   s_.sb.mount_count++;
   s_.sb.mount_time = time(nullptr);
-  if (!s_.opts.read_only) {
+  if (!s_.read_only) {
     if (int err = write_superblock(STATE_DIRTY)) return err;
   }
   s_.mounted = true;
   // The thread role tools/biofs-compare reports.
   if (s_.opts.commit_interval_s)
     committer_ = start_background_thread("biofs-commit", [this](std::stop_token stop) { commit_thread(stop); });
-  if (!s_.opts.read_only)
-    s_.end_io = std::make_unique<EndIoWork>(std::move(finish_conversions));
+  finish_conversions_ = std::move(finish_conversions);
+  if (!s_.read_only) s_.end_io = std::make_unique<EndIoWork>(finish_conversions_);
+  return 0;
+}
+
+int Super::set_read_only(bool read_only) {
+  if (!s_.mounted) return 0;
+  if (read_only) {
+    if (s_.end_io) s_.end_io->drain();  // the conversions take the lock: before it is held
+    std::unique_lock ex(s_.lock);
+    if (s_.read_only) return 0;
+    s_.read_only = true;
+    if (s_.commit.failed()) return 0;  // nothing more is written after a failed commit anyway
+    int err = s_.commit.commit_locked();
+    if (!err) err = write_superblock(STATE_CLEAN);
+    if (!err) err = s_.io.flush();
+    return err;
+  }
+  std::unique_lock ex(s_.lock);
+  if (!s_.read_only) return 0;
+  // After a failed commit the journal stays as it was until the next mount replays it (ext4
+  // refuses a writable remount of an aborted journal, too).
+  if (s_.commit.failed()) return s_.commit.failed();
+  if (int err = write_superblock(STATE_DIRTY)) return err;
+  if (!s_.end_io) s_.end_io = std::make_unique<EndIoWork>(finish_conversions_);
+  s_.read_only = false;
   return 0;
 }
 
@@ -95,10 +119,11 @@ int Super::unmount() {
     s_.mounted = false;
     return s_.commit.failed();
   }
-  // Inodes unlinked while open are freed now that nothing holds them.
+  // Inodes unlinked while open are freed now that nothing holds them; read-only, they stay on
+  // the orphan list for the next writable mount.
   std::vector<InodeObj*> orphans;
   for (auto& [ino, in] : s_.inodes)
-    if (in->d.nlink == 0) orphans.push_back(in.get());
+    if (in->d.nlink == 0 && !s_.read_only) orphans.push_back(in.get());
   for (InodeObj* in : orphans) {
     in->nlookup = 0;
     in->open = 0;
@@ -107,7 +132,7 @@ int Super::unmount() {
   }
   int err = s_.commit.commit_locked();
   if (s_.commit.failed()) err = err ? err : s_.commit.failed();
-  if (!err && !s_.opts.read_only) err = write_superblock(STATE_CLEAN);
+  if (!err && !s_.read_only) err = write_superblock(STATE_CLEAN);
   if (!err) err = s_.io.flush();
   s_.mounted = false;
   return err;

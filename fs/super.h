@@ -40,6 +40,14 @@ class Super {
   // journal replay brings back what was committed. A second shutdown is a no-op.
   enum ShutdownFlags : uint32_t { GOING_FLAGS_DEFAULT = 0, GOING_FLAGS_LOGFLUSH = 1, GOING_FLAGS_NOLOGFLUSH = 2 };
   int shutdown(uint32_t flags);
+  // The mount became read-only or writable again (`mount -o remount,ro|rw`), as in ext4's
+  // __ext4_remount() (fs/ext4/super.c, v6.18); the kernel has written back the files' dirty
+  // pages and refuses writers already. To read-only: unwritten-extent conversions finish, the
+  // running transaction commits and the superblock is written clean, so that nothing more is
+  // written (not an atime) and a crash from here loses nothing. To writable: the superblock is
+  // marked dirty again. 0 (or no change), or the error of the commit or the superblock write;
+  // the filesystem is read-only from the call on either way, since the kernel's mount is.
+  int set_read_only(bool read_only);
 
 
  private:
@@ -49,6 +57,7 @@ class Super {
   FsInfo& s_;
   InodeTable& itable_;
   Evict& evict_;
+  EndIoWork::Run finish_conversions_;  // the end-io worker's, for a remount to writable
   std::mutex commit_wait_lock_;           // only for commit_wait_'s sleep
   std::condition_variable_any commit_wait_;
   std::jthread committer_;  // last: stopped and joined before the members it uses go

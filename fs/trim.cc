@@ -55,7 +55,7 @@ int trim_fs(FsInfo& s, const TrimRange& r, uint64_t* trimmed) {
   if (minlen > bpb || start >= max_blks || r.len < bs) return -EINVAL;
   const RequestQueue* q = s.io.bdev()->queue;
   if (!q || q->limits().max_discard_sectors == 0) return -EOPNOTSUPP;
-  if (s.opts.read_only) return -EROFS;
+  if (s.read_only) return -EROFS;
   // The bitmap covers the whole device, its metadata marked in use: no first_data_blk to skip.
   if (end >= max_blks - 1) end = max_blks - 1;  // len / bs < 2^52: start + it cannot wrap
   for (uint64_t first = start; first <= end;) {

@@ -46,6 +46,28 @@ TEST_CASE("mount options: FUSE and mount(8) options pass through") {
   CHECK(parse_mount_options("allow_other,default_permissions,ro,fsname=x,noatime,,", &o).message() == "");
   CHECK(o.fuse_opts == std::vector<std::string>{"allow_other", "default_permissions", "ro", "fsname=x", "noatime"});
   CHECK(o.fs.read_only);
+  CHECK(parse_mount_options("rw", &o).message() == "");  // the last of ro and rw wins, as in mount(8)
+  CHECK_FALSE(o.fs.read_only);
+  CHECK(parse_mount_options("ro", &o).message() == "");
+  CHECK(o.fs.read_only);
+}
+
+// What mount(8) hands a helper for `mount -o remount,ro MNT`: the options /proc/mounts shows,
+// the kernel's own among them, with remount and ro.
+TEST_CASE("mount options: a remount takes the kernel's options mount(8) repeats, a mount refuses them") {
+  auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
+    return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl).message();
+  };
+  CommandLine remount, mount, plain;
+  CHECK(parse({"biofs", "emu:img", "mnt", "-o", "ro,relatime,remount,user_id=0,group_id=0,default_permissions,allow_other"},
+              &remount) == "");
+  CHECK(remount.opts.remount);
+  CHECK(remount.opts.fs.read_only);
+  CHECK(remount.opts.kernel_opts == std::vector<std::string>{"user_id=0", "group_id=0"});
+  CHECK(parse({"biofs", "emu:img", "mnt", "-o", "user_id=0"}, &mount) ==
+        "mount option 'user_id=0' is the kernel's own (/proc/mounts shows it); only -o remount takes it");
+  CHECK(parse({"biofs", "emu:img", "mnt", "-o", "allow_other"}, &plain) == "");
+  CHECK_FALSE(plain.opts.remount);
 }
 
 TEST_CASE("mount options: unknown or malformed options are refused by name") {

@@ -464,3 +464,73 @@ TEST_CASE("fuse ext4 parity: a root mount opens device nodes and runs set-id pro
     unmount(s.mnt, pid);
   }
 }
+
+// `mount -o remount,ro` as mount(8) runs it: the helper gets the options /proc/mounts shows,
+// with remount (daemon/remount.h). The kernel then refuses every change; the daemon follows
+// (read_only_watch.h): it commits and writes the superblock clean, so a kill -9 from here loses
+// nothing, and it moves no atime. generic/294 found biofs refusing the remount.
+TEST_CASE("fuse ext4 parity: remount,ro refuses changes, commits so a kill -9 loses nothing, moves no atime, and rw writes again") {
+  if (no_fuse()) return;
+  if (geteuid() != 0) {
+    MESSAGE("a remount needs CAP_SYS_ADMIN: run as root");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  // commit=0: nothing commits but fsync, sync, unmount and the remount itself.
+  pid_t pid = mount_fg(s.img, s.mnt, "commit=0,strictatime");
+  const std::string remount = kBin + "/biofs emu:" + s.img + " " + s.mnt + " -o ";
+  const std::string kernel_opts = ",remount,user_id=0,group_id=0,default_permissions";
+  write_file(s.mnt + "/synced", "synced", true);
+  write_file(s.mnt + "/written", "written, not synced");  // in the running transaction only
+  REQUIRE(mkdir((s.mnt + "/dir").c_str(), 0755) == 0);
+  std::string out;
+  {  // a file open for writing: the kernel refuses, and says why in one line
+    const int fd = open((s.mnt + "/written").c_str(), O_WRONLY);
+    REQUIRE(fd >= 0);
+    CHECK(run(remount + "ro,relatime" + kernel_opts, &out) == 32);
+    CHECK(out.find("(a file is open for writing)") != std::string::npos);
+    close(fd);
+  }
+  CHECK(stat_flag(stats_of(s.mnt), "read_only") == false);
+  REQUIRE_MESSAGE(run(remount + "ro,relatime" + kernel_opts, &out) == 0, out);
+  CHECK(stat_flag(stats_of(s.mnt), "read_only"));
+  CHECK(open((s.mnt + "/new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
+  CHECK(errno == EROFS);
+  CHECK(open((s.mnt + "/written").c_str(), O_WRONLY) == -1);
+  CHECK(errno == EROFS);
+  CHECK(mkdir((s.mnt + "/dir2").c_str(), 0755) == -1);
+  CHECK(errno == EROFS);
+  // strictatime moves atime at every read of a writable mount; read-only, none.
+  struct stat before, after;
+  REQUIRE(stat((s.mnt + "/synced").c_str(), &before) == 0);
+  usleep(50 * 1000);  // past the coarse clock's tick
+  CHECK(read_file(s.mnt + "/synced") == "synced");
+  REQUIRE(stat((s.mnt + "/synced").c_str(), &after) == 0);
+  CHECK(after.st_atim.tv_sec == before.st_atim.tv_sec);
+  CHECK(after.st_atim.tv_nsec == before.st_atim.tv_nsec);
+  // A crash now: the journal needs nothing, and the unsynced file is there.
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  REQUIRE(waitpid(pid, nullptr, 0) == pid);
+  run("fusermount3 -u -z " + s.mnt);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  CHECK_MESSAGE(out.find("not cleanly unmounted") == std::string::npos, out);  // the superblock says clean
+  pid = mount_fg(s.img, s.mnt, "commit=0");
+  CHECK(read_file(s.mnt + "/written") == "written, not synced");
+  CHECK(std::filesystem::is_directory(s.mnt + "/dir"));
+  // Read-only and back: the mount writes again.
+  REQUIRE_MESSAGE(run(remount + "ro" + kernel_opts, &out) == 0, out);
+  CHECK(open((s.mnt + "/after").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
+  REQUIRE_MESSAGE(run(remount + "rw" + kernel_opts, &out) == 0, out);
+  CHECK(stat_flag(stats_of(s.mnt), "read_only") == false);
+  write_file(s.mnt + "/after", "the remount writes again", true);
+  // Writable again, the superblock is marked dirty (its counts are hints): a crash now is one.
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  REQUIRE(waitpid(pid, nullptr, 0) == pid);
+  run("fusermount3 -u -z " + s.mnt);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+  CHECK_MESSAGE(out.find("not cleanly unmounted") != std::string::npos, out);
+  pid = mount_fg(s.img, s.mnt, "");
+  CHECK(read_file(s.mnt + "/after") == "the remount writes again");
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
