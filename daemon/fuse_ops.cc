@@ -108,6 +108,12 @@ void op_destroy(void* userdata) {
   ctx->fs->sync();
 }
 
+}  // namespace
+
+int fuse_syncfs(void* userdata) { return static_cast<FuseContext*>(userdata)->fs->sync(); }
+
+namespace {
+
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   struct stat st;
   const int err = FS(req)->lookup(parent, name, &st);

@@ -104,5 +104,7 @@ void fuse_hot_request(void* userdata, const FuseReactor::HotRequest& r);
 // What a reactor thread runs when it has handled a batch of requests (FuseReactor::Config::
 // batch_end): dispatches the plug its reads and writes gathered.
 void fuse_ring_batch_end(void* userdata);
+// FUSE_SYNCFS (syncfs.h): the filesystem commits and flushes. 0 or -errno; userdata: the FuseContext*.
+int fuse_syncfs(void* userdata);
 
 }  // namespace biofs

@@ -351,6 +351,10 @@ void Queue::handle(Entry* e, int waiting) {
     FuseReactor::reply_hot(e, EIO, nullptr, 0);
     return;
   }
+  if (in->opcode == FUSE_SYNCFS && r->cfg.syncfs) {  // libfuse would answer ENOSYS (syncfs.h)
+    FuseReactor::reply_hot(e, -r->cfg.syncfs(r->cfg.userdata), nullptr, 0);
+    return;
+  }
   if (hot(e, in, payload_sz, waiting)) {
     bump(hot_requests);
   } else {
@@ -395,9 +399,9 @@ void commit_reply(Entry* e) {
   }
 }
 
-ssize_t reactor_read(int fd, void* buf, size_t len, void*) {
-  const ssize_t n = read(fd, buf, len);
+ssize_t reactor_read(int fd, void* buf, size_t len, void* userdata) {
   FuseReactor::Impl* r = g_reactor;
+  const ssize_t n = read_answering_syncfs(fd, buf, len, r ? r->cfg.syncfs : nullptr, userdata);
   if (r && n >= ssize_t(sizeof(fuse_in_header) + sizeof(fuse_init_in))) {
     const auto* in = static_cast<const fuse_in_header*>(buf);
     if (in->opcode == FUSE_INIT) {

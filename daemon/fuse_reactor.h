@@ -27,6 +27,7 @@
 
 #include "fuse_compat.h"
 #include "fuse_uring_uapi.h"
+#include "syncfs.h"
 
 #include <atomic>
 #include <cstddef>
@@ -74,6 +75,9 @@ class FuseReactor {
     // While this is false (it may change under I/O: fuse_uring_hot, live), READ and WRITE go to
     // libfuse like every other request. nullptr: always true.
     const std::atomic<bool>* hot_enabled = nullptr;
+    // FUSE_SYNCFS, answered by the reactor, from its ring or /dev/fuse (syncfs.h); nullptr:
+    // libfuse answers it (ENOSYS).
+    SyncFsFn syncfs = nullptr;
   };
 
   // Takes over the session's I/O (fuse_session_custom_io) on `fd`, the mounted session's

@@ -23,6 +23,8 @@
 #include "daemon/fuse_reactor.h"
 #include "devices/io_contract.h"
 #include "daemon/fuse_transport.h"
+#include "daemon/fuseblk.h"
+#include "daemon/syncfs.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
 #include "daemon/read_only_watch.h"
@@ -150,6 +152,10 @@ int check_request(Mount& m) {
     return say("mount point '" + m.cl.mountpoint + "': " + strerror(errno));
   m.mountpoint = resolved;  // now, before the mount: a stat of it then would wait for this daemon
   if (Status s = resolve_trace_dir(m.opts.trace_dir, &m.trace_dir); !s.ok()) return say(s.message());
+  if (!m.opts.blkdev.empty()) {
+    if (getuid() != 0) return say("blkdev=: a fuseblk mount needs root");
+    if (Status s = check_blkdev(m.cl.device, m.opts.blkdev); !s.ok()) return say(s.message());
+  }
   std::string why;
   if (Status s = decide_fuse_uring(m.opts.fuse_uring, &m.use_uring, &why); !s.ok()) return say(s.message());
   m.transport_note = why;
@@ -244,6 +250,7 @@ std::string libfuse_options(const Mount& m) {
   std::string source = "biofs:" + m.cl.device, fsname;
   for (const std::string& o : m.opts.fuse_opts)
     if (o.rfind("fsname=", 0) == 0) source = o.substr(7);
+  if (!m.opts.blkdev.empty()) source = m.opts.blkdev;  // fuseblk: the kernel opens the source
   for (char c : source) {
     if (c == ',' || c == '\\') fsname += '\\';
     fsname += c;
@@ -259,6 +266,7 @@ std::string libfuse_options(const Mount& m) {
     if (!given("nosuid")) fuse_o += ",suid";
   }
   if (m.use_uring) fuse_o += ",io_uring,io_uring_q_depth=" + std::to_string(m.opts.fuse_uring_qd);
+  if (!m.opts.blkdev.empty()) fuse_o += ",blkdev,blksize=4096";
   for (const std::string& o : m.opts.fuse_opts) {
     if (o.rfind("fsname=", 0) == 0 || o.rfind("subtype=", 0) == 0 || o == "default_permissions") continue;
     fuse_o += "," + o;
@@ -294,9 +302,20 @@ void mount_fuse(Mount& m, const char* argv0) {
     if (m.opts.fuse_uring_cover) rc.device_queue = m.dev->bdev()->queue;
     rc.hot_request = fuse_hot_request;
     rc.hot_enabled = &m.ctx.switches.ring_hot;  // fuse_uring_hot=, live
+    rc.syncfs = fuse_syncfs;
     rc.userdata = &m.ctx;
     if (Status s = FuseReactor::attach(m.se, fuse_session_fd(m.se), rc, &m.reactor); !s.ok()) fail_mount(m, s.message());
     m.ctx.attached.reactor = m.reactor.get();
+  } else if (!m.opts.blkdev.empty() && !m.use_uring) {
+    // fuseblk over /dev/fuse: its reads answer the FUSE_SYNCFS libfuse does not know (syncfs.h).
+    static const fuse_custom_io io = {
+        .writev = [](int fd, iovec* iov, int count, void*) { return writev(fd, iov, count); },
+        .read = [](int fd, void* buf, size_t len, void* userdata) {
+          return read_answering_syncfs(fd, buf, len, fuse_syncfs, userdata);
+        },
+    };
+    if (int rc = fuse_set_custom_io(m.se, &io, fuse_session_fd(m.se)))
+      fail_mount(m, std::string("blkdev=: fuse_session_custom_io: ") + strerror(-rc));
   }
   set_notify_session(m.se);
 }

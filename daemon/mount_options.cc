@@ -82,6 +82,11 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
     return Status();
   }
   if (const DaemonSwitch* s = find_daemon_switch(key)) return s->set(o, val) ? Status() : bad(s->values);
+  if (key == "blkdev") {
+    if (val.empty()) return bad("a block device");
+    o->blkdev = val;
+    return Status();
+  }
   if (key == "trace") {
     if (val.empty()) return bad("a directory");
     o->trace_dir = val;
@@ -210,6 +215,9 @@ Status parse_command_line(int argc, char** argv, CommandLine* cl) {
   if (!cl->opts.kernel_opts.empty() && !cl->opts.remount)
     return Status::invalid_argument("mount option '" + cl->opts.kernel_opts[0] +
                                     "' is the kernel's own (/proc/mounts shows it); only -o remount takes it");
+  if (!cl->opts.blkdev.empty() && cl->opts.fuse_uring == FuseUring::libfuse)
+    return Status::invalid_argument(
+        "blkdev= needs fuse_uring=on, auto or off: libfuse's own ring answers the kernel's FUSE_SYNCFS with ENOSYS");
   if (cl->opts.fuse_uring_sched == DaemonOptions::RingSched::idle &&
       (cl->opts.fuse_uring == FuseUring::off || cl->opts.fuse_uring == FuseUring::libfuse))
     return Status::invalid_argument(

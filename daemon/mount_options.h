@@ -51,6 +51,9 @@ struct DaemonOptions {
   // trace=DIR: blktrace files of every request queue in DIR (devices/block_trace.h), written
   // from mount to unmount; blkparse -i biofs -D DIR reads them.
   std::string trace_dir;
+  // blkdev=PATH: a fuseblk mount, the kernel holding PATH, the block device of the storage
+  // DEVICE names (fuseblk.h), so that sync(2) and syncfs(2) reach the daemon.
+  std::string blkdev;
   // verbose: print the I/O contract (devices/io_contract.h) when mounting, on stderr.
   bool verbose = false;
   // fuse_uring_sched=normal|idle|auto: idle puts the reactor's threads in SCHED_IDLE, so a woken

@@ -49,7 +49,9 @@ inline bool is_mounted(const std::string& mnt) {
   std::ifstream m("/proc/mounts");
   std::string line;
   while (std::getline(m, line))
-    if (line.find(" " + mnt + " fuse.biofs ") != std::string::npos) return true;
+    if (line.find(" " + mnt + " fuse.biofs ") != std::string::npos ||
+        line.find(" " + mnt + " fuseblk.biofs ") != std::string::npos)  // blkdev=
+      return true;
   return false;
 }
 
