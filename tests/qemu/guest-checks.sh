@@ -11,6 +11,8 @@
 #                 the toggles flipped over /dev/fuse
 #   stack-OPT     the same fio verification on nvme:/dev/ng0n1,OPT for regfiles, fixedbufs,
 #                 iopoll and sqpoll, each with the kernel's evidence that OPT was in force
+#   fuseblk-sync  a fuseblk mount (blkdev=/dev/nvme0n1): sync(2) reaches the daemon, so after a
+#                 kill -9 the tree is there, fsck clean
 #   retry         controller resets while fio writes through a mount on ng0n2 (a namespace QEMU
 #                 throttles): commands the reset aborts are sent again (nvme_max_retries) and no
 #                 data is lost
@@ -21,7 +23,7 @@
 cd /test || exit 1
 export PATH=/test:$PATH
 failed=0
-wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll retry fabric stripe-local-fabric"}
+wanted=${2:-"driver biofs-bench fio-witness stack stack-regfiles stack-fixedbufs stack-iopoll stack-sqpoll fuseblk-sync retry fabric stripe-local-fabric"}
 kernel=$(uname -r)
 kver=$(uname -r | awk -F. '{print $1 * 100 + $2}')
 check() {
@@ -47,7 +49,7 @@ fs_mount() {
   ./biofs "$1" $mnt -f -o "$2" &
   daemon=$!
   i=0
-  while ! grep -q " $mnt fuse.biofs " /proc/mounts; do
+  while ! grep -qE " $mnt fuse(blk)?\.biofs " /proc/mounts; do
     i=$((i+1))
     [ $i -lt 300 ] || { echo "biofs did not mount"; return 1; }
     kill -0 $daemon 2>/dev/null || { echo "biofs exited before mounting"; return 1; }
@@ -133,6 +135,26 @@ for opt in regfiles fixedbufs iopoll sqpoll; do
   fi
   check stack-$opt option_stack $opt
 done
+
+# sync(2) on a fuseblk mount, the kernel holding the namespace's block device: FUSE_SYNCFS
+# reaches the daemon (daemon/syncfs.h), which commits; kill -9 then loses nothing.
+fuseblk_sync() {
+  ./mkfs.biofs -f -q nvme:/dev/ng0n1 || return 1
+  fs_mount nvme:/dev/ng0n1 "blkdev=/dev/nvme0n1,commit=0" || return 1
+  grep " $mnt " /proc/mounts
+  grep -q "^/dev/nvme0n1 $mnt fuseblk.biofs " /proc/mounts || { echo "not a fuseblk mount of /dev/nvme0n1"; return 1; }
+  mkdir $mnt/tree && echo durable > $mnt/tree/file || return 1
+  sync
+  kill -9 $daemon
+  wait $daemon
+  umount -l $mnt
+  ./fsck.biofs -n nvme:/dev/ng0n1 || return 1
+  fs_mount nvme:/dev/ng0n1 "" || return 1
+  [ "$(cat $mnt/tree/file)" = durable ] || { echo "sync then kill -9 lost the tree"; return 1; }
+  echo "sync, kill -9, mount: the tree is there"
+  fs_unmount
+}
+check fuseblk-sync fuseblk_sync
 
 # Controller resets under write load: each one aborts the commands in flight (the host's
 # NVME_SC_HOST_ABORTED_CMD, or -EINTR/-EAGAIN from the char device); the driver sends them

@@ -43,7 +43,7 @@ root="$work/root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,modules,test}
 
 cp "$(command -v busybox)" "$root/bin/busybox"
-for app in sh mount umount insmod sleep poweroff cat ls echo mkdir mv grep kill uname awk cut tr head tail ip ln dd dmesg; do ln -s busybox "$root/bin/$app"; done
+for app in sh mount umount insmod sleep poweroff cat ls echo mkdir mv grep kill uname awk cut tr head tail ip ln dd dmesg sync; do ln -s busybox "$root/bin/$app"; done
 cp "$kcache"/modules/*.ko "$root/modules/"
 cp "$kcache/modules.order" "$root/modules.order"
 
