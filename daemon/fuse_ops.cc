@@ -12,8 +12,10 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -427,6 +429,20 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_i
 
 // Without FUSE_CAP_POSIX_ACL the kernel would neither enforce ACLs nor keep the mode in step:
 // refuse them as a filesystem without ACLs does (cp -a then succeeds without them).
+// in_group_or_capable() (fs/inode.c): the caller is root, or the file's group is its own or one
+// of its supplementary groups. The kernel leaves this to a FUSE server for an ACL's set-group-ID
+// rule (it sends FUSE_SETXATTR_ACL_KILL_SGID, which libfuse does not pass on).
+bool in_group_or_capable(fuse_req_t req, fuse_ino_t ino) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  if (c->uid == 0 || FS(req)->getattr(ino, &st) != 0 || st.st_gid == c->gid) return true;
+  gid_t groups[64];
+  const int n = fuse_req_getgroups(req, 64, groups);
+  for (int i = 0; i < std::min(n, 64); i++)
+    if (groups[i] == st.st_gid) return true;
+  return false;
+}
+
 bool acl_refused(fuse_req_t req, const char* name) {
   return !CTX(req)->granted.posix_acl && std::string_view(name).rfind("system.posix_acl_", 0) == 0;
 }
@@ -441,6 +457,8 @@ void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* v
     return (void)fuse_reply_err(req, -err);
   }
   if (acl_refused(req, name)) return (void)fuse_reply_err(req, EOPNOTSUPP);
+  flags &= XATTR_CREATE | XATTR_REPLACE;
+  if (std::string_view(name) == "system.posix_acl_access" && !in_group_or_capable(req, ino)) flags |= XATTR_ACL_KILL_SGID;
   fuse_reply_err(req, -FS(req)->setxattr(ino, name, std::string(value, size), flags));
 }
 

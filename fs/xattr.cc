@@ -175,7 +175,10 @@ int Xattr::setxattr(uint64_t ino, const std::string& name, const std::string& va
   auto it = find_attr(attrs, name);
   if (it != attrs.end() && (flags & XATTR_CREATE)) return -EEXIST;
   if (it == attrs.end() && (flags & XATTR_REPLACE)) return -ENODATA;
-  if (name == ACL_ACCESS_XATTR) return acl_set_access(in, &attrs, value);
+  if (name == ACL_ACCESS_XATTR) {
+    if (flags & XATTR_ACL_KILL_SGID) in->d.mode &= ~mode_t(S_ISGID);
+    return acl_set_access(in, &attrs, value);
+  }
   if (name == ACL_DEFAULT_XATTR) {
     if (!S_ISDIR(in->d.mode)) return -EACCES;
     if (!acl_from_xattr(value)) return -EINVAL;

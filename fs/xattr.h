@@ -18,6 +18,11 @@ namespace xattr {
 struct Attr;  // xattr_block.h
 }
 
+// A setxattr flag beside XATTR_CREATE and XATTR_REPLACE: setting the access ACL also clears the
+// set-group-ID bit, because the caller is neither in the file's group nor privileged
+// (posix_acl_update_mode(), fs/posix_acl.c, v6.18; FUSE's FUSE_SETXATTR_ACL_KILL_SGID).
+inline constexpr int XATTR_ACL_KILL_SGID = 1 << 8;
+
 class Xattr {
  public:
   Xattr(FsInfo& s, InodeTable& itable) : s_(s), itable_(itable) {}

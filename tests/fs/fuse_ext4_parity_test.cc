@@ -617,3 +617,40 @@ TEST_CASE("fuse ext4 parity: on a fuseblk mount sync and syncfs make the tree du
   CHECK_MESSAGE(out == "biofs: blkdev=" + other.img + ": not a block device\n", out);
   CHECK_FALSE(is_mounted(s.mnt));
 }
+
+// setfacl by the owner when it is not in the file's group clears the set-group-ID bit, as
+// chmod does (posix_acl_update_mode()); a member keeps it. The kernel leaves the rule to a FUSE
+// server, and libfuse drops the flag that says so. generic/375 found biofs keeping the bit.
+TEST_CASE("fuse ext4 parity: setfacl by an owner outside the file's group clears set-group-ID, a member keeps it") {
+  if (no_fuse()) return;
+  if (geteuid() != 0 || run("command -v setfacl && command -v setpriv") != 0) {
+    MESSAGE("skipped: needs root, setfacl and setpriv");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);
+  pid_t pid = mount_fg(s.img, s.mnt, "allow_other");
+  const std::string f = s.mnt + "/f", d = s.mnt + "/d";
+  write_file(f, "x");
+  REQUIRE(mkdir(d.c_str(), 0755) == 0);
+  const auto mode_after_setfacl = [](const std::string& p, gid_t as_gid) {
+    REQUIRE(chown(p.c_str(), 100, 100) == 0);
+    REQUIRE(chmod(p.c_str(), 02755) == 0);
+    std::string out;
+    REQUIRE_MESSAGE(run("setpriv --reuid=100 --regid=" + std::to_string(as_gid) + " --clear-groups setfacl -m u::rwx,g::rwx,o::rwx " + p,
+                        &out) == 0, out);
+    struct stat st;
+    REQUIRE(stat(p.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+  };
+  for (const std::string& p : {f, d}) {
+    CHECK(mode_after_setfacl(p, 100) == 02777);  // in the group: kept
+    CHECK(mode_after_setfacl(p, 101) == 00777);  // outside it: cleared
+  }
+  unmount(s.mnt, pid);
+  pid = mount_fg(s.img, s.mnt, "");
+  struct stat st;
+  REQUIRE(stat(f.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 00777);  // on disk
+  unmount(s.mnt, pid);
+}
