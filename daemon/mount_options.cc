@@ -100,6 +100,10 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
     o->remount = true;
     return Status();
   }
+  if ((key == "norecovery" || key == "noload") && !has_value) {  // ext4's names
+    o->fs.norecovery = true;
+    return Status();
+  }
   if ((key == "ro" || key == "rw") && !has_value) {  // the last one wins, as in mount(8)
     o->fs.read_only = key == "ro";
     o->fuse_opts.push_back(key);
@@ -215,6 +219,8 @@ Status parse_command_line(int argc, char** argv, CommandLine* cl) {
   if (!cl->opts.kernel_opts.empty() && !cl->opts.remount)
     return Status::invalid_argument("mount option '" + cl->opts.kernel_opts[0] +
                                     "' is the kernel's own (/proc/mounts shows it); only -o remount takes it");
+  if (cl->opts.fs.norecovery && !cl->opts.fs.read_only && !cl->opts.remount)
+    return Status::invalid_argument("norecovery needs ro: a journal left unreplayed must not be written over");
   if (!cl->opts.blkdev.empty() && cl->opts.fuse_uring == FuseUring::libfuse)
     return Status::invalid_argument(
         "blkdev= needs fuse_uring=on, auto or off: libfuse's own ring answers the kernel's FUSE_SYNCFS with ENOSYS");

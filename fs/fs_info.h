@@ -28,6 +28,7 @@ struct MountOptions {
   size_t meta_cache_bytes = 256u << 20;
   unsigned commit_interval_s = 5;  // background commit of metadata; 0: only on fsync/unmount
   bool read_only = false;  // at mount; FsInfo::read_only follows remounts
+  bool norecovery = false;  // with read_only: the journal is not replayed (ext4's norecovery, noload)
   AtimePolicy atime;  // relatime, strictatime or noatime; nodiratime
   // Called, under the filesystem's lock, when an inode's attributes change where the kernel
   // does not expect it (a write by a writer without fsetid drops the set-id bits; an open moves

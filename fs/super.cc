@@ -18,7 +18,8 @@ namespace biofs {
 using namespace disk;
 
 int Super::start(EndIoWork::Run finish_conversions) {
-  std::string why = s_.journal.recover(&s_.replayed);
+  if (s_.opts.norecovery && !s_.opts.read_only) return -EINVAL;  // the daemon's parser says so first
+  std::string why = s_.opts.norecovery ? "" : s_.journal.recover(&s_.replayed);
   if (!why.empty()) return -EUCLEAN;
   if (s_.replayed) {
     // The superblock itself may have been replayed (it is logged when the orphan list changes).

@@ -70,6 +70,19 @@ TEST_CASE("mount options: a remount takes the kernel's options mount(8) repeats,
   CHECK_FALSE(plain.opts.remount);
 }
 
+TEST_CASE("mount options: norecovery and noload need ro") {
+  auto parse = [](std::vector<const char*> argv, CommandLine* cl) {
+    return parse_command_line(int(argv.size()), const_cast<char**>(argv.data()), cl).message();
+  };
+  CommandLine ro, noload, rw;
+  CHECK(parse({"biofs", "img", "mnt", "-o", "ro,norecovery"}, &ro) == "");
+  CHECK(ro.opts.fs.norecovery);
+  CHECK(parse({"biofs", "img", "mnt", "-o", "noload,ro"}, &noload) == "");
+  CHECK(noload.opts.fs.norecovery);
+  CHECK(parse({"biofs", "img", "mnt", "-o", "norecovery"}, &rw) ==
+        "norecovery needs ro: a journal left unreplayed must not be written over");
+}
+
 TEST_CASE("mount options: unknown or malformed options are refused by name") {
   DaemonOptions o;
   CHECK(parse_mount_options("frobnicate", &o).message() == "unknown mount option 'frobnicate'");

@@ -654,3 +654,29 @@ TEST_CASE("fuse ext4 parity: setfacl by an owner outside the file's group clears
   CHECK((st.st_mode & 07777) == 00777);  // on disk
   unmount(s.mnt, pid);
 }
+
+// ro,norecovery (ext4's, also noload): the journal a crash left is not replayed, nothing is
+// written, and FITRIM is refused; the next plain mount replays it. generic/537 found biofs
+// refusing the option.
+TEST_CASE("fuse ext4 parity: ro,norecovery mounts without replaying the journal and writes nothing") {
+  if (no_fuse()) return;
+  FuseScratch s(64 << 20);
+  pid_t pid = mount_fg(s.img, s.mnt, "commit=0");
+  write_file(s.mnt + "/f", "committed by fsync", true);  // in the journal: replayed at the next mount
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  REQUIRE(waitpid(pid, nullptr, 0) == pid);
+  run("fusermount3 -u -z " + s.mnt);
+  const std::string before = read_file(s.img);
+  pid = mount_fg(s.img, s.mnt, "ro,norecovery");
+  std::string out;
+  CHECK(run("fstrim " + s.mnt, &out) != 0);
+  CHECK_MESSAGE(out.find("Read-only file system") != std::string::npos, out);
+  unmount(s.mnt, pid);
+  CHECK(read_file(s.img) == before);  // not a byte written, the journal still to replay
+  CHECK(run(kBin + "/biofs " + s.img + " " + s.mnt + " -o noload", &out) == 1);
+  CHECK(out == "biofs: norecovery needs ro: a journal left unreplayed must not be written over\n");
+  pid = mount_fg(s.img, s.mnt, "");
+  CHECK(read_file(s.mnt + "/f") == "committed by fsync");
+  unmount(s.mnt, pid);
+  CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
+}
