@@ -296,6 +296,32 @@ TEST_CASE("fs core: a crash after the commit block is replayed at mount, uncommi
   CHECK(r.lookup(disk::ROOT_INO, "after") != 0);
 }
 
+// ro,norecovery (ext4's noload): the committed transaction stays in the journal, unread and
+// unapplied, until a mount that replays it; norecovery without ro is refused.
+TEST_CASE("fs core: a read-only norecovery mount leaves the journal unreplayed for the next mount") {
+  Rig r;
+  const uint64_t a = r.create(disk::ROOT_INO, "committed");
+  r.fs->crash_before_checkpoint();
+  CHECK(r.fs->sync() == -EIO);
+  r.fs->crash();
+  r.fs.reset();
+  MountOptions o;
+  o.commit_interval_s = 0;
+  o.norecovery = true;
+  std::unique_ptr<Filesystem> fs;
+  CHECK_FALSE(Filesystem::mount(r.io, o, &fs).ok());  // writable: refused
+  o.read_only = true;
+  REQUIRE(Filesystem::mount(r.io, o, &fs).ok());
+  CHECK(fs->replayed() == 0);
+  struct stat st;
+  CHECK(fs->lookup(disk::ROOT_INO, "committed", &st) == -ENOENT);  // only the journal has it
+  REQUIRE(fs->unmount() == 0);
+  fs.reset();
+  r.mount();
+  CHECK(r.fs->replayed() == 1);
+  CHECK(r.lookup(disk::ROOT_INO, "committed") == a);
+}
+
 TEST_CASE("fs core: fdatasync commits what reading the data back needs, fsync what changed the file, neither another file's changes") {
   Rig r;
   const uint64_t f = r.create(disk::ROOT_INO, "f");
