@@ -408,12 +408,44 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
   else fuse_reply_statfs(req, &st);
 }
 
+// in_group_or_capable() (fs/inode.c): the caller is root, or the file's group is its own or one
+// of its supplementary groups. The kernel leaves this to a FUSE server for an ACL's set-group-ID
+// rule (it sends FUSE_SETXATTR_ACL_KILL_SGID, which libfuse does not pass on).
+bool in_group_or_capable(fuse_req_t req, fuse_ino_t ino) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  struct stat st;
+  if (c->uid == 0 || FS(req)->getattr(ino, &st) != 0 || st.st_gid == c->gid) return true;
+  gid_t groups[64];
+  const int n = fuse_req_getgroups(req, 64, groups);
+  for (int i = 0; i < std::min(n, 64); i++)
+    if (groups[i] == st.st_gid) return true;
+  return false;
+}
+
+// file_modified()'s privilege drop after a fallocate (setattr_should_drop_suidgid(), fs/attr.c,
+// v6.18), which FUSE leaves to the server (FUSE_FALLOCATE carries no kill flag, unlike a
+// write): for a caller without CAP_FSETID, set-user-ID always goes, set-group-ID when the file
+// is group-executable or the caller is outside its group. The kernel asks for the attributes
+// again after a fallocate (it invalidates the size), so it sees the new mode. generic/683-685.
+int drop_suidgid_after_fallocate(fuse_req_t req, fuse_ino_t ino) {
+  struct stat st;
+  if (fuse_req_ctx(req)->uid == 0 || FS(req)->getattr(ino, &st) != 0) return 0;
+  mode_t kill = st.st_mode & S_ISUID;
+  if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !in_group_or_capable(req, ino))) kill |= S_ISGID;
+  if (!kill) return 0;
+  struct stat attr{}, out;
+  attr.st_mode = st.st_mode & ~kill;
+  return FS(req)->setattr(ino, FUSE_SET_ATTR_MODE, attr, &out);
+}
+
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, fuse_file_info*) {
   if (off < 0 || len <= 0) {
     fuse_reply_err(req, EINVAL);
     return;
   }
-  fuse_reply_err(req, -FS(req)->fallocate(ino, mode, uint64_t(off), uint64_t(len)));
+  int err = FS(req)->fallocate(ino, mode, uint64_t(off), uint64_t(len));
+  if (!err) err = drop_suidgid_after_fallocate(req, ino);
+  fuse_reply_err(req, -err);
 }
 
 void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
@@ -429,20 +461,6 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_i
 
 // Without FUSE_CAP_POSIX_ACL the kernel would neither enforce ACLs nor keep the mode in step:
 // refuse them as a filesystem without ACLs does (cp -a then succeeds without them).
-// in_group_or_capable() (fs/inode.c): the caller is root, or the file's group is its own or one
-// of its supplementary groups. The kernel leaves this to a FUSE server for an ACL's set-group-ID
-// rule (it sends FUSE_SETXATTR_ACL_KILL_SGID, which libfuse does not pass on).
-bool in_group_or_capable(fuse_req_t req, fuse_ino_t ino) {
-  const fuse_ctx* c = fuse_req_ctx(req);
-  struct stat st;
-  if (c->uid == 0 || FS(req)->getattr(ino, &st) != 0 || st.st_gid == c->gid) return true;
-  gid_t groups[64];
-  const int n = fuse_req_getgroups(req, 64, groups);
-  for (int i = 0; i < std::min(n, 64); i++)
-    if (groups[i] == st.st_gid) return true;
-  return false;
-}
-
 bool acl_refused(fuse_req_t req, const char* name) {
   return !CTX(req)->granted.posix_acl && std::string_view(name).rfind("system.posix_acl_", 0) == 0;
 }

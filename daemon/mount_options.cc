@@ -51,7 +51,10 @@ Status parse_one(const std::string& opt, DaemonOptions* o) {
       "suid", "nosuid", "exec", "noexec", "async", "sync", "dirsync"};
   // Taken and dropped: fstab's own (for mount(8), which may hand them to a helper: nothing for a
   // filesystem to do). libfuse's session refuses each as an unknown option.
-  static const std::set<std::string> drop = {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev"};
+  static const std::set<std::string> drop = {"nofail", "auto", "noauto", "user", "nouser", "users", "_netdev",
+                                             // The VFS's lazy timestamps: FUSE's inodes keep none (the
+                                             // daemon journals every time it sets), so nothing to defer.
+                                             "lazytime", "nolazytime"};
   // The atime options: the daemon moves atime (fs/atime.h; FUSE's kernel side never does), so
   // it keeps them; libfuse takes noatime (and nodiratime, but not 3.14) for the mount's flags and refuses the rest.
   static const std::map<std::string, AtimeMode> atime_modes = {

@@ -680,3 +680,36 @@ TEST_CASE("fuse ext4 parity: ro,norecovery mounts without replaying the journal 
   unmount(s.mnt, pid);
   CHECK_MESSAGE(run(kBin + "/fsck.biofs -n " + s.img, &out) == 0, out);
 }
+
+// A fallocate drops set-user-ID, and set-group-ID where the file is group-executable or the
+// caller is outside its group, for a caller without CAP_FSETID (file_modified()); root keeps
+// both. FUSE sends no kill flag with a fallocate. generic/683-685 found biofs keeping them.
+TEST_CASE("fuse ext4 parity: fallocate by a user drops set-user-ID and set-group-ID as a write does, root keeps them") {
+  if (no_fuse()) return;
+  if (geteuid() != 0 || run("command -v setpriv && command -v fallocate") != 0) {
+    MESSAGE("skipped: needs root, setpriv and fallocate");
+    return;
+  }
+  FuseScratch s(64 << 20);
+  REQUIRE(chmod(s.dir.c_str(), 0755) == 0);
+  pid_t pid = mount_fg(s.img, s.mnt, "allow_other");
+  const std::string f = s.mnt + "/f";
+  write_file(f, std::string(8192, 'x'));
+  REQUIRE(chown(f.c_str(), 0, 100) == 0);  // group 100
+  const auto mode_after = [&](mode_t mode, const std::string& as, const std::string& how) {
+    REQUIRE(chmod(f.c_str(), mode) == 0);
+    std::string out;
+    REQUIRE_MESSAGE(run(as + "fallocate " + how + " " + f, &out) == 0, out);
+    struct stat st;
+    REQUIRE(stat(f.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+  };
+  const std::string outsider = "setpriv --reuid=1000 --regid=1000 --clear-groups ";
+  const std::string member = "setpriv --reuid=1000 --regid=100 --clear-groups ";
+  CHECK(mode_after(06666, outsider, "-o 0 -l 64k") == 00666);
+  CHECK(mode_after(06676, outsider, "-o 0 -l 64k") == 00676);
+  CHECK(mode_after(06666, member, "-o 0 -l 64k") == 02666);  // sgid, not group-executable, in the group
+  CHECK(mode_after(06676, member, "-p -o 0 -l 4k") == 00676);  // a punch too
+  CHECK(mode_after(06777, "", "-z -o 0 -l 4k") == 06777);      // root: kept
+  unmount(s.mnt, pid);
+}
