@@ -49,6 +49,9 @@ bool may_keep_setid(fuse_req_t req) { return fuse_req_ctx(req)->uid == 0; }
 fuse_entry_param entry_of(fuse_req_t req, const struct stat& st) {
   fuse_entry_param e{};
   e.ino = st.st_ino;
+  // In the kernel's file handles (export support): a number reused by a later file is then
+  // a different file to a handle taken before (ESTALE), as on ext4.
+  e.generation = FS(req)->generation(st.st_ino);
   e.attr = st;
   e.attr_timeout = CTX(req)->settings.timeout();
   e.entry_timeout = CTX(req)->settings.timeout();
@@ -91,6 +94,9 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   if (ctx->settings.keep_cache) fuse_unwant(conn, FUSE_CAP_AUTO_INVAL_DATA);
   // POSIX ACLs as ext4 has them: the kernel enforces and caches them, we keep the mode in step
   // and apply a directory's default ACL to what is made in it, so the umask is ours to apply.
+  // File handles (name_to_handle_at, open_by_handle_at, NFS export) that outlive the kernel's
+  // inode: it looks the number up as "." (Namei::lookup) and checks the generation.
+  if (fuse_offers(conn, FUSE_CAP_EXPORT_SUPPORT)) fuse_want(conn, FUSE_CAP_EXPORT_SUPPORT);
   ctx->granted.posix_acl = fuse_offers(conn, FUSE_CAP_POSIX_ACL) && fuse_offers(conn, FUSE_CAP_DONT_MASK);
   if (ctx->granted.posix_acl) fuse_want(conn, FUSE_CAP_POSIX_ACL), fuse_want(conn, FUSE_CAP_DONT_MASK);
   // mmap() of a file opened O_DIRECT (direct_io), which ext4 allows (kernel >= 6.6; libfuse
@@ -383,10 +389,9 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
       e.attr.st_ino = it.ino;
       e.attr.st_mode = it.type << 12;
     } else {
-      if (FS(req)->lookup(ino, it.name, &e.attr) != 0) continue;  // removed meanwhile
-      e.ino = e.attr.st_ino;
-      e.attr_timeout = CTX(req)->settings.timeout();
-      e.entry_timeout = CTX(req)->settings.timeout();
+      struct stat st;
+      if (FS(req)->lookup(ino, it.name, &st) != 0) continue;  // removed meanwhile
+      e = entry_of(req, st);  // the generation too: the kernel drops an entry whose one differs
     }
     const size_t need = fuse_add_direntry_plus(req, buf.data() + used, size - used, it.name.c_str(), &e, off_t(it.next));
     if (need > size - used) {

@@ -53,6 +53,7 @@ class Filesystem {
   int lookup(uint64_t parent, const std::string& name, struct stat* st) {  // +1 lookup count
     return namei_.lookup(parent, name, st);
   }
+  uint32_t generation(uint64_t ino) { return namei_.generation(ino); }  // 0 for an unknown inode
   void forget(uint64_t ino, uint64_t nlookup) { evict_.forget(ino, nlookup); }
   int getattr(uint64_t ino, struct stat* st) { return itable_.getattr(ino, st); }
   int getattr(uint64_t ino, struct stat* st, struct timespec* btime) { return itable_.getattr(ino, st, btime); }

@@ -23,6 +23,19 @@ using namespace disk;
 
 int Namei::lookup(uint64_t parent, const std::string& name, struct stat* st) {
   if (name.size() > MAX_NAME_LEN) return -ENAMETOOLONG;
+  if (name == "." || name == "..") {  // a file handle's inode, or a directory's parent
+    std::unique_lock ex(s_.lock);
+    InodeObj* in;
+    if (int err = itable_.iget(parent, &in)) return err;
+    if (in->d.nlink == 0) return -ESTALE;
+    if (name == "..") {
+      if (!S_ISDIR(in->d.mode)) return -ENOTDIR;
+      if (int err = itable_.iget(in->d.parent ? in->d.parent : parent, &in)) return err;
+    }
+    in->nlookup++;
+    itable_.fill_stat(in, st);
+    return 0;
+  }
   {
     // The common case touches only memory: the directory's index and the inode are loaded.
     std::shared_lock shared(s_.lock);
@@ -48,6 +61,12 @@ int Namei::lookup(uint64_t parent, const std::string& name, struct stat* st) {
   in->nlookup++;
   itable_.fill_stat(in, st);
   return 0;
+}
+
+uint32_t Namei::generation(uint64_t ino) {
+  std::shared_lock shared(s_.lock);
+  auto it = s_.inodes.find(ino);
+  return it == s_.inodes.end() ? 0 : it->second->d.generation;
 }
 
 // A new inode for `dir` (inode_init_owner(): in a setgid directory the group is the

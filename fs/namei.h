@@ -20,7 +20,12 @@ class Namei {
   Namei(FsInfo& s, InodeTable& itable, Dir& dirs, ExtentMap& extents, FileIo& file_io, Xattr& xattrs, Evict& evict)
       : s_(s), itable_(itable), dirs_(dirs), extents_(extents), file_io_(file_io), xattrs_(xattrs), evict_(evict) {}
 
-  int lookup(uint64_t parent, const std::string& name, struct stat* st);  // +1 lookup count
+  // +1 lookup count. "." and ".." are the kernel's export operations (FUSE_CAP_EXPORT_SUPPORT:
+  // fuse_get_dentry() and fuse_get_parent(), fs/fuse/inode.c, v6.18): `parent` is then any
+  // inode by number, or a directory whose parent is wanted; -ESTALE for a number no linked
+  // file has (ext4_nfs_get_inode()).
+  int lookup(uint64_t parent, const std::string& name, struct stat* st);
+  uint32_t generation(uint64_t ino);  // of a known inode (FUSE's entry generation), else 0
   int mknod(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, dev_t rdev, struct stat* st,
             mode_t umask);
   int mkdir(uint64_t parent, const std::string& name, mode_t mode, uid_t uid, gid_t gid, struct stat* st,

@@ -101,7 +101,8 @@ inline pid_t mount_fg(const std::string& img, const std::string& mnt, const std:
 }
 
 inline void unmount(const std::string& mnt, pid_t pid) {
-  REQUIRE(run("fusermount3 -u " + mnt) == 0);
+  std::string out;
+  REQUIRE_MESSAGE(run("fusermount3 -u " + mnt, &out) == 0, out);
   int st = 0;
   REQUIRE(waitpid(pid, &st, 0) == pid);  // the daemon has written everything back
   CHECK(WIFEXITED(st));
