@@ -430,8 +430,8 @@ bool in_group_or_capable(fuse_req_t req, fuse_ino_t ino) {
 // file_modified()'s privilege drop after a fallocate (setattr_should_drop_suidgid(), fs/attr.c,
 // v6.18), which FUSE leaves to the server (FUSE_FALLOCATE carries no kill flag, unlike a
 // write): for a caller without CAP_FSETID, set-user-ID always goes, set-group-ID when the file
-// is group-executable or the caller is outside its group. The kernel asks for the attributes
-// again after a fallocate (it invalidates the size), so it sees the new mode. generic/683-685.
+// is group-executable or the caller is outside its group. The kernel keeps the mode it cached
+// (a fallocate inside the file changes no size it would refresh), so it is told. generic/683-685.
 int drop_suidgid_after_fallocate(fuse_req_t req, fuse_ino_t ino) {
   struct stat st;
   if (fuse_req_ctx(req)->uid == 0 || FS(req)->getattr(ino, &st) != 0) return 0;
@@ -440,7 +440,9 @@ int drop_suidgid_after_fallocate(fuse_req_t req, fuse_ino_t ino) {
   if (!kill) return 0;
   struct stat attr{}, out;
   attr.st_mode = st.st_mode & ~kill;
-  return FS(req)->setattr(ino, FUSE_SET_ATTR_MODE, attr, &out);
+  const int err = FS(req)->setattr(ino, FUSE_SET_ATTR_MODE, attr, &out);
+  if (!err) FS(req)->attrs_changed(ino);
+  return err;
 }
 
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, fuse_file_info*) {

@@ -54,6 +54,10 @@ class Filesystem {
     return namei_.lookup(parent, name, st);
   }
   uint32_t generation(uint64_t ino) { return namei_.generation(ino); }  // 0 for an unknown inode
+  // Tells whoever caches the inode's attributes (MountOptions::attrs_changed) to drop them.
+  void attrs_changed(uint64_t ino) {
+    if (s_.opts.attrs_changed) s_.opts.attrs_changed(ino);
+  }
   void forget(uint64_t ino, uint64_t nlookup) { evict_.forget(ino, nlookup); }
   int getattr(uint64_t ino, struct stat* st) { return itable_.getattr(ino, st); }
   int getattr(uint64_t ino, struct stat* st, struct timespec* btime) { return itable_.getattr(ino, st, btime); }

@@ -707,6 +707,7 @@ TEST_CASE("fuse ext4 parity: fallocate by a user drops set-user-ID and set-group
   };
   const std::string outsider = "setpriv --reuid=1000 --regid=1000 --clear-groups ";
   const std::string member = "setpriv --reuid=1000 --regid=100 --clear-groups ";
+  CHECK(mode_after(06666, outsider, "-o 0 -l 4k") == 00666);  // inside the file: no size changes
   CHECK(mode_after(06666, outsider, "-o 0 -l 64k") == 00666);
   CHECK(mode_after(06676, outsider, "-o 0 -l 64k") == 00676);
   CHECK(mode_after(06666, member, "-o 0 -l 64k") == 02666);  // sgid, not group-executable, in the group
