@@ -51,7 +51,8 @@ def fio_result(json_text):
 
 def csv_line(r):
     f = lambda v, d=3: "" if v is None else f"{v:.{d}f}"
-    return ",".join([r["target"], str(r["round"]), r["cell"], f(r["mb_s"], 1), f(r["lat_ms"]),
+    # MB/s to 3 decimals: a slow cell (fsync on a loaded disk: 24 KB/s) must not print as 0.
+    return ",".join([r["target"], str(r["round"]), r["cell"], f(r["mb_s"]), f(r["lat_ms"]),
                      str(r["ios"] or ""), f(r["cpu"]), str(r["status"])])
 
 
