@@ -416,14 +416,12 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
 // in_group_or_capable() (fs/inode.c): the caller is root, or the file's group is its own or one
 // of its supplementary groups. The kernel leaves this to a FUSE server for an ACL's set-group-ID
 // rule (it sends FUSE_SETXATTR_ACL_KILL_SGID, which libfuse does not pass on).
-bool in_group_or_capable(fuse_req_t req, fuse_ino_t ino) {
-  const fuse_ctx* c = fuse_req_ctx(req);
-  struct stat st;
-  if (c->uid == 0 || FS(req)->getattr(ino, &st) != 0 || st.st_gid == c->gid) return true;
+bool in_group_or_capable(fuse_req_t req, gid_t file_gid) {
+  if (may_keep_setid(req) || file_gid == fuse_req_ctx(req)->gid) return true;
   gid_t groups[64];
   const int n = fuse_req_getgroups(req, 64, groups);
   for (int i = 0; i < std::min(n, 64); i++)
-    if (groups[i] == st.st_gid) return true;
+    if (groups[i] == file_gid) return true;
   return false;
 }
 
@@ -434,9 +432,9 @@ bool in_group_or_capable(fuse_req_t req, fuse_ino_t ino) {
 // (a fallocate inside the file changes no size it would refresh), so it is told. generic/683-685.
 int drop_suidgid_after_fallocate(fuse_req_t req, fuse_ino_t ino) {
   struct stat st;
-  if (fuse_req_ctx(req)->uid == 0 || FS(req)->getattr(ino, &st) != 0) return 0;
+  if (may_keep_setid(req) || FS(req)->getattr(ino, &st) != 0) return 0;
   mode_t kill = st.st_mode & S_ISUID;
-  if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !in_group_or_capable(req, ino))) kill |= S_ISGID;
+  if ((st.st_mode & S_ISGID) && ((st.st_mode & S_IXGRP) || !in_group_or_capable(req, st.st_gid))) kill |= S_ISGID;
   if (!kill) return 0;
   struct stat attr{}, out;
   attr.st_mode = st.st_mode & ~kill;
@@ -483,7 +481,10 @@ void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* v
   }
   if (acl_refused(req, name)) return (void)fuse_reply_err(req, EOPNOTSUPP);
   flags &= XATTR_CREATE | XATTR_REPLACE;
-  if (std::string_view(name) == "system.posix_acl_access" && !in_group_or_capable(req, ino)) flags |= XATTR_ACL_KILL_SGID;
+  struct stat st;
+  if (std::string_view(name) == "system.posix_acl_access" && FS(req)->getattr(ino, &st) == 0 &&
+      !in_group_or_capable(req, st.st_gid))
+    flags |= XATTR_ACL_KILL_SGID;
   fuse_reply_err(req, -FS(req)->setxattr(ino, name, std::string(value, size), flags));
 }
 
