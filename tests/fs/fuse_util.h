@@ -109,6 +109,13 @@ inline void unmount(const std::string& mnt, pid_t pid) {
   CHECK(WEXITSTATUS(st) == 0);
 }
 
+// kill -9 of a foreground daemon, then the lazy unmount of its dead mount: a crash.
+inline void kill_daemon(const std::string& mnt, pid_t pid) {
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  REQUIRE(waitpid(pid, nullptr, 0) == pid);
+  run("fusermount3 -u -z " + mnt);
+}
+
 inline void write_file(const std::string& path, const std::string& data, bool sync = false) {
   const int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   REQUIRE(fd >= 0);
