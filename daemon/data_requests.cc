@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "blockcore/usdt.h"
 #include "fuse_compat.h"
 #include "fuse_reactor.h"
+#include "page_dropper.h"
 
 namespace biofs {
 
@@ -130,6 +132,22 @@ void reply_write(const RequestTransport& via, void* who, StageToken t, ssize_t n
   stage_request_reply(t);
 }
 
+// A direct write's ticket (cached_opens.h), 0 for any other write.
+uint32_t direct_write_ticket(FuseContext* ctx, fuse_ino_t ino, const fuse_file_info* fi) {
+  return fi->fh == FH_DIRECT_IO && !fi->writepage ? ctx->cached_opens.ticket(ino) : 0;
+}
+
+// Where a page-cache handle was open while a direct write was in flight, a READ may have left
+// the file's old data in the kernel's pages: they go before `reply` runs, off this thread
+// (page_dropper.h). False: nothing to drop, `reply` is the caller's to run.
+bool reply_after_drop(FuseContext* ctx, fuse_ino_t ino, uint32_t ticket, std::function<void()> reply) {
+  PageDropper* dropper = ctx->attached.page_dropper;
+  if (ticket == 0 || !dropper || !ctx->cached_opens.may_be_stale(ino, ticket)) [[likely]]
+    return false;
+  dropper->drop_then(ino, std::move(reply));
+  return true;
+}
+
 }  // namespace
 
 void read_data(const DataRequest& d, fuse_ino_t ino, size_t size, off_t off) {
@@ -172,6 +190,7 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
   const StageToken t = stage_request_received();
   FuseContext* ctx = d.ctx;
   note_transport(ctx, d.via);
+  const uint32_t ticket = direct_write_ticket(ctx, ino, fi);
   // O_DSYNC / O_SYNC, from the open or this write's RWF_DSYNC (fuse_write_flags()): on a
   // direct I/O handle the kernel sends no fsync after the write, so the reply waits until the
   // data is durable. On a cached handle the fsync it sends after the write does that.
@@ -180,7 +199,15 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
     const Kiocb iocb{.ki_pos = uint64_t(off), .ki_flags = keep_setid ? 0u : unsigned(IOCB_KILL_SUIDGID)};
     const ssize_t n = ctx->fs->write_durable(ino, iocb, size, buf, (fi->flags & O_SYNC) != O_SYNC);
     ctx->io.data_requests.fetch_sub(1, std::memory_order_relaxed);
-    return reply_write(*d.via, d.who, t, n);
+    // libfuse's ring takes no reply from another thread (HeldReply): there the pages go after it.
+    const auto reply = [via = d.via, who = d.who, t, n] { reply_write(*via, who, t, n); };
+    if (d.via->holds_reply()) {
+      reply();
+      reply_after_drop(ctx, ino, ticket, nullptr);
+    } else if (!reply_after_drop(ctx, ino, ticket, reply)) {
+      reply();
+    }
+    return;
   }
   BlkPollGroup group;
   const bool poll = start_data_request(d, size, &group);
@@ -193,13 +220,19 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
   // not reused before this handler returns, which a polled write waits for.
   if (d.via->on_ring() || poll) iocb.ki_flags |= IOCB_BUF_STAYS;
   ctx->fs->write_async(ino, iocb, size, buf, [ctx, who = d.who, t, held, receiver = pthread_self(),
-                                              via = d.via->id(), poll](ssize_t n) {
+                                              via = d.via->id(), poll, ino, ticket](ssize_t n) {
     end_data_request(ctx, poll);
-    if (held) return held->finish(n);
-    const RequestTransport& transport = RequestTransport::by_id(via);
-    count_reply_elsewhere(ctx, transport.on_ring(), receiver);
-    reply_write(transport, who, t, n);
-    end_callback(ctx);
+    if (held) {  // libfuse's ring: the handler replies, and the pages go after it
+      reply_after_drop(ctx, ino, ticket, nullptr);
+      return held->finish(n);
+    }
+    const auto reply = [=] {
+      const RequestTransport& transport = RequestTransport::by_id(via);
+      count_reply_elsewhere(ctx, transport.on_ring(), receiver);
+      reply_write(transport, who, t, n);
+      end_callback(ctx);
+    };
+    if (!reply_after_drop(ctx, ino, ticket, reply)) reply();
   });
   if (poll) blk_poll_group_wait(&group);
   if (held) {

@@ -3,6 +3,7 @@
 #include "live_toggles.h"
 
 #include "data_requests.h"
+#include "page_dropper.h"
 #include "fuse_compat.h"
 #include "fuse_reactor.h"
 #include "stats.h"
@@ -227,12 +228,14 @@ bool reader(const fuse_file_info* fi) { return (fi->flags & O_ACCMODE) == O_RDON
 // Otherwise the kernel keeps the file's pages from earlier opens unless a direct writer may
 // have changed the file under them (Filesystem::open).
 
-void set_caching(fuse_req_t req, fuse_file_info* fi, bool cache_valid) {
+// A handle through the page cache is counted until its release (cached_opens.h).
+void set_caching(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, bool cache_valid) {
   if (fi->flags & O_DIRECT) {
     fi->direct_io = 1;
     fi->fh = FH_DIRECT_IO;
   } else {
     fi->keep_cache = CTX(req)->settings.keep_cache && cache_valid;
+    CTX(req)->cached_opens.opened(ino);
   }
 }
 
@@ -245,12 +248,12 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_err(req, -err);
     return;
   }
-  set_caching(req, fi, cache_valid);
+  set_caching(req, ino, fi, cache_valid);
   fuse_reply_open(req, fi);
 }
 
 void reply_create(fuse_req_t req, const struct stat& st, fuse_file_info* fi, bool cache_valid) {
-  set_caching(req, fi, cache_valid);
+  set_caching(req, st.st_ino, fi, cache_valid);
   const fuse_entry_param e = entry_of(req, st);
   fuse_reply_create(req, &e, fi);
 }
@@ -326,6 +329,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (fi->fh != FH_DIRECT_IO) CTX(req)->cached_opens.released(ino);
   FS(req)->release(ino, direct_writer(fi));
   fuse_reply_err(req, 0);
 }
@@ -505,6 +509,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     FuseStats fuse{ctx->settings.requested_uring, via ? via->name() : "none yet",
                    ctx->settings.ring_sched_idle ? "idle" : "normal", ctx->io.replies_elsewhere.load(std::memory_order_relaxed)};
     fuse.polled = ctx->io.polled.load(std::memory_order_relaxed);
+    if (const PageDropper* d = ctx->attached.page_dropper) fuse.page_drops = d->dropped();
     fuse.libfuse = fuse_pkgversion();
     fuse.direct_io_mmap = ctx->granted.direct_io_mmap;
     fuse.dev_payload_aligned = fuse_dev_payload_aligned();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 
+#include "cached_opens.h"
 #include "devices/io_contract.h"
 #include "fs/filesystem.h"
 #include "fuse_reactor.h"
@@ -80,11 +81,16 @@ struct FuseContext {
   } io;
   static constexpr size_t POLL_MAX_BYTES = 128 * 1024;
 
+  // Handles open through the kernel's page cache, by file: a direct write that raced one drops
+  // the file's pages before its reply (cached_opens.h).
+  CachedOpens cached_opens;
+
   // What main attaches once it has built it, for the stats (and the live toggles' setxattr).
   struct Attached {
     const RingGuard* ring_guard = nullptr;  // with idle rings: their guard (ring_guard.h)
     const FuseReactor* reactor = nullptr;   // fuse_uring=on: the reactor (fuse_reactor.h)
     class LiveToggles* live = nullptr;      // `setfattr -n user.biofs.set` (live_toggles.h)
+    class PageDropper* page_dropper = nullptr;  // drops a file's pages off the serving threads
     // What the stack under the mount will do (devices/io_contract.h); the reactor's refusals
     // are added when the stats are read.
     IoContract contract;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "daemon/syncfs.h"
 #include "devices/device_lock.h"
 #include "daemon/mount_options.h"
+#include "daemon/page_dropper.h"
 #include "daemon/read_only_watch.h"
 #include "daemon/remount.h"
 #include "devices/block_trace.h"
@@ -119,16 +121,17 @@ struct Mount {
   std::unique_ptr<FuseReactor> reactor;
   std::unique_ptr<RingGuard> guard;
   std::unique_ptr<ReadOnlyWatch> ro_watch;  // `mount -o remount,ro|rw` (remount.h)
+  std::unique_ptr<PageDropper> page_dropper;  // a direct write's reply after a racing reader's pages (cached_opens.h)
 };
 
 // The session the filesystem's attribute notices go to (MountOptions::attrs_changed), once up.
 // A notice is written to the session's fd under the lock, so the teardown, which clears the
 // session under it, never closes the fd beneath a notice in flight.
-std::mutex g_notify_lock;
+std::shared_mutex g_notify_lock;
 fuse_session* g_notify_session = nullptr;
 
 void set_notify_session(fuse_session* se) {
-  std::lock_guard g(g_notify_lock);
+  std::unique_lock g(g_notify_lock);
   g_notify_session = se;
 }
 
@@ -191,7 +194,7 @@ void open_filesystem(Mount& m) {
   // until the attribute timeout; an open over kept pages moves the atime (fs/atime.h).
   MountOptions mount_opts = o.fs;
   mount_opts.attrs_changed = [](uint64_t ino) {
-    std::lock_guard g(g_notify_lock);
+    std::shared_lock g(g_notify_lock);
     if (g_notify_session) fuse_lowlevel_notify_inval_inode(g_notify_session, ino, -1, 0);
   };
   if (Status s = Filesystem::mount(*m.io, mount_opts, &m.fs); !s.ok()) fail(32, spec + ": " + s.message());
@@ -220,6 +223,12 @@ void make_context(Mount& m) {
   ctx.switches.ring_hot = o.fuse_uring_hot;
   m.live = std::make_unique<LiveToggles>(m.dev.get(), &m.io->bio_set(), &ctx);
   ctx.attached.live = m.live.get();
+  // The file's pages, all of them (len 0), under the lock shared: it may wait for a READ.
+  m.page_dropper = std::make_unique<PageDropper>([](uint64_t ino) {
+    std::shared_lock g(g_notify_lock);
+    if (g_notify_session) fuse_lowlevel_notify_inval_inode(g_notify_session, ino, 0, 0);
+  });
+  ctx.attached.page_dropper = m.page_dropper.get();
   ctx.attached.contract = io_contract(*m.dev, m.dopts);
   if (!m.transport_note.empty()) ctx.attached.contract.unavailable.push_back(m.transport_note);
   if (o.verbose) {
@@ -350,7 +359,9 @@ int tear_down(Mount& m, bool report) {
   m.lock.set_serving(false);  // shutting down: tools may wait for the lock from here (device_lock.h)
   // Completion threads may still be answering (aborted) requests through the session's fd:
   // let them finish before it is closed.
-  wait_for_callbacks(m.ctx);
+  wait_for_callbacks(m.ctx);  // replies waiting in the page dropper included
+  m.ctx.attached.page_dropper = nullptr;
+  m.page_dropper.reset();
   set_notify_session(nullptr);
   if (m.fuse_mounted) fuse_session_unmount(m.se);
   if (m.reactor) m.reactor->stop();  // its entries ended with the connection

@@ -65,6 +65,7 @@ std::string stats_json(BlockIo& io, const FuseStats* fuse, const DeviceStats* de
   if (fuse)
     j["fuse"] = {{"requested", fuse->requested}, {"transport", fuse->transport}, {"ring_sched", fuse->ring_sched},
                  {"replies_elsewhere", fuse->replies_elsewhere}, {"polled", fuse->polled},
+                 {"page_drops", fuse->page_drops},
                  {"guard_boosts", fuse->guard_boosts}, {"guard_boosted", fuse->guard_boosted},
                  {"guard_io_boosts", fuse->guard_io_boosts}, {"libfuse", fuse->libfuse},
                  {"direct_io_mmap", fuse->direct_io_mmap}, {"dev_payload_aligned", fuse->dev_payload_aligned}};

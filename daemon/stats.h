@@ -32,6 +32,7 @@ struct FuseStats {
   unsigned guard_boosted = 0;
   uint64_t guard_io_boosts = 0;  // of the moves, those for reads and writes in flight (fuse_uring_sched=auto)
   uint64_t polled = 0;  // reads and writes run to completion by their worker (fuse_ops.h)
+  uint64_t page_drops = 0;  // files' pages dropped after a direct write that raced a reader (cached_opens.h)
   // What this build's libfuse does (fuse_compat.h): its version, whether mmap of an O_DIRECT
   // file was granted at INIT, whether /dev/fuse write payloads arrive page-aligned.
   std::string libfuse;

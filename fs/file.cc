@@ -200,11 +200,19 @@ int File::open(uint64_t ino, bool truncate_it, bool direct_writer, bool* cache_v
   } else if (cache_valid) {
     *cache_valid = !in->cache_stale;
     if (!in->direct_writers) in->cache_stale = false;  // this open drops what the kernel had
-    // Reads from pages the kernel kept never reach us (atime.h): a reader's open moves a due
-    // atime now, rather than drop the pages to see the READ.
+    // Reads from pages the kernel kept never reach us (atime.h). Under strictatime, where
+    // every read must show, a reader's open drops them (no keep_cache) so that each read comes
+    // here and moves the atime at the read, as ext4's file_accessed() does: an open that
+    // reads nothing (`xfs_io -r -c fsync`, generic/622) moves nothing. Under relatime a due
+    // atime moves at the open and the pages stay (`tar -x` then reading the tree stays in the
+    // cache). An empty file's reads never reach us, pages or not: its reader's open moves it.
     if (*cache_valid && reader && itable_.atime_due(in)) {
-      itable_.accessed(in);
-      if (s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
+      if (s_.opts.atime.mode == AtimeMode::strictatime && in->d.size != 0) {
+        *cache_valid = false;
+      } else {
+        itable_.accessed(in);
+        if (s_.opts.attrs_changed) s_.opts.attrs_changed(in->ino);
+      }
     }
   }
   return 0;

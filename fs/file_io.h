@@ -22,7 +22,7 @@ namespace biofs {
 class FileIo {
  public:
   using ReadDone = InplaceFunction<void(ssize_t n, const uint8_t* data)>;
-  using WriteDone = InplaceFunction<void(ssize_t n)>;
+  using WriteDone = InplaceFunction<void(ssize_t n), 64>;  // the daemon's reply and a direct write's ticket
 
   FileIo(FsInfo& s, InodeTable& itable, ExtentMap& extents, Xattr& xattrs, Super& super)
       : s_(s), itable_(itable), extents_(extents), xattrs_(xattrs), super_(super) {}

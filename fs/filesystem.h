@@ -97,7 +97,8 @@ class Filesystem {
   // as truncate does (waits for its I/O in flight, updates mtime/ctime, journaled).
   // `direct_writer`: opened for writing with O_DIRECT (the kernel's page cache is bypassed).
   // *cache_valid, if given: whether pages the kernel kept from earlier opens are still right;
-  // where they are, a `reader` (opened for reading) moves a due atime (atime.h) at the open.
+  // a `reader` (opened for reading) that finds its atime due moves it at the open, or, under
+  // strictatime, is told they are not, so that its reads come here and move it (atime.h).
   // The truncation drops the file's capability and, for a caller without `fsetid`, its set-id
   // bits, as do_truncate()'s notify_change() does on ext4.
   int open(uint64_t ino, bool truncate = false, bool direct_writer = false, bool* cache_valid = nullptr,
