@@ -146,6 +146,29 @@ void ExtentMap::splice_extents(InodeObj* in, size_t lo, size_t hi, const Extent*
   in->edits.splice(lo, old_n, n);
 }
 
+void ExtentMap::shift_extents(InodeObj* in, uint64_t from, int64_t by) {
+  std::vector<Extent>& ext = in->ext;
+  size_t lo = size_t(std::partition_point(ext.begin(), ext.end(),
+                                          [&](const Extent& e) { return e.lblk + e.len <= from; }) - ext.begin());
+  if (lo == ext.size()) return;
+  std::vector<Extent> moved;
+  moved.reserve(ext.size() - lo + 1);
+  size_t k = lo;
+  if (ext[lo].lblk < from) {  // straddles `from`: the head stays, the tail moves
+    const Extent& e = ext[lo];
+    const uint64_t head = from - e.lblk;
+    moved.push_back(Extent{e.lblk, e.pblk, uint32_t(head), e.flags});
+    moved.push_back(Extent{uint64_t(int64_t(from) + by), e.pblk + head, uint32_t(e.len - head), e.flags});
+    k++;
+  }
+  for (; k < ext.size(); k++) {
+    Extent e = ext[k];
+    e.lblk = uint64_t(int64_t(e.lblk) + by);
+    moved.push_back(e);
+  }
+  splice_extents(in, lo, ext.size(), moved.data(), moved.size());
+}
+
 int ExtentMap::allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten,
                               std::vector<std::pair<uint64_t, uint64_t>>* added_out) {
   const uint64_t end = lblk + count;

@@ -25,6 +25,10 @@ class ExtentMap {
   // Unmaps [lblk, lblk + count) and frees its blocks (after the next commit).
   void punch_extents(InodeObj* in, uint64_t lblk, uint64_t count);
   void splice_extents(InodeObj* in, size_t lo, size_t hi, const disk::Extent* with, size_t n);
+  // Moves every mapping at or after file block `from` by `by` blocks (ext4_ext_shift_extents):
+  // left (by < 0) once a collapse has unmapped the blocks before them, right for an insert, which
+  // first splits an extent that straddles `from` (ext4_split_extent_at).
+  void shift_extents(InodeObj* in, uint64_t from, int64_t by);
   // Fills the holes in a range with new blocks (marked unwritten when `unwritten`).
   // `added`, if given, receives the (lblk, count) ranges newly mapped.
   int allocate_range(InodeObj* in, uint64_t lblk, uint64_t count, bool unwritten = false,

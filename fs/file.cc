@@ -88,7 +88,7 @@ int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   if (int err = may_fallocate(in, mode)) return err;
   inode_dio_wait(in);
   const uint64_t end = off + len;
-  if (end < off || end / s_.bs >= (1ull << 40)) return -EFBIG;
+  if (end < off || end / s_.bs >= disk::MAX_FILE_BLOCKS) return -EFBIG;
   if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
     const uint64_t stop = std::min(end, in->d.size);
     if (off >= stop) return 0;
@@ -114,6 +114,7 @@ int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
     InodeTable::touch(in->d, false, true, true);
     return extents_.save_extents(in);
   }
+  if (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) return shift_range(in, mode, off, len);
   if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
   if (int err = extents_.allocate_range(in, off / s_.bs, (end - 1) / s_.bs - off / s_.bs + 1, true)) {
     extents_.save_extents(in);
@@ -121,6 +122,31 @@ int File::fallocate(uint64_t ino, int mode, uint64_t off, uint64_t len) {
   }
   if (!(mode & FALLOC_FL_KEEP_SIZE) && end > in->d.size) in->d.size = end;
   InodeTable::touch(in->d, false, false, true);
+  return extents_.save_extents(in);
+}
+
+// FALLOC_FL_COLLAPSE_RANGE removes [off, off + len) and moves what follows down; INSERT_RANGE
+// moves what is at off and after up by len, leaving a hole: ext4_collapse_range and
+// ext4_insert_range (fs/ext4/extents.c) with vfs_fallocate()'s mode rule (fs/open.c, Linux
+// 6.18). The unmapping, the moved map, the size and the times are one journal transaction: a
+// crash leaves the file as it was before or as it is after. Over FUSE the kernel never sends
+// either (fuse_file_fallocate(), fs/fuse/file.c); a caller of Filesystem gets them.
+int File::shift_range(InodeObj* in, int mode, uint64_t off, uint64_t len) {
+  if (mode != FALLOC_FL_COLLAPSE_RANGE && mode != FALLOC_FL_INSERT_RANGE) return -EOPNOTSUPP;
+  if ((off | len) % s_.bs) return -EINVAL;
+  const uint64_t first = off / s_.bs, count = len / s_.bs;
+  if (mode == FALLOC_FL_COLLAPSE_RANGE) {
+    if (off + len >= in->d.size) return -EINVAL;  // reaching EOF: a truncate, not a collapse
+    extents_.punch_extents(in, first, count);
+    extents_.shift_extents(in, first + count, -int64_t(count));
+    in->d.size -= len;
+  } else {
+    if (len > disk::MAX_FILE_BLOCKS * s_.bs - in->d.size) return -EFBIG;
+    if (off >= in->d.size) return -EINVAL;
+    extents_.shift_extents(in, first, int64_t(count));
+    in->d.size += len;
+  }
+  InodeTable::touch(in->d, false, true, true);
   return extents_.save_extents(in);
 }
 

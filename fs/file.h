@@ -31,6 +31,7 @@ class File {
   // Zeroes the partial blocks at the ends of [off, stop) in place; sets [*first_full,
   // *last_full) to the whole blocks between them, which the caller unmaps or marks unwritten.
   int zero_edges(InodeObj* in, uint64_t off, uint64_t stop, uint64_t* first_full, uint64_t* last_full);
+  int shift_range(InodeObj* in, int mode, uint64_t off, uint64_t len);  // collapse or insert
 
  private:
   FsInfo& s_;

@@ -251,7 +251,7 @@ ssize_t FileIo::write_locked(uint64_t ino, const Kiocb& iocb, size_t size, const
   if (int err = may_write(in, off)) return err;
   if (size == 0) return 0;
   const uint64_t end = off + size;
-  if (end < off || end / s_.bs >= (1ull << 40)) return -EFBIG;
+  if (end < off || end / s_.bs >= disk::MAX_FILE_BLOCKS) return -EFBIG;
   const uint64_t first = off / s_.bs, last = (end - 1) / s_.bs, n = last - first + 1;
   const bool rmw = off % s_.bs || end % s_.bs;
   if (!rmw && convert_done && try_convert_async(ex, in, iocb, first, last, end, data, *convert_done)) {

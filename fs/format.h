@@ -132,6 +132,8 @@ struct Extent {
 };
 static_assert(sizeof(Extent) == 24);
 inline constexpr uint32_t EXTENT_UNWRITTEN = 1;
+// A file's size stops short of this many blocks (16 TiB at 4 KiB, as ext4's): EFBIG beyond.
+inline constexpr uint64_t MAX_FILE_BLOCKS = 1ull << 40;
 
 inline constexpr unsigned INLINE_EXTENTS = 4;
 inline constexpr unsigned INLINE_XATTR_BYTES = 36;

@@ -500,7 +500,7 @@ TEST_CASE("fs core: fallocate makes unwritten extents that read as zeros until w
   REQUIRE(r.fs->getattr(ino, &st) == 0);
   CHECK(st.st_size == 64 * 4096);
   CHECK(st.st_blocks == 63 * 8);  // block 6 (24576..28671) is gone
-  CHECK(r.fs->fallocate(ino, FALLOC_FL_COLLAPSE_RANGE, 0, 4096) == -EOPNOTSUPP);
+  CHECK(r.fs->fallocate(ino, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_KEEP_SIZE, 0, 4096) == -EOPNOTSUPP);
   // KEEP_SIZE beyond the end does not change the size.
   REQUIRE(r.fs->fallocate(ino, FALLOC_FL_KEEP_SIZE, 64 * 4096, 4096) == 0);
   REQUIRE(r.fs->getattr(ino, &st) == 0);
@@ -904,7 +904,92 @@ TEST_CASE("fs core: fallocate zero range: zeros inside the range, whole blocks u
   want.resize(data.size() - 10 + 3 * 4096, '\0');
   REQUIRE(r.fs->getattr(f, &st) == 0);
   CHECK(st.st_size == off_t(want.size()));
-  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 0, 4096) == -EOPNOTSUPP);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE | FALLOC_FL_KEEP_SIZE, 0, 4096) == -EOPNOTSUPP);
   check_fsck_clean(r);
   CHECK(read_all(*r.fs, f, want.size() + 100) == want);
+}
+
+// fallocate's COLLAPSE_RANGE and INSERT_RANGE, as ext4_collapse_range and ext4_insert_range
+// (fs/ext4/extents.c) with vfs_fallocate()'s mode rule: block-aligned ranges only, a collapse
+// that would reach EOF and an insert at or past it refused, the mappings after the range moved
+// (holes and unwritten extents with them, an extent that straddles an insert split), the
+// blocks of a collapsed range freed. Inline maps and extent trees alike.
+TEST_CASE("fs core: fallocate collapse and insert range: ext4's rules, what follows moves, holes and unwritten blocks with it") {
+  Rig r;
+  struct stat st;
+  const uint64_t f = r.create(disk::ROOT_INO, "f");
+  std::string want = pattern(64 * 4096 + 100, 9);  // a partial last block
+  REQUIRE(r.fs->write(f, 0, want.size(), want.data()) == ssize_t(want.size()));
+  REQUIRE(r.fs->fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 20 * 4096, 3 * 4096) == 0);
+  REQUIRE(r.fs->fallocate(f, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 40 * 4096, 2 * 4096) == 0);
+  std::fill(want.begin() + 20 * 4096, want.begin() + 23 * 4096, '\0');
+  std::fill(want.begin() + 40 * 4096, want.begin() + 42 * 4096, '\0');
+  const auto blocks = [&] {
+    REQUIRE(r.fs->getattr(f, &st) == 0);
+    return st.st_blocks / 8;
+  };
+  REQUIRE(blocks() == 62);
+  // The refusals, each before anything changes.
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_KEEP_SIZE, 4096, 4096) == -EOPNOTSUPP);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE, 4096, 4096) == -EOPNOTSUPP);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_PUNCH_HOLE, 4096, 4096) == -EOPNOTSUPP);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 4096 + 512, 4096) == -EINVAL);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 4096, 4096 + 512) == -EINVAL);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE, 512, 4096) == -EINVAL);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE, 4096, 512) == -EINVAL);
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 60 * 4096, 5 * 4096) == -EINVAL);  // to EOF
+  CHECK(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 0, 70 * 4096) == -EINVAL);         // past it
+  CHECK(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE, 65 * 4096, 4096) == -EINVAL);        // at or past EOF
+  CHECK(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE, 0, (disk::MAX_FILE_BLOCKS - 32) * 4096) == -EFBIG);
+  CHECK((read_all(*r.fs, f, want.size() + 10) == want));
+  CHECK(blocks() == 62);
+  // Collapse four blocks, one of them in the hole: three blocks freed, the rest moved down,
+  // the hole and the unwritten blocks with it.
+  REQUIRE(r.fs->getattr(f, &st) == 0);
+  const struct timespec before = st.st_mtim;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(r.fs->fallocate(f, FALLOC_FL_COLLAPSE_RANGE, 17 * 4096, 4 * 4096) == 0);
+  want.erase(17 * 4096, 4 * 4096);
+  CHECK((read_all(*r.fs, f, want.size() + 10) == want));
+  CHECK(blocks() == 59);
+  REQUIRE(r.fs->getattr(f, &st) == 0);
+  CHECK(st.st_size == off_t(want.size()));
+  CHECK((st.st_mtim.tv_sec != before.tv_sec || st.st_mtim.tv_nsec != before.tv_nsec));
+  CHECK(r.fs->lseek(f, 17 * 4096, SEEK_DATA) == 19 * 4096);       // what is left of the hole
+  CHECK(r.fs->lseek(f, 30 * 4096, SEEK_HOLE) == 36 * 4096);       // the unwritten blocks, moved
+  // Insert three blocks inside one extent (it splits) and one at the start: holes, nothing allocated.
+  REQUIRE(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE, 5 * 4096, 3 * 4096) == 0);
+  want.insert(5 * 4096, std::string(3 * 4096, '\0'));
+  REQUIRE(r.fs->fallocate(f, FALLOC_FL_INSERT_RANGE, 0, 4096) == 0);
+  want.insert(0, std::string(4096, '\0'));
+  CHECK((read_all(*r.fs, f, want.size() + 10) == want));
+  CHECK(blocks() == 60);  // no data block added; the split made five extents: a tree block
+  CHECK(r.fs->lseek(f, 0, SEEK_DATA) == 4096);
+  CHECK(r.fs->lseek(f, 4096, SEEK_HOLE) == 6 * 4096);
+  CHECK(r.fs->lseek(f, 6 * 4096, SEEK_DATA) == 9 * 4096);
+  // Written into an inserted hole: allocated there, the rest unchanged.
+  const std::string fill = pattern(4096, 11);
+  REQUIRE(r.fs->write(f, 7 * 4096, fill.size(), fill.data()) == 4096);
+  want.replace(7 * 4096, 4096, fill);
+  check_fsck_clean(r);
+  CHECK((read_all(*r.fs, f, want.size() + 10) == want));
+  // An extent tree: a file of 300 one-block extents (another file's blocks between them).
+  const uint64_t g = r.create(disk::ROOT_INO, "g"), gap = r.create(disk::ROOT_INO, "gap");
+  std::string gwant;
+  for (int i = 0; i < 300; i++) {
+    const std::string b = pattern(4096, 100 + i);
+    REQUIRE(r.fs->write(g, uint64_t(i) * 4096, 4096, b.data()) == 4096);
+    REQUIRE(r.fs->write(gap, uint64_t(i) * 4096, 4096, b.data()) == 4096);
+    gwant += b;
+  }
+  CHECK(r.fs->fallocate(g, FALLOC_FL_COLLAPSE_RANGE, 290 * 4096, 10 * 4096) == -EINVAL);  // ends at EOF
+  CHECK(r.fs->fallocate(g, FALLOC_FL_INSERT_RANGE, 300 * 4096, 4096) == -EINVAL);         // at EOF
+  REQUIRE(r.fs->fallocate(g, FALLOC_FL_COLLAPSE_RANGE, 10 * 4096, 150 * 4096) == 0);
+  gwant.erase(10 * 4096, 150 * 4096);
+  REQUIRE(r.fs->fallocate(g, FALLOC_FL_INSERT_RANGE, 7 * 4096, 200 * 4096) == 0);
+  gwant.insert(7 * 4096, std::string(200 * 4096, '\0'));
+  CHECK((read_all(*r.fs, g, gwant.size() + 10) == gwant));
+  check_fsck_clean(r);
+  CHECK((read_all(*r.fs, g, gwant.size() + 10) == gwant));
+  CHECK((read_all(*r.fs, f, want.size() + 10) == want));
 }
