@@ -2,7 +2,7 @@
 # xfstests' generic group through a biofs mount, one command (docs/xfstests.md).
 #
 #   tools/xfstests.sh XFSTESTS_DIR [--fs biofs|hp] [--tests "generic/001 generic/013 ..."]
-#                     [--out DIR] [--opts MOUNT_OPTIONS]
+#                     [--out DIR] [--opts MOUNT_OPTIONS] [--timeout SECONDS]
 #
 # XFSTESTS_DIR: a checkout of xfstests (public source, not in Debian's archive: bring your own;
 # nothing of it is copied here). The script installs what xfstests needs from the archive,
@@ -14,18 +14,20 @@
 # libfuse build tools/build-libfuse.sh makes), so the two are compared in one command.
 # Writes OUT/results.csv (test,status,seconds,reason; status pass, fail or notrun) and
 # OUT/summary.md; each test's xfstests output stays under OUT/xfstests/. Default tests: every
-# test of the generic group. Needs root.
+# test of the generic group. --timeout: the longest one test may run (900 s; generic/551, a
+# random AIO write-and-verify stress, needs more on 2 CPUs). Needs root.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-xfs=${1:?usage: tools/xfstests.sh XFSTESTS_DIR [--fs biofs|hp] [--tests LIST] [--out DIR] [--opts OPTS]}
+xfs=${1:?usage: tools/xfstests.sh XFSTESTS_DIR [--fs biofs|hp] [--tests LIST] [--out DIR] [--opts OPTS] [--timeout S]}
 shift
-fs=biofs tests="" out="" opts=""
+fs=biofs tests="" out="" opts="" limit=900
 while [ $# -gt 0 ]; do
   case "$1" in
     --fs) fs=$2; shift 2 ;;
     --tests) tests=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --opts) opts=$2; shift 2 ;;
+    --timeout) limit=$2; shift 2 ;;
     *) echo "xfstests.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -127,7 +129,7 @@ for t in $tests; do
   n=$((n + 1))
   mkfs_scratch
   start=$SECONDS
-  (cd "$xfs" && HOST_OPTIONS="$out/local.config" timeout 900 ./check "$t" >"$out/last-check.log" 2>&1) || true
+  (cd "$xfs" && HOST_OPTIONS="$out/local.config" timeout "$limit" ./check "$t" >"$out/last-check.log" 2>&1) || true
   secs=$((SECONDS - start))
   base="$out/xfstests/$t"
   status=pass reason=""

@@ -42,17 +42,29 @@ std::string content(int i) {
   return s;
 }
 
+// A RAM disk with a filesystem made on it; a short journal, so that commits come often.
+struct Formatted {
+  std::unique_ptr<BrdDevice> dev;
+  BlockIo io;
+  Formatted() : dev(make()), io(dev->bdev(), 4096) {
+    REQUIRE(io.init() == 0);
+    MkfsOptions mo;
+    mo.journal_blocks = 64;
+    REQUIRE(make_filesystem(io, mo).message() == "");
+  }
+  static std::unique_ptr<BrdDevice> make() {
+    std::unique_ptr<BrdDevice> d;
+    REQUIRE(BrdDevice::create(kDev, &d).ok());
+    return d;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and keeps fsync'd files") {
-  std::unique_ptr<BrdDevice> dev_owner;
-  REQUIRE(BrdDevice::create(kDev, &dev_owner).ok());
-  BrdDevice& dev = *dev_owner;
-  BlockIo io(dev.bdev(), 4096);
-  REQUIRE(io.init() == 0);
-  MkfsOptions mo;
-  mo.journal_blocks = 64;
-  REQUIRE(make_filesystem(io, mo).message() == "");
+  Formatted fresh;
+  BrdDevice& dev = *fresh.dev;
+  BlockIo& io = fresh.io;
   std::string base(kDev, '\0');
   dev.peek(0, base.data(), kDev);
 
@@ -163,14 +175,9 @@ TEST_CASE("crash: every prefix of the write stream mounts, checks clean, and kee
 // write of their stream the image mounts, fsck finds nothing, and the file is as it was before
 // the operation or as it is after it; once the fsync after one has returned, after it.
 TEST_CASE("crash: a collapse or an insert range leaves the file before or after, at every write") {
-  std::unique_ptr<BrdDevice> dev_owner;
-  REQUIRE(BrdDevice::create(kDev, &dev_owner).ok());
-  BrdDevice& dev = *dev_owner;
-  BlockIo io(dev.bdev(), 4096);
-  REQUIRE(io.init() == 0);
-  MkfsOptions mo;
-  mo.journal_blocks = 64;
-  REQUIRE(make_filesystem(io, mo).message() == "");
+  Formatted fresh;
+  BrdDevice& dev = *fresh.dev;
+  BlockIo& io = fresh.io;
   // The file: 80 one-block extents (an extent tree), interleaved with another file's blocks.
   std::vector<std::string> states(1);
   {
