@@ -140,7 +140,7 @@ TEST_CASE("fuse cache: after an O_DIRECT writer, a buffered open reads what it w
 // buffered open after the write reads it (xfstests generic/451). The daemon drops them before
 // the reply when a page-cache handle was open meanwhile, and only then: a direct write that no
 // such handle met (fio direct=1) drops nothing.
-TEST_CASE("fuse cache: a direct write that raced a buffered reader leaves no stale pages; one that raced none drops nothing") {
+TEST_CASE("fuse cache: a direct write drops the pages a racing buffered reader brought in and drops none when no reader raced it") {
   if (!have_fuse()) return;
   FuseScratch s(64 << 20);
   // vwc: writes answered from the device's cache are quick, so readers race them often.
