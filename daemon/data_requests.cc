@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -139,13 +138,18 @@ uint32_t direct_write_ticket(FuseContext* ctx, fuse_ino_t ino, const fuse_file_i
 
 // Where a page-cache handle was open while a direct write was in flight, a READ may have left
 // the file's old data in the kernel's pages: they go before `reply` runs, off this thread
-// (page_dropper.h). False: nothing to drop, `reply` is the caller's to run.
-bool reply_after_drop(FuseContext* ctx, fuse_ino_t ino, uint32_t ticket, std::function<void()> reply) {
+// (page_dropper.h); otherwise `reply` runs here, with nothing allocated.
+template <typename Reply>
+void reply_after_drop(FuseContext* ctx, fuse_ino_t ino, uint32_t ticket, Reply&& reply) {
   PageDropper* dropper = ctx->attached.page_dropper;
   if (ticket == 0 || !dropper || !ctx->cached_opens.may_be_stale(ino, ticket)) [[likely]]
-    return false;
-  dropper->drop_then(ino, std::move(reply));
-  return true;
+    return reply();
+  dropper->drop_then(ino, std::forward<Reply>(reply));
+}
+
+// libfuse's ring takes no reply from another thread (HeldReply): there the reply does not wait for the drop.
+void drop_after_reply(FuseContext* ctx, fuse_ino_t ino, uint32_t ticket) {
+  reply_after_drop(ctx, ino, ticket, [] {});
 }
 
 }  // namespace
@@ -199,15 +203,10 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
     const Kiocb iocb{.ki_pos = uint64_t(off), .ki_flags = keep_setid ? 0u : unsigned(IOCB_KILL_SUIDGID)};
     const ssize_t n = ctx->fs->write_durable(ino, iocb, size, buf, (fi->flags & O_SYNC) != O_SYNC);
     ctx->io.data_requests.fetch_sub(1, std::memory_order_relaxed);
-    // libfuse's ring takes no reply from another thread (HeldReply): there the pages go after it.
     const auto reply = [via = d.via, who = d.who, t, n] { reply_write(*via, who, t, n); };
-    if (d.via->holds_reply()) {
-      reply();
-      reply_after_drop(ctx, ino, ticket, nullptr);
-    } else if (!reply_after_drop(ctx, ino, ticket, reply)) {
-      reply();
-    }
-    return;
+    if (!d.via->holds_reply()) return reply_after_drop(ctx, ino, ticket, reply);
+    reply();
+    return drop_after_reply(ctx, ino, ticket);
   }
   BlkPollGroup group;
   const bool poll = start_data_request(d, size, &group);
@@ -222,17 +221,16 @@ void write_data(const DataRequest& d, fuse_ino_t ino, const char* buf, size_t si
   ctx->fs->write_async(ino, iocb, size, buf, [ctx, who = d.who, t, held, receiver = pthread_self(),
                                               via = d.via->id(), poll, ino, ticket](ssize_t n) {
     end_data_request(ctx, poll);
-    if (held) {  // libfuse's ring: the handler replies, and the pages go after it
-      reply_after_drop(ctx, ino, ticket, nullptr);
+    if (held) {  // libfuse's ring: the handler replies
+      drop_after_reply(ctx, ino, ticket);
       return held->finish(n);
     }
-    const auto reply = [=] {
+    reply_after_drop(ctx, ino, ticket, [=] {
       const RequestTransport& transport = RequestTransport::by_id(via);
       count_reply_elsewhere(ctx, transport.on_ring(), receiver);
       reply_write(transport, who, t, n);
       end_callback(ctx);
-    };
-    if (!reply_after_drop(ctx, ino, ticket, reply)) reply();
+    });
   });
   if (poll) blk_poll_group_wait(&group);
   if (held) {

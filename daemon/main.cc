@@ -223,10 +223,12 @@ void make_context(Mount& m) {
   ctx.switches.ring_hot = o.fuse_uring_hot;
   m.live = std::make_unique<LiveToggles>(m.dev.get(), &m.io->bio_set(), &ctx);
   ctx.attached.live = m.live.get();
-  // The file's pages, all of them (len 0), under the lock shared: it may wait for a READ.
+  // The file's pages, all of them (len 0), under the lock shared: it may wait for a READ, so
+  // not once the session loop has ended (a signal), when no thread would serve that READ.
   m.page_dropper = std::make_unique<PageDropper>([](uint64_t ino) {
     std::shared_lock g(g_notify_lock);
-    if (g_notify_session) fuse_lowlevel_notify_inval_inode(g_notify_session, ino, 0, 0);
+    if (g_notify_session && !fuse_session_exited(g_notify_session))
+      fuse_lowlevel_notify_inval_inode(g_notify_session, ino, 0, 0);
   });
   ctx.attached.page_dropper = m.page_dropper.get();
   ctx.attached.contract = io_contract(*m.dev, m.dopts);
