@@ -362,8 +362,6 @@ int tear_down(Mount& m, bool report) {
   // Completion threads may still be answering (aborted) requests through the session's fd:
   // let them finish before it is closed.
   wait_for_callbacks(m.ctx);  // replies waiting in the page dropper included
-  m.ctx.attached.page_dropper = nullptr;
-  m.page_dropper.reset();
   set_notify_session(nullptr);
   if (m.fuse_mounted) fuse_session_unmount(m.se);
   if (m.reactor) m.reactor->stop();  // its entries ended with the connection
@@ -372,6 +370,9 @@ int tear_down(Mount& m, bool report) {
   m.se = nullptr, m.fuse_mounted = m.signal_handlers = false;
   m.ctx.attached.reactor = nullptr;
   m.reactor.reset();
+  // No thread that writes is left (the reactor's read ctx.attached until it stopped).
+  m.ctx.attached.page_dropper = nullptr;
+  m.page_dropper.reset();
   // The ring threads are gone: the guard may stop (it watched them through the teardown too).
   if (report && m.guard && !m.guard->error().empty())
     fprintf(stderr, "biofs: fuse_uring_sched=idle: %s\n", m.guard->error().c_str());
