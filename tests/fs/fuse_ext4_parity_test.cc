@@ -28,12 +28,6 @@ using namespace biofs::test;
 
 namespace {
 
-bool no_fuse() {
-  if (have_fuse()) return false;
-  MESSAGE("skipped: /dev/fuse is absent or not accessible");
-  return true;
-}
-
 // The daemon's libfuse lacks the tmpfile and statx operations before 3.18 (daemon/fuse_compat.h).
 bool daemon_has_tmpfile_statx(const std::string& mnt) {
   if (libfuse_version(stats_of(mnt)) >= 318) return true;

@@ -21,16 +21,6 @@ using namespace biofs::test;
 
 namespace {
 
-bool no_fuse() {
-  if (have_fuse()) return false;
-  MESSAGE("skipped: /dev/fuse is absent or not accessible");
-  return true;
-}
-
-}  // namespace
-
-namespace {
-
 // A loop device over a file, detached at scope exit; empty when losetup cannot make one.
 struct LoopDevice {
   std::string path;

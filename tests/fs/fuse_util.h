@@ -164,6 +164,12 @@ struct FuseScratch {
 };
 
 inline bool have_fuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
+// True, with a line saying so, where the test cannot mount: it then skips.
+inline bool no_fuse() {
+  if (have_fuse()) return false;
+  MESSAGE("skipped: /dev/fuse is absent or not accessible");
+  return true;
+}
 
 // Whether the kernel offers FUSE-over-io_uring to this user (as root the daemon can switch the
 // fuse module's enable_uring on): the reactor (fuse_uring=on, daemon/fuse_reactor.h) needs
